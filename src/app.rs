@@ -1,0 +1,417 @@
+//! The windowed app: a winit `ApplicationHandler` that owns everything (no globals). The GL
+//! context, the demo and the panel are built in `resumed` and torn down, in order, on close.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use winit::application::ApplicationHandler;
+use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
+use winit::keyboard::{Key, ModifiersState, NamedKey};
+use winit::window::WindowId;
+
+use crate::context::window::WindowGl;
+use crate::demos::{DemoSpec, View};
+use crate::gl;
+use crate::runtime::{self, CudaOptions};
+use crate::session::Session;
+use crate::ui::{self, PanelAction};
+use crate::{Error, Result};
+
+/// How the window starts.
+#[derive(Debug, Clone)]
+pub struct WindowOptions {
+    /// The demo and its settings.
+    pub spec: DemoSpec,
+    /// Backend and transfer choices.
+    pub cuda: CudaOptions,
+    /// Window size in logical pixels.
+    pub size: [u32; 2],
+    /// Wait for vertical blank.
+    pub vsync: bool,
+    /// Folder of shader files replacing the embedded ones.
+    pub shaders_dir: Option<PathBuf>,
+    /// Close after this many frames (for tests and screenshots).
+    pub max_frames: Option<u64>,
+    /// Save the last frame, panel included, as PNG when closing.
+    pub screenshot: Option<PathBuf>,
+}
+
+/// What a window run leaves behind.
+#[derive(Debug, Clone, Default)]
+pub struct WindowReport {
+    /// Frames drawn.
+    pub frames: u64,
+}
+
+/// Opens the window and runs until it is closed.
+pub fn run(options: WindowOptions) -> Result<WindowReport> {
+    let event_loop = EventLoop::new().map_err(|e| {
+        Error::Window(format!(
+            "{e}. Run inside a desktop session, or use headless mode (e.g. `interop-lab wave --headless`)"
+        ))
+    })?;
+    event_loop.set_control_flow(ControlFlow::Poll);
+    let mut app = App {
+        options,
+        running: None,
+        error: None,
+        frames: 0,
+    };
+    event_loop
+        .run_app(&mut app)
+        .map_err(|e| Error::Window(e.to_string()))?;
+    match app.error {
+        Some(error) => Err(error),
+        None => Ok(WindowReport { frames: app.frames }),
+    }
+}
+
+struct App {
+    options: WindowOptions,
+    running: Option<Running>,
+    error: Option<Error>,
+    frames: u64,
+}
+
+/// Everything that exists while the window is open. Torn down by [`Running::shut_down`].
+struct Running {
+    session: Session,
+    egui: EguiWindow,
+    input: Input,
+    last_frame: Instant,
+    window: WindowGl,
+}
+
+struct EguiWindow {
+    context: egui::Context,
+    state: egui_winit::State,
+    painter: egui_glow::Painter,
+}
+
+#[derive(Default)]
+struct Input {
+    orbiting: bool,
+    panning: bool,
+    cursor: Option<(f64, f64)>,
+    modifiers: ModifiersState,
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.running.is_some() {
+            return;
+        }
+        match Running::start(event_loop, &self.options) {
+            Ok(running) => {
+                running.window.window().request_redraw();
+                self.running = Some(running);
+            }
+            Err(error) => {
+                self.error = Some(error);
+                event_loop.exit();
+            }
+        }
+    }
+
+    fn window_event(
+        &mut self,
+        event_loop: &ActiveEventLoop,
+        _window: WindowId,
+        event: WindowEvent,
+    ) {
+        let Some(running) = self.running.as_mut() else {
+            return;
+        };
+        let egui_consumed = running
+            .egui
+            .state
+            .on_window_event(running.window.window(), &event)
+            .consumed;
+        match event {
+            WindowEvent::CloseRequested => self.close(event_loop),
+            WindowEvent::Resized(_) => running.window.resize(),
+            WindowEvent::RedrawRequested => {
+                let screenshot = self
+                    .options
+                    .max_frames
+                    .is_some_and(|max| self.frames + 1 >= max);
+                match running.redraw(
+                    screenshot
+                        .then_some(self.options.screenshot.as_deref())
+                        .flatten(),
+                ) {
+                    Ok(()) => self.frames += 1,
+                    Err(error) => {
+                        self.error = Some(error);
+                        self.close(event_loop);
+                        return;
+                    }
+                }
+                if screenshot {
+                    self.close(event_loop);
+                }
+            }
+            WindowEvent::ModifiersChanged(modifiers) => running.input.modifiers = modifiers.state(),
+            WindowEvent::KeyboardInput { event, .. }
+                if !egui_consumed
+                    && event.state == ElementState::Pressed
+                    && running.key(&event.logical_key) =>
+            {
+                self.close(event_loop);
+            }
+            WindowEvent::MouseInput { state, button, .. }
+                if !egui_consumed || state == ElementState::Released =>
+            {
+                let pressed = state == ElementState::Pressed;
+                match button {
+                    MouseButton::Left if running.input.modifiers.shift_key() => {
+                        running.input.panning = pressed
+                    }
+                    MouseButton::Left => running.input.orbiting = pressed,
+                    MouseButton::Right | MouseButton::Middle => running.input.panning = pressed,
+                    _ => {}
+                }
+            }
+            WindowEvent::CursorMoved { position, .. } => {
+                running.cursor_moved(position.x, position.y)
+            }
+            WindowEvent::MouseWheel { delta, .. } if !egui_consumed => {
+                let steps = match delta {
+                    MouseScrollDelta::LineDelta(_, y) => y,
+                    MouseScrollDelta::PixelDelta(p) => (p.y / 40.0) as f32,
+                };
+                if let Ok(demo) = running.session.demo() {
+                    demo.camera_mut().zoom(steps);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn about_to_wait(&mut self, _event_loop: &ActiveEventLoop) {
+        if let Some(running) = &self.running {
+            running.window.window().request_redraw();
+        }
+    }
+
+    fn exiting(&mut self, _event_loop: &ActiveEventLoop) {
+        if let Some(running) = self.running.take() {
+            running.shut_down();
+        }
+    }
+}
+
+impl App {
+    fn close(&mut self, event_loop: &ActiveEventLoop) {
+        if let Some(running) = self.running.take() {
+            running.shut_down();
+        }
+        event_loop.exit();
+    }
+}
+
+impl Running {
+    fn start(event_loop: &ActiveEventLoop, options: &WindowOptions) -> Result<Self> {
+        let title = format!("interop-lab — {}", options.spec.name());
+        let window = WindowGl::new(event_loop, &title, options.size, options.vsync, true)?;
+        let gl = window.gl().clone();
+        let selection = runtime::select(&options.cuda);
+        let mut session = Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())?;
+        session.panel.vsync = Some(options.vsync);
+        if let Some(unmet) = session.selection().unmet_request.clone() {
+            ui::push_message(&mut session.panel, unmet);
+        }
+        let painter = match egui_glow::Painter::new(gl.clone(), "", None, false) {
+            Ok(painter) => painter,
+            Err(error) => {
+                session.destroy(&gl);
+                return Err(Error::Gl(format!("egui painter: {error}")));
+            }
+        };
+        let context = egui::Context::default();
+        let state = egui_winit::State::new(
+            context.clone(),
+            egui::ViewportId::ROOT,
+            event_loop,
+            Some(window.window().scale_factor() as f32),
+            event_loop.system_theme(),
+            Some(painter.max_texture_side()),
+        );
+        Ok(Self {
+            session,
+            egui: EguiWindow {
+                context,
+                state,
+                painter,
+            },
+            input: Input::default(),
+            last_frame: Instant::now(),
+            window,
+        })
+    }
+
+    fn redraw(&mut self, screenshot: Option<&std::path::Path>) -> Result<()> {
+        let gl = self.window.gl().clone();
+        let size = self.window.size();
+        let now = Instant::now();
+        // Simulated time follows wall time, but a stall (a drag of the window) is not a jump.
+        let dt = (now - self.last_frame).as_secs_f32().min(0.1);
+        self.last_frame = now;
+
+        gl::bind_default_framebuffer(&gl);
+        let scale = self.window.window().scale_factor() as f32;
+        let panel_px =
+            ((self.session.panel.width_points * scale) as u32).min(size[0].saturating_sub(1));
+        let view = View {
+            origin: [panel_px, 0],
+            size: [size[0] - panel_px, size[1]],
+        };
+        self.session.frame(&gl, view, dt);
+
+        let raw_input = self.egui.state.take_egui_input(self.window.window());
+        let session = &mut self.session;
+        let mut actions = Vec::new();
+        let output = self
+            .egui
+            .context
+            .run_ui(raw_input, |ui| actions = session.panel(ui, &gl));
+        self.egui
+            .state
+            .handle_platform_output(self.window.window(), output.platform_output);
+        let primitives = self
+            .egui
+            .context
+            .tessellate(output.shapes, output.pixels_per_point);
+        let mut textures = output.textures_delta;
+        self.egui.painter.paint_and_update_textures(
+            size,
+            output.pixels_per_point,
+            &primitives,
+            &mut textures,
+        );
+
+        for action in actions {
+            if let PanelAction::SetVsync(on) = action {
+                self.set_vsync(on);
+            }
+        }
+        if let Some(path) = screenshot {
+            let image = self.egui.painter.read_screen_rgba(size);
+            let pixels: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
+            crate::headless::write_png(path, size, &pixels)?;
+        }
+        self.window.swap_buffers()
+    }
+
+    fn set_vsync(&mut self, on: bool) {
+        match self.window.set_vsync(on) {
+            Ok(()) => {
+                self.window.set_vsync_flag(on);
+                self.session.panel.vsync = Some(on);
+            }
+            Err(error) => ui::push_message(&mut self.session.panel, error.to_string()),
+        }
+    }
+
+    /// Handles a key; returns true when the app should close.
+    fn key(&mut self, key: &Key) -> bool {
+        let panel = &mut self.session.panel;
+        match key {
+            Key::Named(NamedKey::Escape) => return true,
+            Key::Named(NamedKey::Space) => panel.paused = !panel.paused,
+            Key::Character(c) if c.as_str() == "s" => {
+                panel.paused = true;
+                panel.step_once = true;
+            }
+            Key::Character(c) if c.as_str() == "v" => {
+                let on = !self.window.vsync();
+                self.set_vsync(on);
+            }
+            _ => {}
+        }
+        false
+    }
+
+    fn cursor_moved(&mut self, x: f64, y: f64) {
+        let previous = self.input.cursor.replace((x, y));
+        let Some((px, py)) = previous else { return };
+        let (dx, dy) = ((x - px) as f32, (y - py) as f32);
+        let height = self.window.size()[1] as f32;
+        let (orbiting, panning) = (self.input.orbiting, self.input.panning);
+        if let Ok(demo) = self.session.demo() {
+            if panning {
+                demo.camera_mut().pan(dx, dy, height);
+            } else if orbiting {
+                demo.camera_mut().orbit(dx, dy);
+            }
+        }
+    }
+
+    /// Releases GL objects while the context is current, then the context and window.
+    fn shut_down(mut self) {
+        self.session.destroy(self.window.gl());
+        self.egui.painter.destroy();
+    }
+}
+
+/// Opens an invisible window to see which GL context the app would get there, and which CUDA
+/// devices run it (`doctor` uses this). `query_cuda`: the driver is loaded and may be asked.
+pub fn probe_window_context(query_cuda: bool) -> crate::doctor::GlCheck {
+    struct Probe {
+        query_cuda: bool,
+        result: Option<crate::doctor::GlCheck>,
+    }
+    impl ApplicationHandler for Probe {
+        fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+            let kind = "window".to_owned();
+            self.result = Some(
+                match WindowGl::new(event_loop, "interop-lab doctor", [64, 64], false, false) {
+                    Ok(window) => {
+                        let info = crate::gl::GlInfo::query(window.gl());
+                        let (cuda_devices, error) = if self.query_cuda {
+                            crate::doctor::query_gl_devices()
+                        } else {
+                            (None, None)
+                        };
+                        crate::doctor::GlCheck {
+                            kind,
+                            info: Some(info),
+                            cuda_devices,
+                            error,
+                        }
+                    }
+                    Err(error) => crate::doctor::GlCheck {
+                        kind,
+                        info: None,
+                        cuda_devices: None,
+                        error: Some(error.to_string()),
+                    },
+                },
+            );
+            event_loop.exit();
+        }
+
+        fn window_event(&mut self, _: &ActiveEventLoop, _: WindowId, _: WindowEvent) {}
+    }
+    let failed = |error: String| crate::doctor::GlCheck {
+        kind: "window".to_owned(),
+        info: None,
+        cuda_devices: None,
+        error: Some(error),
+    };
+    let event_loop = match EventLoop::new() {
+        Ok(event_loop) => event_loop,
+        Err(error) => return failed(error.to_string()),
+    };
+    let mut probe = Probe {
+        query_cuda,
+        result: None,
+    };
+    if let Err(error) = event_loop.run_app(&mut probe) {
+        return failed(error.to_string());
+    }
+    probe
+        .result
+        .unwrap_or_else(|| failed("the event loop ended before the window was created".to_owned()))
+}

@@ -1,0 +1,308 @@
+//! CUDA ↔ OpenGL interop: register a GL object with CUDA once, map it for each frame's kernels,
+//! unmap it before GL draws it.
+//!
+//! Ownership carries the rules: a [`GraphicsResource`] unregisters itself on drop, and [`map`]
+//! borrows every resource it maps for as long as the returned [`Mapped`] guard lives; dropping the
+//! guard (or calling [`Mapped::unmap`]) hands them back to GL.
+#![allow(unsafe_code)]
+
+pub mod sys;
+
+use std::marker::PhantomData;
+use std::rc::Rc;
+
+use cudarc::driver::sys as cu;
+
+pub use self::sys::GlEntryPoints;
+use super::context::Context;
+use super::driver::{check, cuda_error};
+use super::memory::DeviceSpan;
+use super::stream::Stream;
+use crate::{Error, Result};
+
+/// What a kernel will do with a mapped resource this frame (`cuGraphicsResourceSetMapFlags`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MapAccess {
+    /// Read and write; GL's contents are kept.
+    ReadWrite,
+    /// CUDA only reads; GL's contents are not written back.
+    ReadOnly,
+    /// CUDA overwrites everything; GL's previous contents need not be kept.
+    WriteDiscard,
+}
+
+impl MapAccess {
+    fn flags(self) -> u32 {
+        use cu::CUgraphicsMapResourceFlags as F;
+        match self {
+            Self::ReadWrite => F::CU_GRAPHICS_MAP_RESOURCE_FLAGS_NONE as u32,
+            Self::ReadOnly => F::CU_GRAPHICS_MAP_RESOURCE_FLAGS_READ_ONLY as u32,
+            Self::WriteDiscard => F::CU_GRAPHICS_MAP_RESOURCE_FLAGS_WRITE_DISCARD as u32,
+        }
+    }
+}
+
+/// Which kind of GL object a resource is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GlObject {
+    /// A buffer object (`glGenBuffers`).
+    Buffer {
+        /// GL name.
+        name: u32,
+    },
+    /// A texture or renderbuffer.
+    Image {
+        /// GL name.
+        name: u32,
+        /// GL target, e.g. `GL_TEXTURE_2D`.
+        target: u32,
+    },
+}
+
+/// The CUDA devices the current GL context renders on (`cuGLGetDevices`). An empty list means
+/// the context is on a GPU CUDA can't use (another vendor, or a software renderer).
+pub fn gl_devices(entry_points: &GlEntryPoints) -> Result<Vec<cu::CUdevice>> {
+    let mut devices = [0 as cu::CUdevice; 16];
+    let mut count = 0u32;
+    // SAFETY: the array has room for 16 devices and we say so; a GL context is current (callers
+    // make it so; without one the driver returns an error, not UB).
+    let status = unsafe {
+        (entry_points.get_devices)(
+            &mut count,
+            devices.as_mut_ptr(),
+            devices.len() as u32,
+            sys::GL_DEVICE_LIST_ALL,
+        )
+    };
+    match status {
+        cu::CUresult::CUDA_SUCCESS => Ok(devices[..(count as usize).min(devices.len())].to_vec()),
+        // The documented answer when the GL context runs on a GPU that is not a CUDA device.
+        cu::CUresult::CUDA_ERROR_NO_DEVICE => Ok(Vec::new()),
+        other => Err(cuda_error(other, "cuGLGetDevices")),
+    }
+}
+
+/// A GL object registered with CUDA. Unregistered on drop, which must happen before the GL
+/// object is deleted (declare it before the GL object in structs: fields drop in order).
+pub struct GraphicsResource {
+    raw: cu::CUgraphicsResource,
+    object: GlObject,
+    map_flags: u32,
+    context: Rc<Context>,
+}
+
+impl std::fmt::Debug for GraphicsResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphicsResource")
+            .field("object", &self.object)
+            .finish()
+    }
+}
+
+impl GraphicsResource {
+    /// `cuGraphicsGLRegisterBuffer`. The GL context that owns `buffer` must be current. Costs
+    /// about a millisecond: do it once per buffer allocation, not per frame.
+    pub fn register_buffer(
+        context: &Rc<Context>,
+        entry_points: &GlEntryPoints,
+        buffer: u32,
+    ) -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        let flags = cu::CUgraphicsRegisterFlags::CU_GRAPHICS_REGISTER_FLAGS_NONE as u32;
+        // SAFETY: valid out-pointer; `buffer` is a GL buffer name of the current context (an
+        // invalid one makes the driver return an error).
+        check(
+            unsafe { (entry_points.register_buffer)(&mut raw, buffer, flags) },
+            "cuGraphicsGLRegisterBuffer",
+        )?;
+        Ok(Self {
+            raw,
+            object: GlObject::Buffer { name: buffer },
+            map_flags: 0,
+            context: context.clone(),
+        })
+    }
+
+    /// `cuGraphicsGLRegisterImage` with `SURFACE_LDST`, so kernels can write the texture through
+    /// a surface object. The GL context that owns `texture` must be current.
+    pub fn register_image(
+        context: &Rc<Context>,
+        entry_points: &GlEntryPoints,
+        texture: u32,
+        target: u32,
+    ) -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        let flags = cu::CUgraphicsRegisterFlags::CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST as u32;
+        // SAFETY: valid out-pointer; `texture`/`target` name a GL texture of the current context.
+        check(
+            unsafe { (entry_points.register_image)(&mut raw, texture, target, flags) },
+            "cuGraphicsGLRegisterImage",
+        )?;
+        Ok(Self {
+            raw,
+            object: GlObject::Image {
+                name: texture,
+                target,
+            },
+            map_flags: 0,
+            context: context.clone(),
+        })
+    }
+
+    /// The GL object this resource stands for.
+    pub fn object(&self) -> GlObject {
+        self.object
+    }
+
+    fn set_access(&mut self, access: MapAccess) -> Result<()> {
+        let flags = access.flags();
+        if flags != self.map_flags {
+            // SAFETY: live, unmapped resource (mapped ones are borrowed by a `Mapped` guard, so
+            // this `&mut self` can't exist while they are mapped).
+            check(
+                unsafe { cu::cuGraphicsResourceSetMapFlags_v2(self.raw, flags) },
+                "cuGraphicsResourceSetMapFlags",
+            )?;
+            self.map_flags = flags;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for GraphicsResource {
+    fn drop(&mut self) {
+        // SAFETY: registered in a constructor, unregistered once; never mapped here (a `Mapped`
+        // guard borrowing it would still be alive otherwise).
+        if let Err(error) = check(
+            unsafe { cu::cuGraphicsUnregisterResource(self.raw) },
+            "cuGraphicsUnregisterResource",
+        ) {
+            self.context.defer_error(error);
+        }
+    }
+}
+
+/// Most resources one [`map`] call takes; enough for every demo, and no allocation per frame.
+pub const MAX_MAPPED: usize = 8;
+
+/// Resources mapped for CUDA. While this guard lives, the resources are borrowed and GL must not
+/// use them; dropping it unmaps them (errors then go to the context's deferred errors).
+#[must_use = "dropping the guard unmaps at once; keep it while kernels use the pointers"]
+pub struct Mapped<'a> {
+    raws: [cu::CUgraphicsResource; MAX_MAPPED],
+    objects: [Option<GlObject>; MAX_MAPPED],
+    count: usize,
+    stream: &'a Stream,
+    unmapped: bool,
+    _borrow: PhantomData<&'a mut GraphicsResource>,
+}
+
+/// Maps every resource in `resources` with one `cuGraphicsMapResources` call on `stream`, after
+/// setting each one's access flags. GL work issued before this call completes before any CUDA
+/// work queued after it on `stream`.
+pub fn map<'a>(
+    stream: &'a Stream,
+    resources: &mut [(&'a mut GraphicsResource, MapAccess)],
+) -> Result<Mapped<'a>> {
+    if resources.len() > MAX_MAPPED {
+        return Err(Error::InvalidInput(format!(
+            "{} resources in one map call; at most {MAX_MAPPED}",
+            resources.len()
+        )));
+    }
+    let mut raws = [std::ptr::null_mut(); MAX_MAPPED];
+    let mut objects = [None; MAX_MAPPED];
+    for (slot, (resource, access)) in resources.iter_mut().enumerate() {
+        resource.set_access(*access)?;
+        raws[slot] = resource.raw;
+        objects[slot] = Some(resource.object);
+    }
+    let count = resources.len();
+    // SAFETY: `raws[..count]` are live registered resources, none mapped (each is borrowed
+    // mutably here, so no other guard holds it); the stream is live.
+    check(
+        unsafe { cu::cuGraphicsMapResources(count as u32, raws.as_mut_ptr(), stream.raw()) },
+        "cuGraphicsMapResources",
+    )?;
+    Ok(Mapped {
+        raws,
+        objects,
+        count,
+        stream,
+        unmapped: false,
+        _borrow: PhantomData,
+    })
+}
+
+impl Mapped<'_> {
+    /// The device pointer of mapped buffer `index` (`cuGraphicsResourceGetMappedPointer`).
+    pub fn buffer(&self, index: usize) -> Result<DeviceSpan> {
+        self.expect(index, |o| matches!(o, GlObject::Buffer { .. }), "a buffer")?;
+        let (mut ptr, mut bytes) = (0, 0usize);
+        // SAFETY: the resource is mapped (this guard exists) and is a buffer.
+        check(
+            unsafe {
+                cu::cuGraphicsResourceGetMappedPointer_v2(&mut ptr, &mut bytes, self.raws[index])
+            },
+            "cuGraphicsResourceGetMappedPointer",
+        )?;
+        Ok(DeviceSpan { ptr, bytes })
+    }
+
+    /// The CUDA array behind mapped image `index` (`cuGraphicsSubResourceGetMappedArray`, level 0).
+    pub fn array(&self, index: usize) -> Result<cu::CUarray> {
+        self.expect(index, |o| matches!(o, GlObject::Image { .. }), "an image")?;
+        let mut array = std::ptr::null_mut();
+        // SAFETY: the resource is mapped and is an image.
+        check(
+            unsafe { cu::cuGraphicsSubResourceGetMappedArray(&mut array, self.raws[index], 0, 0) },
+            "cuGraphicsSubResourceGetMappedArray",
+        )?;
+        Ok(array)
+    }
+
+    fn expect(&self, index: usize, is: impl Fn(&GlObject) -> bool, what: &str) -> Result<()> {
+        match self.objects.get(index).copied().flatten() {
+            Some(object) if index < self.count && is(&object) => Ok(()),
+            Some(object) => Err(Error::InvalidInput(format!(
+                "mapped resource {index} is {object:?}, not {what}"
+            ))),
+            None => Err(Error::InvalidInput(format!(
+                "no mapped resource {index} (mapped {})",
+                self.count
+            ))),
+        }
+    }
+
+    /// Unmaps every resource with one `cuGraphicsUnmapResources` call; CUDA work queued before it
+    /// on the stream completes before GL uses the resources.
+    pub fn unmap(mut self) -> Result<()> {
+        self.unmap_inner()
+    }
+
+    fn unmap_inner(&mut self) -> Result<()> {
+        if self.unmapped {
+            return Ok(());
+        }
+        self.unmapped = true;
+        // SAFETY: exactly the resources mapped in `map`, on the same stream, unmapped once.
+        check(
+            unsafe {
+                cu::cuGraphicsUnmapResources(
+                    self.count as u32,
+                    self.raws.as_mut_ptr(),
+                    self.stream.raw(),
+                )
+            },
+            "cuGraphicsUnmapResources",
+        )
+    }
+}
+
+impl Drop for Mapped<'_> {
+    fn drop(&mut self) {
+        if let Err(error) = self.unmap_inner() {
+            self.stream.context().defer_error(error);
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! Device memory (`cuMemAlloc`) and page-locked host memory (`cuMemHostAlloc`), freed on drop.
+#![allow(unsafe_code)]
+
+use std::rc::Rc;
+
+use cudarc::driver::sys;
+
+use super::context::Context;
+use super::driver::check;
+use super::stream::Stream;
+use crate::{Error, Result};
+
+/// A device pointer and the number of bytes behind it. What kernels receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceSpan {
+    /// Device address.
+    pub ptr: sys::CUdeviceptr,
+    /// Length in bytes.
+    pub bytes: usize,
+}
+
+/// Device memory owned by the app.
+pub struct DeviceBuffer {
+    span: DeviceSpan,
+    context: Rc<Context>,
+}
+
+impl DeviceBuffer {
+    /// `cuMemAlloc` of `bytes` (at least 1).
+    pub fn new(context: &Rc<Context>, bytes: usize) -> Result<Self> {
+        let mut ptr = 0;
+        // SAFETY: valid out-pointer; the context is current.
+        check(
+            unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) },
+            "cuMemAlloc",
+        )?;
+        Ok(Self {
+            span: DeviceSpan { ptr, bytes },
+            context: context.clone(),
+        })
+    }
+
+    /// Address and length.
+    pub fn span(&self) -> DeviceSpan {
+        self.span
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.span.bytes
+    }
+
+    /// Whether the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.span.bytes == 0
+    }
+
+    /// Queues a copy of `data` into the buffer (from pageable memory the copy is synchronous
+    /// for the host).
+    pub fn upload(&mut self, stream: &Stream, data: &[u8]) -> Result<()> {
+        ensure_len(data.len(), self.span.bytes)?;
+        // SAFETY: the destination has `bytes` ≥ data.len() bytes; the source slice is alive for the
+        // call; a pageable source makes cuMemcpyHtoDAsync return after the source was read.
+        check(
+            unsafe {
+                sys::cuMemcpyHtoDAsync_v2(
+                    self.span.ptr,
+                    data.as_ptr().cast(),
+                    data.len(),
+                    stream.raw(),
+                )
+            },
+            "cuMemcpyHtoDAsync",
+        )?;
+        stream.synchronize()
+    }
+
+    /// Copies the buffer into `out` and waits for it.
+    pub fn download(&self, stream: &Stream, out: &mut [u8]) -> Result<()> {
+        ensure_len(out.len(), self.span.bytes)?;
+        // SAFETY: `out` is a live, writable host slice of out.len() ≤ bytes; we synchronise before
+        // returning so the slice outlives the copy.
+        check(
+            unsafe {
+                sys::cuMemcpyDtoHAsync_v2(
+                    out.as_mut_ptr().cast(),
+                    self.span.ptr,
+                    out.len(),
+                    stream.raw(),
+                )
+            },
+            "cuMemcpyDtoHAsync",
+        )?;
+        stream.synchronize()
+    }
+
+    /// Fills the buffer with `byte` (used to poison outputs in tests).
+    pub fn fill(&mut self, stream: &Stream, byte: u8) -> Result<()> {
+        // SAFETY: the range is exactly this allocation.
+        check(
+            unsafe { sys::cuMemsetD8Async(self.span.ptr, byte, self.span.bytes, stream.raw()) },
+            "cuMemsetD8Async",
+        )
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemAlloc in `new`, freed once here; the context is alive.
+        if let Err(error) = check(unsafe { sys::cuMemFree_v2(self.span.ptr) }, "cuMemFree") {
+            self.context.defer_error(error);
+        }
+    }
+}
+
+/// Page-locked host memory: the copy engine reads and writes it directly, so transfers are faster
+/// and can be asynchronous.
+pub struct PinnedBuffer {
+    ptr: *mut u8,
+    bytes: usize,
+    context: Rc<Context>,
+}
+
+impl PinnedBuffer {
+    /// `cuMemHostAlloc` of `bytes` (at least 1), zero-filled.
+    pub fn new(context: &Rc<Context>, bytes: usize) -> Result<Self> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the context is current.
+        check(
+            unsafe { sys::cuMemHostAlloc(&mut ptr, bytes.max(1), 0) },
+            "cuMemHostAlloc",
+        )?;
+        let ptr = ptr.cast::<u8>();
+        // SAFETY: the allocation has at least `bytes` bytes; zeroing makes every byte initialised.
+        unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
+        Ok(Self {
+            ptr,
+            bytes,
+            context: context.clone(),
+        })
+    }
+
+    /// The memory as bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` points to `bytes` initialised bytes owned by self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
+    }
+
+    /// The memory as mutable bytes.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
+    }
+
+    /// Queues a device-to-host copy of `source` into this buffer. The bytes are valid after the
+    /// stream is synchronised; `&mut self` keeps Rust from reading them before the caller does so.
+    pub fn download_async(&mut self, stream: &Stream, source: DeviceSpan) -> Result<()> {
+        ensure_len(source.bytes, self.bytes)?;
+        // SAFETY: the destination is pinned memory owned by self with ≥ source.bytes bytes. Callers
+        // synchronise `stream` before reading or freeing it (documented above); until then the
+        // bytes may change under a reader, which for plain bytes means stale data, not invalid values.
+        check(
+            unsafe {
+                sys::cuMemcpyDtoHAsync_v2(self.ptr.cast(), source.ptr, source.bytes, stream.raw())
+            },
+            "cuMemcpyDtoHAsync",
+        )
+    }
+
+    /// Queues a host-to-device copy of this buffer's first `destination.bytes` bytes.
+    pub fn upload_async(&self, stream: &Stream, destination: DeviceSpan) -> Result<()> {
+        ensure_len(destination.bytes, self.bytes)?;
+        // SAFETY: source has ≥ destination.bytes pinned bytes owned by self.
+        check(
+            unsafe {
+                sys::cuMemcpyHtoDAsync_v2(
+                    destination.ptr,
+                    self.ptr.cast(),
+                    destination.bytes,
+                    stream.raw(),
+                )
+            },
+            "cuMemcpyHtoDAsync",
+        )
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemHostAlloc in `new`, freed once here.
+        if let Err(error) = check(
+            unsafe { sys::cuMemFreeHost(self.ptr.cast()) },
+            "cuMemFreeHost",
+        ) {
+            self.context.defer_error(error);
+        }
+    }
+}
+
+fn ensure_len(needed: usize, available: usize) -> Result<()> {
+    if needed > available {
+        return Err(Error::InvalidInput(format!(
+            "copy of {needed} bytes into a buffer of {available} bytes"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! Streams (ordered queues of GPU work) and events (timestamps recorded in a stream).
+#![allow(unsafe_code)]
+
+use std::rc::Rc;
+
+use cudarc::driver::sys;
+
+use super::context::Context;
+use super::driver::{check, proc_address};
+use crate::Result;
+
+/// A CUDA stream. Each demo owns one, so its map → kernel → unmap sequence is ordered.
+pub struct Stream {
+    raw: sys::CUstream,
+    context: Rc<Context>,
+}
+
+impl Stream {
+    /// `cuStreamCreate` with `CU_STREAM_NON_BLOCKING`: no implicit sync with the legacy default stream.
+    pub fn new(context: &Rc<Context>) -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the context is current on this thread.
+        check(
+            unsafe {
+                sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
+            },
+            "cuStreamCreate",
+        )?;
+        Ok(Self {
+            raw,
+            context: context.clone(),
+        })
+    }
+
+    /// The raw handle, for driver calls made by this crate.
+    pub fn raw(&self) -> sys::CUstream {
+        self.raw
+    }
+
+    /// The context this stream belongs to.
+    pub fn context(&self) -> &Rc<Context> {
+        &self.context
+    }
+
+    /// Blocks the host until all work queued so far has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: `raw` is a live stream.
+        check(
+            unsafe { sys::cuStreamSynchronize(self.raw) },
+            "cuStreamSynchronize",
+        )
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is a live stream owned by us; the context is alive (we hold an Rc).
+        if let Err(error) = check(
+            unsafe { sys::cuStreamDestroy_v2(self.raw) },
+            "cuStreamDestroy",
+        ) {
+            self.context.defer_error(error);
+        }
+    }
+}
+
+/// A CUDA event with timing enabled.
+pub struct Event {
+    raw: sys::CUevent,
+    context: Rc<Context>,
+}
+
+/// `cuEventElapsedTime` as it was in CUDA 12.0. cudarc's CUDA 13 bindings call `_v2`, which drivers
+/// older than 12.8 lack, so the app resolves it through `cuGetProcAddress` instead.
+type ElapsedTimeFn = unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> sys::CUresult;
+
+impl Event {
+    /// `cuEventCreate` with default flags (timing enabled).
+    pub fn new(context: &Rc<Context>) -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; context current.
+        check(
+            unsafe { sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32) },
+            "cuEventCreate",
+        )?;
+        Ok(Self {
+            raw,
+            context: context.clone(),
+        })
+    }
+
+    /// Records the event at the current end of `stream`.
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        // SAFETY: both handles are live.
+        check(
+            unsafe { sys::cuEventRecord(self.raw, stream.raw()) },
+            "cuEventRecord",
+        )
+    }
+
+    /// Whether the work before the event has finished (never blocks).
+    pub fn is_complete(&self) -> Result<bool> {
+        // SAFETY: live event.
+        match unsafe { sys::cuEventQuery(self.raw) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(true),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+            other => check(other, "cuEventQuery").map(|()| false),
+        }
+    }
+
+    /// Blocks until the event has completed.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: live event.
+        check(
+            unsafe { sys::cuEventSynchronize(self.raw) },
+            "cuEventSynchronize",
+        )
+    }
+
+    /// Milliseconds between `start` and `self`, both completed.
+    pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
+        let function = elapsed_time_fn()?;
+        let mut ms = 0.0f32;
+        // SAFETY: `function` has cuEventElapsedTime's 12.0 signature; both events are live.
+        check(
+            unsafe { function(&mut ms, start.raw, self.raw) },
+            "cuEventElapsedTime",
+        )?;
+        Ok(ms)
+    }
+}
+
+fn elapsed_time_fn() -> Result<ElapsedTimeFn> {
+    use std::sync::OnceLock;
+    static FUNCTION: OnceLock<usize> = OnceLock::new();
+    if let Some(&address) = FUNCTION.get() {
+        // SAFETY: the address was resolved for this exact symbol and signature below.
+        return Ok(unsafe { std::mem::transmute::<usize, ElapsedTimeFn>(address) });
+    }
+    let address = proc_address(c"cuEventElapsedTime")? as usize;
+    let _ = FUNCTION.set(address);
+    // SAFETY: `cuGetProcAddress` returned the entry point of cuEventElapsedTime at the 12.0 ABI,
+    // whose C signature is `CUresult (float*, CUevent, CUevent)`.
+    Ok(unsafe { std::mem::transmute::<usize, ElapsedTimeFn>(address) })
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: live event owned by us.
+        if let Err(error) = check(
+            unsafe { sys::cuEventDestroy_v2(self.raw) },
+            "cuEventDestroy",
+        ) {
+            self.context.defer_error(error);
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The demos, each in its own folder behind one trait. A demo owns its kernels, its GL objects,
+//! its panel controls and its CPU twin; adding one touches no other.
+
+pub mod wave;
+
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use crate::camera::OrbitCamera;
+use crate::cuda::module::FunctionAttributes;
+use crate::cuda::{LaunchConfig, Stream};
+use crate::runtime::CudaRuntime;
+use crate::stats::{LateGpuTimes, StageTimes};
+use crate::transfer::{self, SharedBuffer, Transfer, TransferKind};
+use crate::{Error, Result};
+
+/// What a demo gets when it is created.
+pub struct DemoEnv<'a> {
+    /// The GL context (current).
+    pub gl: &'a glow::Context,
+    /// CUDA, if it runs.
+    pub cuda: Option<Rc<CudaRuntime>>,
+    /// The transfer path to start on.
+    pub transfer: TransferKind,
+    /// A folder whose shader files replace the embedded ones.
+    pub shaders_dir: Option<PathBuf>,
+}
+
+/// The viewport a demo draws into (the part of the framebuffer right of the panel).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct View {
+    /// Lower-left corner in physical pixels.
+    pub origin: [u32; 2],
+    /// Size in physical pixels.
+    pub size: [u32; 2],
+}
+
+impl View {
+    /// Width over height.
+    pub fn aspect(&self) -> f32 {
+        self.size[0] as f32 / self.size[1].max(1) as f32
+    }
+}
+
+/// The kernel a demo runs now, for the panel.
+#[derive(Debug, Clone)]
+pub struct KernelInfo {
+    /// Kernel name.
+    pub name: String,
+    /// Where its source came from.
+    pub origin: String,
+    /// The launch configuration in use.
+    pub launch: LaunchConfig,
+    /// `cuFuncGetAttribute` values.
+    pub attributes: FunctionAttributes,
+}
+
+/// One demo.
+pub trait Demo {
+    /// Name, as on the command line.
+    fn name(&self) -> &'static str;
+
+    /// The transfer path in use.
+    fn transfer_kind(&self) -> TransferKind;
+
+    /// Moves the demo's buffers to another transfer path, keeping their contents.
+    fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()>;
+
+    /// Advances by `dt` seconds and writes frame `frame`'s buffers through the transfer path.
+    fn step(&mut self, gl: &glow::Context, frame: u64, dt: f32) -> Result<StageTimes>;
+
+    /// GPU stage times of an earlier frame, when ready.
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>>;
+
+    /// Draws the current state.
+    fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()>;
+
+    /// The demo's section of the side panel.
+    fn controls(&mut self, ui: &mut egui::Ui);
+
+    /// The camera, for mouse input.
+    fn camera_mut(&mut self) -> &mut OrbitCamera;
+
+    /// The kernel running now, when on CUDA.
+    fn kernel_info(&self) -> Option<KernelInfo>;
+
+    /// Waits for the demo's GPU work.
+    fn synchronize(&mut self) -> Result<()>;
+
+    /// Releases GL objects (the context must be current) and then everything else.
+    fn destroy(self: Box<Self>, gl: &glow::Context);
+}
+
+/// The demos the app knows, in menu order.
+pub const NAMES: &[&str] = &["wave"];
+
+/// A demo and its settings, as the command line or the panel describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DemoSpec {
+    /// The wave grid.
+    Wave(wave::WaveSettings),
+}
+
+impl DemoSpec {
+    /// Demo `name` with its default settings.
+    pub fn default_for(name: &str) -> Result<Self> {
+        match name {
+            "wave" => Ok(Self::Wave(wave::WaveSettings::default())),
+            other => Err(Error::InvalidInput(format!(
+                "unknown demo {other:?}; the demos are {NAMES:?}"
+            ))),
+        }
+    }
+
+    /// The demo's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Wave(_) => "wave",
+        }
+    }
+
+    /// Creates the demo.
+    pub fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
+        match self {
+            Self::Wave(settings) => Ok(Box::new(wave::Wave::new(env, settings.clone())?)),
+        }
+    }
+}
+
+/// A demo's route to GL: its CUDA stream (one per demo) and its transfer path.
+pub struct Pipeline {
+    cuda: Option<Rc<CudaRuntime>>,
+    stream: Option<Rc<Stream>>,
+    transfer: Box<dyn Transfer>,
+}
+
+impl Pipeline {
+    /// A pipeline on path `kind`, with a new stream when CUDA runs.
+    pub fn new(cuda: Option<Rc<CudaRuntime>>, kind: TransferKind) -> Result<Self> {
+        let stream = match &cuda {
+            Some(cuda) => Some(Rc::new(Stream::new(&cuda.context)?)),
+            None => None,
+        };
+        let transfer = make_transfer(cuda.as_deref(), stream.as_ref(), kind)?;
+        Ok(Self {
+            cuda,
+            stream,
+            transfer,
+        })
+    }
+
+    /// CUDA, when it runs.
+    pub fn cuda(&self) -> Option<&Rc<CudaRuntime>> {
+        self.cuda.as_ref()
+    }
+
+    /// The transfer path.
+    pub fn transfer(&mut self) -> &mut dyn Transfer {
+        self.transfer.as_mut()
+    }
+
+    /// The path in use.
+    pub fn kind(&self) -> TransferKind {
+        self.transfer.kind()
+    }
+
+    /// Moves `buffers` to path `kind`: reads each, recreates it on the new path, destroys the old
+    /// one. On failure nothing changes.
+    pub fn switch(
+        &mut self,
+        gl: &glow::Context,
+        kind: TransferKind,
+        buffers: &mut [&mut SharedBuffer],
+    ) -> Result<()> {
+        if kind == self.kind() {
+            return Ok(());
+        }
+        let mut next = make_transfer(self.cuda.as_deref(), self.stream.as_ref(), kind)?;
+        self.transfer.synchronize()?;
+        let mut replacements = Vec::with_capacity(buffers.len());
+        for buffer in buffers.iter() {
+            let created = self
+                .transfer
+                .read_buffer(gl, buffer)
+                .and_then(|data| next.create_buffer(gl, &data));
+            match created {
+                Ok(replacement) => replacements.push(replacement),
+                Err(error) => {
+                    for replacement in replacements {
+                        replacement.destroy(gl);
+                    }
+                    return Err(error);
+                }
+            }
+        }
+        for (buffer, replacement) in buffers.iter_mut().zip(replacements) {
+            std::mem::replace(*buffer, replacement).destroy(gl);
+        }
+        self.transfer = next;
+        Ok(())
+    }
+}
+
+fn make_transfer(
+    cuda: Option<&CudaRuntime>,
+    stream: Option<&Rc<Stream>>,
+    kind: TransferKind,
+) -> Result<Box<dyn Transfer>> {
+    transfer::create(
+        kind,
+        cuda.map(|c| &c.context),
+        stream,
+        cuda.and_then(|c| c.interop.as_ref()),
+    )
+}

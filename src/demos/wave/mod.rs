@@ -1,0 +1,537 @@
+//! `wave`: the "hello interop" demo. A kernel writes the heights of a W×H grid of vertices each
+//! frame, straight into the GL vertex buffer that is then drawn as points or a shaded mesh.
+
+pub mod cpu;
+mod kernel;
+
+use std::f64::consts::TAU;
+
+use self::cpu::WaveFrame;
+use super::{Demo, DemoEnv, KernelInfo, Pipeline, View};
+use crate::camera::OrbitCamera;
+use crate::cuda::module::CompiledModule;
+use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module};
+use crate::gl::{self, Attribute, DrawState};
+use crate::sources::SourceFile;
+use crate::stats::{LateGpuTimes, StageTimes};
+use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
+use crate::ui::launch::LaunchEditor;
+use crate::{Error, Result, source_file};
+
+/// The kernel source.
+pub const KERNEL: SourceFile = source_file!("kernels/wave.cu");
+const VERTEX_SHADER: SourceFile = source_file!("shaders/wave.vert");
+const FRAGMENT_SHADER: SourceFile = source_file!("shaders/wave.frag");
+
+/// Bytes per vertex: one float4.
+const VERTEX_BYTES: usize = 16;
+/// Largest grid side, and most vertices (256 MiB of float4).
+const MAX_SIDE: u32 = 8192;
+const MAX_VERTICES: u64 = 1 << 24;
+
+/// How the grid is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DrawMode {
+    /// One point per vertex.
+    Points,
+    /// Triangles between neighbouring vertices, lit.
+    Mesh,
+}
+
+/// Everything that defines a wave frame; each is also a command-line flag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaveSettings {
+    /// Vertices per row.
+    pub width: u32,
+    /// Rows.
+    pub height: u32,
+    /// Spatial frequency.
+    pub frequency: f32,
+    /// Height of the crests.
+    pub amplitude: f32,
+    /// Phase speed, radians per second.
+    pub speed: f32,
+    /// Threads per block in x and y.
+    pub block: [u32; 2],
+    /// Blocks in x and y; `None` covers the grid exactly.
+    pub grid: Option<[u32; 2]>,
+    /// Points or mesh.
+    pub mode: DrawMode,
+    /// Point size in pixels (points mode).
+    pub point_size: f32,
+}
+
+impl Default for WaveSettings {
+    fn default() -> Self {
+        Self {
+            width: 256,
+            height: 256,
+            frequency: 4.0,
+            amplitude: 0.3,
+            speed: 1.0,
+            block: [16, 16],
+            grid: None,
+            mode: DrawMode::Mesh,
+            point_size: 2.0,
+        }
+    }
+}
+
+impl WaveSettings {
+    /// Checks sizes and parameters; the message says which value is wrong and what is allowed.
+    pub fn validate(&self) -> Result<()> {
+        if self.width == 0 || self.height == 0 || self.width > MAX_SIDE || self.height > MAX_SIDE {
+            return Err(Error::InvalidInput(format!(
+                "wave grid {}x{}: each side must be 1..={MAX_SIDE}",
+                self.width, self.height
+            )));
+        }
+        if u64::from(self.width) * u64::from(self.height) > MAX_VERTICES {
+            return Err(Error::InvalidInput(format!(
+                "wave grid {}x{} has more than {MAX_VERTICES} vertices",
+                self.width, self.height
+            )));
+        }
+        for (name, value) in [
+            ("frequency", self.frequency),
+            ("amplitude", self.amplitude),
+            ("speed", self.speed),
+        ] {
+            if !value.is_finite() || value.abs() > 1e4 {
+                return Err(Error::InvalidInput(format!(
+                    "wave {name} {value} must be a finite number within ±10000"
+                )));
+            }
+        }
+        if !(self.point_size.is_finite() && (0.5..=64.0).contains(&self.point_size)) {
+            return Err(Error::InvalidInput(format!(
+                "point size {} must be 0.5..=64",
+                self.point_size
+            )));
+        }
+        Ok(())
+    }
+
+    /// The launch configuration these settings ask for.
+    pub fn launch_config(&self) -> LaunchConfig {
+        let mut config = LaunchConfig::for_grid_2d(self.width, self.height, self.block);
+        if let Some(grid) = self.grid {
+            config.grid = [grid[0], grid[1], 1];
+        }
+        config
+    }
+
+    fn vertices(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
+}
+
+/// The compiled kernel and what launching it needs.
+struct WaveKernel {
+    function: Function,
+    origin: String,
+    limits: DeviceLimits,
+}
+
+/// The wave demo.
+pub struct Wave {
+    settings: WaveSettings,
+    pipeline: Pipeline,
+    kernel: Option<WaveKernel>,
+    launch: LaunchConfig,
+    launch_editor: LaunchEditor,
+    positions: SharedBuffer,
+    indices: gl::Buffer,
+    index_count: i32,
+    vertex_array: gl::VertexArray,
+    program: gl::Program,
+    camera: OrbitCamera,
+    phase: f64,
+    /// A grid size chosen in the panel, applied at the next step (which has the GL context).
+    pending_resize: Option<[u32; 2]>,
+    message: Option<String>,
+}
+
+impl Wave {
+    /// Creates the demo: compiles its kernel (CUDA), its shaders, and its buffers on the requested path.
+    pub fn new(env: &DemoEnv<'_>, settings: WaveSettings) -> Result<Self> {
+        settings.validate()?;
+        let gl = env.gl;
+        let pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
+        let kernel = match pipeline.cuda() {
+            Some(cuda) => {
+                let compiled: CompiledModule = cuda.compiler.compile(&KERNEL, &[])?;
+                if !compiled.log.is_empty() {
+                    log::info!("NVRTC ({}): {}", compiled.origin, compiled.log);
+                }
+                let module = Module::load(&cuda.context, &compiled)?;
+                Some(WaveKernel {
+                    function: module.function("wave")?,
+                    origin: compiled.origin,
+                    limits: DeviceLimits::from(cuda.context.device()),
+                })
+            }
+            None => None,
+        };
+        let launch = settings.launch_config();
+        if let Some(kernel) = &kernel {
+            launch.validate(&kernel.limits, kernel.function.attributes())?;
+        }
+        let (vertex_source, _) = VERTEX_SHADER.read(env.shaders_dir.as_deref())?;
+        let (fragment_source, _) = FRAGMENT_SHADER.read(env.shaders_dir.as_deref())?;
+        let mut program = gl::Program::new(gl, "wave", &vertex_source, &fragment_source)?;
+        let mut pipeline = pipeline;
+        let built = (|| -> Result<_> {
+            let positions = pipeline
+                .transfer()
+                .create_buffer(gl, &initial_positions(&settings))?;
+            let (indices, index_count) = mesh_indices(gl, settings.width, settings.height)?;
+            let vertex_array = gl::VertexArray::new(gl)?;
+            Ok((positions, indices, index_count, vertex_array))
+        })();
+        let (positions, indices, index_count, vertex_array) = match built {
+            Ok(parts) => parts,
+            Err(error) => {
+                program.destroy(gl);
+                return Err(error);
+            }
+        };
+        let wave = Self {
+            launch_editor: LaunchEditor::new(launch, settings.grid.is_none()),
+            settings,
+            pipeline,
+            kernel,
+            launch,
+            positions,
+            indices,
+            index_count,
+            vertex_array,
+            program,
+            camera: OrbitCamera::new(3.2),
+            phase: 0.0,
+            pending_resize: None,
+            message: None,
+        };
+        if let Err(error) = wave.bind_vertex_array(gl) {
+            Box::new(wave).destroy(gl);
+            return Err(error);
+        }
+        Ok(wave)
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &WaveSettings {
+        &self.settings
+    }
+
+    /// The launch configuration in use.
+    pub fn launch_config(&self) -> LaunchConfig {
+        self.launch
+    }
+
+    /// Reads the vertex buffer back (for tests and screenshots of data).
+    pub fn read_positions(&mut self, gl: &glow::Context) -> Result<Vec<[f32; 4]>> {
+        self.pipeline.transfer().synchronize()?;
+        let bytes = self.pipeline.transfer().read_buffer(gl, &self.positions)?;
+        Ok(bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&bytes))
+    }
+
+    /// Refills the vertex buffer with NaN, so a test can tell written vertices from stale ones.
+    pub fn poison_positions(&mut self, gl: &glow::Context) -> Result<()> {
+        let poison = vec![f32::NAN; self.settings.vertices() * 4];
+        let positions = self
+            .pipeline
+            .transfer()
+            .create_buffer(gl, bytemuck::cast_slice(&poison))?;
+        self.pipeline.transfer().synchronize()?;
+        std::mem::replace(&mut self.positions, positions).destroy(gl);
+        self.bind_vertex_array(gl)
+    }
+
+    /// Sets the phase directly (tests use it to compare with the reference at a known phase).
+    pub fn set_phase(&mut self, phase: f64) {
+        self.phase = phase.rem_euclid(TAU);
+    }
+
+    /// The frame parameters the next step would use after advancing by `dt` seconds.
+    fn frame_after(&self, dt: f32) -> WaveFrame {
+        WaveFrame {
+            width: self.settings.width,
+            height: self.settings.height,
+            phase: (self.phase + f64::from(dt) * f64::from(self.settings.speed)).rem_euclid(TAU)
+                as f32,
+            frequency: self.settings.frequency,
+            amplitude: self.settings.amplitude,
+        }
+    }
+
+    fn bind_vertex_array(&self, gl: &glow::Context) -> Result<()> {
+        let attribute = Attribute {
+            location: 0,
+            components: 4,
+            stride: VERTEX_BYTES as i32,
+            offset: 0,
+        };
+        self.vertex_array
+            .set_attributes(gl, self.positions.gl(), &[attribute], Some(&self.indices))
+    }
+
+    /// Changes the number of vertices: allocates new buffers (registered anew on the interop path)
+    /// and frees the old ones. On failure the old grid stays.
+    pub fn set_vertices(&mut self, gl: &glow::Context, width: u32, height: u32) -> Result<()> {
+        self.resize(gl, width, height)
+    }
+
+    /// Re-allocates the grid (and, on the interop path, re-registers the new buffer).
+    fn resize(&mut self, gl: &glow::Context, width: u32, height: u32) -> Result<()> {
+        let candidate = WaveSettings {
+            width,
+            height,
+            ..self.settings.clone()
+        };
+        candidate.validate()?;
+        let launch = if self.launch_editor.auto_grid() {
+            LaunchConfig {
+                grid: candidate.launch_config().grid,
+                ..self.launch
+            }
+        } else {
+            self.launch
+        };
+        let positions = self
+            .pipeline
+            .transfer()
+            .create_buffer(gl, &initial_positions(&candidate))?;
+        let (indices, index_count) = match mesh_indices(gl, width, height) {
+            Ok(parts) => parts,
+            Err(error) => {
+                positions.destroy(gl);
+                return Err(error);
+            }
+        };
+        self.pipeline.transfer().synchronize()?;
+        std::mem::replace(&mut self.positions, positions).destroy(gl);
+        std::mem::replace(&mut self.indices, indices).destroy(gl);
+        self.index_count = index_count;
+        self.settings = candidate;
+        self.launch = launch;
+        self.launch_editor.set(launch);
+        self.bind_vertex_array(gl)
+    }
+}
+
+/// Zeroed vertices with w = 1, so a frame that writes nothing still draws a flat, visible grid.
+fn initial_positions(settings: &WaveSettings) -> Vec<u8> {
+    let vertices = vec![[0.0f32, 0.0, 0.0, 1.0]; settings.vertices()];
+    bytemuck::cast_slice(&vertices).to_vec()
+}
+
+/// Two triangles per grid cell.
+fn mesh_indices(gl: &glow::Context, width: u32, height: u32) -> Result<(gl::Buffer, i32)> {
+    let mut indices: Vec<u32> =
+        Vec::with_capacity((width.saturating_sub(1) * height.saturating_sub(1) * 6) as usize);
+    for y in 0..height.saturating_sub(1) {
+        for x in 0..width.saturating_sub(1) {
+            let corner = y * width + x;
+            indices.extend_from_slice(&[
+                corner,
+                corner + 1,
+                corner + width,
+                corner + 1,
+                corner + width + 1,
+                corner + width,
+            ]);
+        }
+    }
+    // A 1-wide grid has no triangles; keep a non-empty buffer so GL objects stay valid.
+    let count = indices.len() as i32;
+    if indices.is_empty() {
+        indices.push(0);
+    }
+    Ok((gl::Buffer::new(gl, bytemuck::cast_slice(&indices))?, count))
+}
+
+impl Demo for Wave {
+    fn name(&self) -> &'static str {
+        "wave"
+    }
+
+    fn transfer_kind(&self) -> TransferKind {
+        self.pipeline.kind()
+    }
+
+    fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()> {
+        self.pipeline.switch(gl, kind, &mut [&mut self.positions])?;
+        self.bind_vertex_array(gl)
+    }
+
+    fn step(&mut self, gl: &glow::Context, frame: u64, dt: f32) -> Result<StageTimes> {
+        if let Some([width, height]) = self.pending_resize.take() {
+            // A size that can't be had leaves the old grid running; the panel says why.
+            self.message = self.resize(gl, width, height).err().map(|e| e.to_string());
+        }
+        let wave_frame = self.frame_after(dt);
+        self.phase = f64::from(wave_frame.phase);
+        let launch = self.launch;
+        let kernel = &mut self.kernel;
+        let mut buffers = [(&mut self.positions, Access::Write)];
+        self.pipeline
+            .transfer()
+            .run(gl, frame, &mut buffers, &mut |target| match target {
+                Target::Device { buffers, stream } => {
+                    let kernel = kernel
+                        .as_mut()
+                        .ok_or_else(|| Error::Unavailable("wave kernel not loaded".to_owned()))?;
+                    kernel::launch(
+                        &mut kernel.function,
+                        stream,
+                        &kernel.limits,
+                        &launch,
+                        buffers[0],
+                        &wave_frame,
+                    )
+                }
+                Target::Host { buffers } => {
+                    let positions: &mut [[f32; 4]] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
+                        .map_err(|e| Error::InvalidInput(format!("wave vertex buffer: {e}")))?;
+                    cpu::fill(positions, &wave_frame);
+                    Ok(())
+                }
+            })
+    }
+
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        self.pipeline.transfer().poll_gpu_times()
+    }
+
+    fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()> {
+        gl::begin_scene(
+            gl,
+            view.origin,
+            view.size,
+            [0.02, 0.025, 0.045, 1.0],
+            DrawState::DepthTested,
+        );
+        self.program.bind(gl)?;
+        self.program.set_mat4(
+            gl,
+            "view_projection",
+            &self.camera.view_projection(view.aspect()),
+        );
+        self.program
+            .set_f32(gl, "point_size", self.settings.point_size);
+        self.program
+            .set_f32(gl, "amplitude", self.settings.amplitude.abs());
+        let mesh = self.settings.mode == DrawMode::Mesh && self.index_count > 0;
+        self.program.set_i32(gl, "shade_mesh", i32::from(mesh));
+        if mesh {
+            self.vertex_array
+                .draw_elements(gl, glow::TRIANGLES, self.index_count);
+        } else {
+            self.vertex_array
+                .draw_arrays(gl, glow::POINTS, self.settings.vertices() as i32);
+        }
+        gl::end_scene(gl);
+        gl::check_error(gl, "drawing the wave")
+    }
+
+    fn controls(&mut self, ui: &mut egui::Ui) {
+        let gl_size = (self.settings.width, self.settings.height);
+        let mut size = [gl_size.0, gl_size.1];
+        ui.horizontal(|ui| {
+            ui.label("Vertices");
+            ui.add(
+                egui::DragValue::new(&mut size[0])
+                    .range(1..=MAX_SIDE)
+                    .speed(4),
+            );
+            ui.label("×");
+            ui.add(
+                egui::DragValue::new(&mut size[1])
+                    .range(1..=MAX_SIDE)
+                    .speed(4),
+            );
+        });
+        if size != [gl_size.0, gl_size.1] {
+            self.pending_resize = Some(size);
+        }
+        ui.add(egui::Slider::new(&mut self.settings.frequency, 0.0..=20.0).text("frequency"));
+        ui.add(egui::Slider::new(&mut self.settings.amplitude, 0.0..=1.0).text("amplitude"));
+        ui.add(egui::Slider::new(&mut self.settings.speed, -5.0..=5.0).text("speed (rad/s)"));
+        ui.horizontal(|ui| {
+            ui.radio_value(&mut self.settings.mode, DrawMode::Mesh, "mesh");
+            ui.radio_value(&mut self.settings.mode, DrawMode::Points, "points");
+        });
+        if self.settings.mode == DrawMode::Points {
+            ui.add(egui::Slider::new(&mut self.settings.point_size, 1.0..=16.0).text("point size"));
+        }
+        ui.separator();
+        match &self.kernel {
+            Some(kernel) => {
+                let problem = [self.settings.width, self.settings.height];
+                if let Some(config) = self.launch_editor.show(
+                    ui,
+                    &kernel.limits,
+                    kernel.function.attributes(),
+                    problem,
+                ) {
+                    self.launch = config;
+                    self.settings.block = [config.block[0], config.block[1]];
+                    self.settings.grid = (!self.launch_editor.auto_grid())
+                        .then_some([config.grid[0], config.grid[1]]);
+                }
+                let threads = self.launch.block_threads()
+                    * u64::from(self.launch.grid[0])
+                    * u64::from(self.launch.grid[1]);
+                if threads < self.settings.vertices() as u64 {
+                    ui.colored_label(
+                        egui::Color32::YELLOW,
+                        format!(
+                            "{threads} threads for {} vertices: the grid does not cover every vertex, so part of \
+                             the surface keeps its old values",
+                            self.settings.vertices()
+                        ),
+                    );
+                }
+            }
+            None => {
+                ui.label(format!(
+                    "CPU backend: the loop runs on {} threads (rayon); launch parameters apply to CUDA only.",
+                    rayon::current_num_threads()
+                ));
+            }
+        }
+        if let Some(message) = &self.message {
+            ui.colored_label(egui::Color32::LIGHT_RED, message);
+        }
+    }
+
+    fn camera_mut(&mut self) -> &mut OrbitCamera {
+        &mut self.camera
+    }
+
+    fn kernel_info(&self) -> Option<KernelInfo> {
+        self.kernel.as_ref().map(|kernel| KernelInfo {
+            name: kernel.function.name().to_owned(),
+            origin: kernel.origin.clone(),
+            launch: self.launch,
+            attributes: *kernel.function.attributes(),
+        })
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.pipeline.transfer().synchronize()
+    }
+
+    fn destroy(mut self: Box<Self>, gl: &glow::Context) {
+        if let Err(error) = self.synchronize() {
+            log::warn!("wave: {error}");
+        }
+        self.vertex_array.destroy(gl);
+        self.program.destroy(gl);
+        self.indices.destroy(gl);
+        let Wave { positions, .. } = *self;
+        positions.destroy(gl);
+    }
+}

@@ -1,0 +1,525 @@
+//! `interop-lab doctor`: what this machine has, what the app will do with it, and for each problem
+//! the exact fix. Exit code 0 when interop works, 1 when the app will fall back, 2 when it cannot
+//! render at all.
+
+use serde::Serialize;
+
+use crate::context::headless::{self, EglDeviceInfo, HeadlessGl};
+use crate::cuda::interop::{self, GlEntryPoints};
+use crate::cuda::module::{self, Compiler, Module};
+use crate::cuda::{Context, DeviceInfo, device, driver};
+use crate::gl::GlInfo;
+use crate::runtime::{self, CudaOptions};
+use crate::transfer::TransferKind;
+
+/// One problem and what to do about it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    /// What is wrong.
+    pub problem: String,
+    /// The fix.
+    pub fix: String,
+}
+
+/// A GL context the app can make, and which CUDA devices it runs on.
+#[derive(Debug, Clone, Serialize)]
+pub struct GlCheck {
+    /// "headless (EGL device)" or "window (X11)", ...
+    pub kind: String,
+    /// Its strings, when it was created.
+    pub info: Option<GlInfo>,
+    /// `cuGLGetDevices` for it, when CUDA runs.
+    pub cuda_devices: Option<Vec<i32>>,
+    /// Why it could not be created or queried.
+    pub error: Option<String>,
+}
+
+/// The result of compiling and loading one kernel.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelCheck {
+    /// Kernel file.
+    pub file: String,
+    /// NVRTC target.
+    pub target: Option<String>,
+    /// Came from the cache.
+    pub cached: bool,
+    /// NVRTC time, ms.
+    pub compile_ms: f64,
+    /// Failure, if any.
+    pub error: Option<String>,
+}
+
+/// Everything `doctor` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Driver's CUDA version, e.g. "13.0".
+    pub driver_cuda_version: Option<String>,
+    /// NVRTC's version.
+    pub nvrtc_version: Option<String>,
+    /// CUDA devices.
+    pub devices: Vec<DeviceInfo>,
+    /// EGL devices.
+    pub egl_devices: Vec<EglDeviceInfo>,
+    /// The headless context.
+    pub headless_gl: GlCheck,
+    /// The window's context, when a display is present.
+    pub window_gl: Option<GlCheck>,
+    /// Kernels compiled and loaded for the first device.
+    pub kernels: Vec<KernelCheck>,
+    /// The kernel cache folder.
+    pub kernel_cache: Option<String>,
+    /// X11, Wayland or none.
+    pub session_type: String,
+    /// PRIME / vendor-selection environment variables that are set.
+    pub environment: Vec<(String, String)>,
+    /// The path the app will take (window if a display is present, else headless).
+    pub transfer: TransferKind,
+    /// Why.
+    pub reason: String,
+    /// Problems found, each with its fix.
+    pub problems: Vec<Problem>,
+    /// 0: interop works; 1: the app falls back; 2: it cannot render.
+    pub exit_code: i32,
+}
+
+const ENVIRONMENT: &[&str] = &[
+    "__NV_PRIME_RENDER_OFFLOAD",
+    "__GLX_VENDOR_LIBRARY_NAME",
+    "__EGL_VENDOR_LIBRARY_FILENAMES",
+    "DRI_PRIME",
+    "CUDA_VISIBLE_DEVICES",
+    "LIBGL_ALWAYS_SOFTWARE",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XDG_SESSION_TYPE",
+];
+
+const PRIME_FIX: &str = "on a laptop with an integrated GPU, start the app on the NVIDIA GPU: \
+     `__NV_PRIME_RENDER_OFFLOAD=1 __GLX_VENDOR_LIBRARY_NAME=nvidia interop-lab`; the app falls back to host copy meanwhile";
+
+/// Examines the machine. `window_check` opens an invisible window when a display is present.
+pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>) -> Report {
+    let mut problems = Vec::new();
+    let problem = |problems: &mut Vec<Problem>, problem: String, fix: &str| {
+        problems.push(Problem {
+            problem,
+            fix: fix.to_owned(),
+        })
+    };
+
+    let driver = if options.backend == runtime::BackendRequest::Cpu {
+        None
+    } else {
+        match driver::load() {
+            Ok(driver) => Some(driver),
+            Err(error) => {
+                let fix = if matches!(error, crate::Error::NoCudaDriver) {
+                    "install the NVIDIA driver (it provides libcuda.so.1); until then the app runs on the CPU backend"
+                } else {
+                    "see the message; `nvidia-smi` should list the GPU"
+                };
+                problem(&mut problems, error.to_string(), fix);
+                None
+            }
+        }
+    };
+    let devices = if driver.is_some() {
+        device::all_devices().unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    if driver.is_some() && devices.is_empty() {
+        problem(
+            &mut problems,
+            "the driver loads but reports no CUDA device".to_owned(),
+            "check `nvidia-smi` and CUDA_VISIBLE_DEVICES",
+        );
+    }
+    let nvrtc = driver::nvrtc_version();
+    if let (Some(_), Err(error)) = (&driver, &nvrtc) {
+        problem(
+            &mut problems,
+            error.to_string(),
+            "pip install nvidia-cuda-nvrtc==13.0.88, then add its nvidia/cu13/lib folder to LD_LIBRARY_PATH (or install the CUDA toolkit)",
+        );
+    }
+    if let (Some(driver), Ok(nvrtc)) = (&driver, &nvrtc)
+        && *nvrtc > driver.version
+    {
+        problem(
+            &mut problems,
+            format!(
+                "NVRTC {}.{} is newer than the driver's CUDA {}.{}: its kernels may not load",
+                nvrtc.0, nvrtc.1, driver.version.0, driver.version.1
+            ),
+            "update the NVIDIA driver, or install the NVRTC of the driver's CUDA version (e.g. nvidia-cuda-nvrtc-cu12 for a 12.x driver)",
+        );
+    }
+
+    // The window's context first: GLX refuses to make a context current (BadAccess) on a thread
+    // where an EGL context was current before.
+    let display_present =
+        std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    let window_gl = if display_present {
+        window_check.map(|check| check())
+    } else {
+        None
+    };
+    let egl_devices = headless::list_devices().unwrap_or_default();
+    let preferred = devices.first().map(|d| options.device.unwrap_or(d.ordinal));
+    let headless_gl = check_headless(preferred, driver.is_some());
+    if let Some(error) = &headless_gl.error {
+        problem(
+            &mut problems,
+            format!("no headless GL context: {error}"),
+            "install Mesa's EGL (libegl1 libegl-mesa0 libgl1-mesa-dri) or the NVIDIA driver's GL libraries",
+        );
+    }
+    if let Some(GlCheck {
+        error: Some(error), ..
+    }) = &window_gl
+    {
+        problem(
+            &mut problems,
+            format!("no GL context for a window: {error}"),
+            "check the display (e.g. `glxinfo -B`); headless mode still works",
+        );
+    }
+
+    // The context the app would draw with: the window's when there is a display, else headless.
+    let app_gl = window_gl
+        .as_ref()
+        .filter(|w| w.info.is_some())
+        .unwrap_or(&headless_gl);
+    let interop_device = app_gl
+        .cuda_devices
+        .as_ref()
+        .and_then(|devices| devices.first().copied());
+    if driver.is_some() && !devices.is_empty() && app_gl.info.is_some() && interop_device.is_none()
+    {
+        let renderer = app_gl
+            .info
+            .as_ref()
+            .map(|i| format!("{} / {}", i.vendor, i.renderer))
+            .unwrap_or_default();
+        let fix = if app_gl.kind.starts_with("window") {
+            PRIME_FIX
+        } else {
+            "headless GL runs on a non-NVIDIA EGL device: make sure the NVIDIA EGL vendor library is installed (10_nvidia.json under /usr/share/glvnd/egl_vendor.d)"
+        };
+        problem(
+            &mut problems,
+            format!(
+                "the {} GL context runs on {renderer}, not on a CUDA device: GL interop is not possible",
+                app_gl.kind
+            ),
+            fix,
+        );
+    }
+
+    let (kernels, kernel_cache) = check_kernels(driver, &devices, options, &mut problems);
+
+    let (transfer, reason) = if driver.is_none() || devices.is_empty() || nvrtc.is_err() {
+        (
+            TransferKind::Cpu,
+            "CUDA is not usable here (see the problems above)".to_owned(),
+        )
+    } else if kernels.iter().any(|k| k.error.is_some()) {
+        (
+            TransferKind::Cpu,
+            "the kernels do not compile or load on this device".to_owned(),
+        )
+    } else if interop_device.is_some() && options.transfer != runtime::TransferRequest::Copy {
+        (
+            TransferKind::Interop,
+            format!(
+                "the {} GL context runs on CUDA device {}",
+                app_gl.kind,
+                interop_device.unwrap_or(0)
+            ),
+        )
+    } else {
+        (
+            TransferKind::HostCopy,
+            "CUDA works but the GL context is not on a CUDA device".to_owned(),
+        )
+    };
+    let exit_code = if app_gl.info.is_none() {
+        2
+    } else if transfer == TransferKind::Interop {
+        0
+    } else {
+        1
+    };
+    let session_type = if std::env::var_os("WAYLAND_DISPLAY").is_some() {
+        "wayland"
+    } else if std::env::var_os("DISPLAY").is_some() {
+        "x11"
+    } else {
+        "none (headless only)"
+    };
+    Report {
+        driver_cuda_version: driver.map(|d| format!("{}.{}", d.version.0, d.version.1)),
+        nvrtc_version: nvrtc.ok().map(|v| format!("{}.{}", v.0, v.1)),
+        devices,
+        egl_devices,
+        headless_gl,
+        window_gl,
+        kernels,
+        kernel_cache,
+        session_type: session_type.to_owned(),
+        environment: ENVIRONMENT
+            .iter()
+            .filter_map(|name| {
+                std::env::var(name)
+                    .ok()
+                    .map(|value| ((*name).to_owned(), value))
+            })
+            .collect(),
+        transfer,
+        reason,
+        problems,
+        exit_code,
+    }
+}
+
+fn check_headless(cuda_device: Option<i32>, cuda: bool) -> GlCheck {
+    match HeadlessGl::new(cuda_device) {
+        Ok(context) => {
+            let info = GlInfo::query(context.gl());
+            let (cuda_devices, error) = if cuda {
+                query_gl_devices()
+            } else {
+                (None, None)
+            };
+            GlCheck {
+                kind: "headless (EGL device)".to_owned(),
+                info: Some(info),
+                cuda_devices,
+                error,
+            }
+        }
+        Err(error) => GlCheck {
+            kind: "headless (EGL device)".to_owned(),
+            info: None,
+            cuda_devices: None,
+            error: Some(error.to_string()),
+        },
+    }
+}
+
+/// `cuGLGetDevices` for the current GL context (the driver must be loaded).
+pub fn query_gl_devices() -> (Option<Vec<i32>>, Option<String>) {
+    match GlEntryPoints::load().and_then(|entry_points| interop::gl_devices(&entry_points)) {
+        Ok(devices) => (Some(devices), None),
+        Err(error) => (None, Some(error.to_string())),
+    }
+}
+
+fn check_kernels(
+    driver: Option<driver::Driver>,
+    devices: &[DeviceInfo],
+    options: &CudaOptions,
+    problems: &mut Vec<Problem>,
+) -> (Vec<KernelCheck>, Option<String>) {
+    let cache_dir = if options.no_cache {
+        None
+    } else {
+        module::default_cache_dir()
+    };
+    let cache = cache_dir.as_ref().map(|d| d.display().to_string());
+    let (Some(driver), Some(device)) = (driver, devices.first()) else {
+        return (Vec::new(), cache);
+    };
+    if !driver::nvrtc_library_present() {
+        return (Vec::new(), cache);
+    }
+    let ordinal = options.device.unwrap_or(device.ordinal);
+    let context = match Context::new(driver, ordinal) {
+        Ok(context) => context,
+        Err(error) => {
+            problems.push(Problem {
+                problem: error.to_string(),
+                fix: "see the message".to_owned(),
+            });
+            return (Vec::new(), cache);
+        }
+    };
+    let compiler = match Compiler::new(
+        context.device().compute_capability,
+        options.kernels_dir.clone(),
+        cache_dir,
+    ) {
+        Ok(compiler) => compiler,
+        Err(error) => {
+            problems.push(Problem {
+                problem: error.to_string(),
+                fix: "install a matching NVRTC".to_owned(),
+            });
+            return (Vec::new(), cache);
+        }
+    };
+    let checks = module::ALL_KERNELS
+        .iter()
+        .map(|file| {
+            let compiled = compiler.compile(file, &[]);
+            let (target, cached, compile_ms) = match &compiled {
+                Ok(c) => (
+                    Some(c.target.clone()),
+                    c.from_cache,
+                    c.compile_time.as_secs_f64() * 1e3,
+                ),
+                Err(_) => (None, false, 0.0),
+            };
+            let error = compiled
+                .and_then(|c| Module::load(&context, &c))
+                .err()
+                .map(|e| e.to_string());
+            if let Some(error) = &error {
+                problems.push(Problem {
+                    problem: format!("{}: {error}", file.name),
+                    fix:
+                        "fix the kernel (the log above has file:line), or match NVRTC to the driver"
+                            .to_owned(),
+                });
+            }
+            KernelCheck {
+                file: file.name.to_owned(),
+                target,
+                cached,
+                compile_ms,
+                error,
+            }
+        })
+        .collect();
+    (checks, cache)
+}
+
+/// The report as text for a terminal.
+pub fn render(report: &Report) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mark = |ok: bool| if ok { "ok " } else { "-- " };
+    let _ = writeln!(out, "interop-lab doctor\n");
+    let _ = writeln!(
+        out,
+        "{}CUDA driver: {}",
+        mark(report.driver_cuda_version.is_some()),
+        report
+            .driver_cuda_version
+            .as_deref()
+            .map(|v| format!("supports CUDA {v}"))
+            .unwrap_or_else(|| "not available".to_owned())
+    );
+    let _ = writeln!(
+        out,
+        "{}NVRTC: {}",
+        mark(report.nvrtc_version.is_some()),
+        report.nvrtc_version.as_deref().unwrap_or("not available")
+    );
+    for d in &report.devices {
+        let _ = writeln!(
+            out,
+            "   device {}: {} (sm_{}{}), {} SMs, {:.1} GiB, {} MHz, PCI {}",
+            d.ordinal,
+            d.name,
+            d.compute_capability.0,
+            d.compute_capability.1,
+            d.multiprocessors,
+            d.total_memory_bytes as f64 / (1u64 << 30) as f64,
+            d.clock_rate_khz / 1000,
+            d.pci_bus_id
+        );
+    }
+    for e in &report.egl_devices {
+        let _ = writeln!(
+            out,
+            "   EGL device {}: {}{}{}",
+            e.index,
+            e.name
+                .as_deref()
+                .or(e.vendor.as_deref())
+                .unwrap_or("unnamed"),
+            e.cuda_device
+                .map(|c| format!(", CUDA device {c}"))
+                .unwrap_or_default(),
+            if e.software { ", software" } else { "" }
+        );
+    }
+    for check in std::iter::once(&report.headless_gl).chain(report.window_gl.as_ref()) {
+        match &check.info {
+            Some(info) => {
+                let _ = writeln!(
+                    out,
+                    "ok GL {}: {} / {} / {}",
+                    check.kind, info.vendor, info.renderer, info.version
+                );
+                match &check.cuda_devices {
+                    Some(devices) if !devices.is_empty() => {
+                        let _ = writeln!(
+                            out,
+                            "ok   cuGLGetDevices: CUDA device(s) {devices:?} own this context"
+                        );
+                    }
+                    Some(_) => {
+                        let _ =
+                            writeln!(out, "--   cuGLGetDevices: no CUDA device owns this context");
+                    }
+                    None => {}
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "-- GL {}: {}",
+                    check.kind,
+                    check.error.as_deref().unwrap_or("not created")
+                );
+            }
+        }
+    }
+    for k in &report.kernels {
+        let _ = writeln!(
+            out,
+            "{}kernel {}: {}",
+            mark(k.error.is_none()),
+            k.file,
+            match (&k.error, &k.target) {
+                (Some(e), _) => e.clone(),
+                (None, Some(t)) if k.cached => format!("{t}, from the cache"),
+                (None, Some(t)) => format!("{t}, compiled in {:.0} ms", k.compile_ms),
+                (None, None) => String::new(),
+            }
+        );
+    }
+    if let Some(cache) = &report.kernel_cache {
+        let _ = writeln!(out, "   kernel cache: {cache}");
+    }
+    let _ = writeln!(out, "   session: {}", report.session_type);
+    for (name, value) in &report.environment {
+        let _ = writeln!(out, "   {name}={value}");
+    }
+    let _ = writeln!(
+        out,
+        "\ntransfer path: {} ({})",
+        report.transfer.label(),
+        report.reason
+    );
+    if report.problems.is_empty() {
+        let _ = writeln!(out, "no problems found");
+    }
+    for p in &report.problems {
+        let _ = writeln!(out, "\nproblem: {}\n    fix: {}", p.problem, p.fix);
+    }
+    let _ = writeln!(
+        out,
+        "\nexit code {}: {}",
+        report.exit_code,
+        match report.exit_code {
+            0 => "GL interop works",
+            1 => "the app runs, on a fallback path",
+            _ => "the app cannot render",
+        }
+    );
+    out
+}

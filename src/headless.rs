@@ -1,0 +1,266 @@
+//! Headless runs: N frames into an offscreen framebuffer on an EGL device, then the last frame as
+//! PNG and the per-stage timings as JSON. The same code path as the window, without the window.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::context::headless::HeadlessGl;
+use crate::demos::{DemoSpec, View};
+use crate::gl::{self, Framebuffer};
+use crate::runtime::{self, CudaOptions};
+use crate::session::Session;
+use crate::stats::Summary;
+use crate::{Error, Result};
+
+/// What a headless run does.
+#[derive(Debug, Clone)]
+pub struct HeadlessOptions {
+    /// The demo and its settings.
+    pub spec: DemoSpec,
+    /// Frames to render.
+    pub frames: u32,
+    /// Framebuffer size in pixels.
+    pub size: [u32; 2],
+    /// Simulated seconds per frame.
+    pub dt: f32,
+    /// Where to write the last frame as PNG.
+    pub screenshot: Option<PathBuf>,
+    /// Where to write the timings as JSON.
+    pub stats: Option<PathBuf>,
+    /// Draw the side panel into the frames too.
+    pub panel: bool,
+    /// Backend and transfer choices.
+    pub cuda: CudaOptions,
+    /// Folder of shader files replacing the embedded ones.
+    pub shaders_dir: Option<PathBuf>,
+}
+
+/// What a headless run measured.
+#[derive(Debug, Clone)]
+pub struct HeadlessReport {
+    /// Everything, as written to `--stats`.
+    pub json: serde_json::Value,
+    /// The timing summary.
+    pub summary: Summary,
+    /// The last frame, RGBA8, top row first.
+    pub pixels: Vec<u8>,
+    /// Frames per second over the whole run (wall clock, GPU finished at the end).
+    pub frames_per_second: f64,
+}
+
+/// Runs the demo headless.
+pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
+    if options.frames == 0 {
+        return Err(Error::InvalidInput(
+            "--frames must be at least 1".to_owned(),
+        ));
+    }
+    if !(options.dt.is_finite() && options.dt >= 0.0) {
+        return Err(Error::InvalidInput(format!(
+            "time step {} must be a finite number ≥ 0",
+            options.dt
+        )));
+    }
+    let context = HeadlessGl::new(runtime::preferred_cuda_device(&options.cuda))?;
+    let gl = context.gl().clone();
+    let selection = runtime::select(&options.cuda);
+    if let Some(unmet) = &selection.unmet_request {
+        return Err(Error::Unavailable(unmet.clone()));
+    }
+    let framebuffer = Framebuffer::new(&gl, options.size)?;
+    let mut session = match Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())
+    {
+        Ok(session) => session,
+        Err(error) => {
+            let mut framebuffer = framebuffer;
+            framebuffer.destroy(&gl);
+            return Err(error);
+        }
+    };
+    let mut overlay = if options.panel {
+        Some(PanelOverlay::new(gl.clone())?)
+    } else {
+        None
+    };
+    let result = render(
+        &gl,
+        &mut session,
+        &framebuffer,
+        overlay.as_mut(),
+        options,
+        context.device(),
+    );
+    if let Some(overlay) = overlay.as_mut() {
+        overlay.painter.destroy();
+    }
+    let mut framebuffer = framebuffer;
+    framebuffer.destroy(&gl);
+    session.destroy(&gl);
+    result
+}
+
+fn render(
+    gl: &std::sync::Arc<glow::Context>,
+    session: &mut Session,
+    framebuffer: &Framebuffer,
+    mut overlay: Option<&mut PanelOverlay>,
+    options: &HeadlessOptions,
+    egl_device: &crate::context::headless::EglDeviceInfo,
+) -> Result<HeadlessReport> {
+    let size = framebuffer.size();
+    let started = Instant::now();
+    for _ in 0..options.frames {
+        framebuffer.bind(gl);
+        let panel_px = overlay
+            .as_ref()
+            .map(|o| o.panel_width_px(session))
+            .unwrap_or(0);
+        let view = View {
+            origin: [panel_px.min(size[0] - 1), 0],
+            size: [size[0].saturating_sub(panel_px).max(1), size[1]],
+        };
+        session.frame(gl, view, options.dt);
+        if let Some(overlay) = overlay.as_deref_mut() {
+            overlay.paint(gl, session, size);
+        }
+    }
+    session.finish(gl)?;
+    let wall = started.elapsed().as_secs_f64();
+    if let Some(message) = session.panel.messages.first() {
+        return Err(Error::Unavailable(format!(
+            "the run reported an error: {message}"
+        )));
+    }
+    let pixels = framebuffer.read_rgba(gl)?;
+    gl::bind_default_framebuffer(gl);
+    if let Some(path) = &options.screenshot {
+        write_png(path, size, &pixels)?;
+    }
+    let summary = session.history().summary(None);
+    let frames_per_second = f64::from(options.frames) / wall;
+    let json = report_json(
+        session,
+        options,
+        &summary,
+        wall,
+        frames_per_second,
+        egl_device,
+    )?;
+    if let Some(path) = &options.stats {
+        let text =
+            serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
+    }
+    Ok(HeadlessReport {
+        json,
+        summary,
+        pixels,
+        frames_per_second,
+    })
+}
+
+fn report_json(
+    session: &mut Session,
+    options: &HeadlessOptions,
+    summary: &Summary,
+    wall: f64,
+    frames_per_second: f64,
+    egl_device: &crate::context::headless::EglDeviceInfo,
+) -> Result<serde_json::Value> {
+    let selection = session.selection();
+    let device = selection
+        .cuda
+        .as_ref()
+        .map(|cuda| cuda.context.device().clone());
+    let gl_info = session.gl_info().clone();
+    let demo = session.demo()?;
+    let kernel = demo.kernel_info().map(|k| {
+        json!({
+            "name": k.name,
+            "source": k.origin,
+            "grid": k.launch.grid,
+            "block": k.launch.block,
+            "shared_memory_bytes": k.launch.shared_memory_bytes,
+            "attributes": k.attributes,
+        })
+    });
+    Ok(json!({
+        "demo": demo.name(),
+        "backend": if device.is_some() { "cuda" } else { "cpu" },
+        "transfer": demo.transfer_kind(),
+        "reason": session.selection().reason,
+        "device": device,
+        "gl": gl_info,
+        "egl_device": egl_device,
+        "size": options.size,
+        "frames": options.frames,
+        "wall_seconds": wall,
+        "frames_per_second": frames_per_second,
+        "kernel": kernel,
+        "timings_us": summary,
+    }))
+}
+
+/// Writes tightly packed RGBA8 pixels as a PNG.
+pub fn write_png(path: &std::path::Path, size: [u32; 2], pixels: &[u8]) -> Result<()> {
+    let image = image::RgbaImage::from_raw(size[0], size[1], pixels.to_vec()).ok_or_else(|| {
+        Error::Image {
+            path: path.to_owned(),
+            message: "pixel buffer does not match the size".to_owned(),
+        }
+    })?;
+    image.save(path).map_err(|e| Error::Image {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// The side panel painted into offscreen frames (for screenshots of the whole app).
+struct PanelOverlay {
+    context: egui::Context,
+    painter: egui_glow::Painter,
+    started: Instant,
+}
+
+impl PanelOverlay {
+    fn new(gl: std::sync::Arc<glow::Context>) -> Result<Self> {
+        let painter =
+            egui_glow::Painter::new(gl, "", None, false).map_err(|e| Error::Gl(e.to_string()))?;
+        Ok(Self {
+            context: egui::Context::default(),
+            painter,
+            started: Instant::now(),
+        })
+    }
+
+    fn panel_width_px(&self, session: &Session) -> u32 {
+        // One egui point is one pixel offscreen.
+        session.panel.width_points.max(0.0) as u32
+    }
+
+    fn paint(&mut self, gl: &glow::Context, session: &mut Session, size: [u32; 2]) {
+        let input = egui::RawInput {
+            screen_rect: Some(egui::Rect::from_min_size(
+                egui::Pos2::ZERO,
+                egui::vec2(size[0] as f32, size[1] as f32),
+            )),
+            time: Some(self.started.elapsed().as_secs_f64()),
+            ..Default::default()
+        };
+        let output = self.context.run_ui(input, |ui| {
+            let _ = session.panel(ui, gl);
+        });
+        let primitives = self
+            .context
+            .tessellate(output.shapes, output.pixels_per_point);
+        let mut textures = output.textures_delta;
+        self.painter.paint_and_update_textures(
+            size,
+            output.pixels_per_point,
+            &primitives,
+            &mut textures,
+        );
+    }
+}

@@ -1,0 +1,24 @@
+//! interop-lab: see CUDA and OpenGL work on the same memory.
+//!
+//! A GL buffer is registered with CUDA once ([`cuda::interop`]), mapped each frame so a kernel
+//! writes it in place, unmapped, then drawn. The same demos run on two other [`transfer`] paths
+//! (a copy through host memory, and a CPU backend without CUDA) so their costs can be compared,
+//! in a window ([`app`]) or headless ([`headless`]), with [`doctor`] explaining what runs and why.
+
+pub mod app;
+pub mod camera;
+pub mod context;
+pub mod cuda;
+pub mod demos;
+pub mod doctor;
+pub mod error;
+pub mod gl;
+pub mod headless;
+pub mod runtime;
+pub mod session;
+pub mod sources;
+pub mod stats;
+pub mod transfer;
+pub mod ui;
+
+pub use error::{Error, Result};

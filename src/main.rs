@@ -1,0 +1,302 @@
+//! The `interop-lab` command line: the window (default), headless runs, and `doctor`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use interop_lab::demos::DemoSpec;
+use interop_lab::demos::wave::{DrawMode, WaveSettings};
+use interop_lab::headless::{self, HeadlessOptions};
+use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
+use interop_lab::stats::Stage;
+use interop_lab::{Error, Result, app, doctor};
+
+/// See CUDA and OpenGL work on the same memory.
+///
+/// With no command, opens the window on the default demo. Each demo is also a command with
+/// its own settings; add --headless to render offscreen and write a PNG and timings.
+#[derive(Parser, Debug)]
+#[command(name = "interop-lab", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The "hello interop" demo: a kernel writes a moving W×H grid of vertices into a GL buffer.
+    Wave(WaveArgs),
+    /// Explain what this machine can run: driver, NVRTC, devices, GL contexts, the path the app
+    /// takes and how to fix what is missing. Exit 0: interop works; 1: fallback; 2: cannot render.
+    Doctor(DoctorArgs),
+}
+
+/// Options shared by every demo.
+#[derive(Args, Debug, Clone)]
+struct RunArgs {
+    /// Render offscreen (EGL, no window) and exit after --frames frames.
+    #[arg(long)]
+    headless: bool,
+    /// Frames to render headless (in a window: close after this many).
+    #[arg(long)]
+    frames: Option<u32>,
+    /// Framebuffer (headless) or window size, WIDTHxHEIGHT.
+    #[arg(long, value_parser = parse_pair, default_value = "1280x800")]
+    size: [u32; 2],
+    /// Write the last frame as PNG.
+    #[arg(long, value_name = "FILE.png")]
+    screenshot: Option<PathBuf>,
+    /// Write per-stage timings (median / p90, µs) as JSON (headless).
+    #[arg(long, value_name = "FILE.json")]
+    stats: Option<PathBuf>,
+    /// Draw the side panel into headless frames too.
+    #[arg(long)]
+    panel: bool,
+    /// Simulated seconds per headless frame.
+    #[arg(long, default_value_t = 1.0 / 60.0)]
+    dt: f32,
+    /// Wait for vertical blank in the window.
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    vsync: bool,
+    #[command(flatten)]
+    cuda: CudaArgs,
+}
+
+/// Backend and transfer-path choices.
+#[derive(Args, Debug, Clone)]
+struct CudaArgs {
+    /// Compute backend: CUDA when it works (auto), CUDA, or the CPU.
+    #[arg(long, value_enum, default_value_t = BackendRequest::Auto)]
+    backend: BackendRequest,
+    /// How results reach GL: interop when possible (auto), GL interop, or a copy through host memory.
+    #[arg(long, value_enum, default_value_t = TransferRequest::Auto)]
+    transfer: TransferRequest,
+    /// CUDA device to compute on (default: the one running the GL context, else 0).
+    #[arg(long)]
+    device: Option<i32>,
+    /// Read kernels/*.cu from this folder instead of the copies built into the binary.
+    #[arg(long, value_name = "DIR", env = "INTEROP_LAB_KERNELS")]
+    kernels: Option<PathBuf>,
+    /// Read shaders from this folder instead of the copies built into the binary.
+    #[arg(long, value_name = "DIR", env = "INTEROP_LAB_SHADERS")]
+    shaders: Option<PathBuf>,
+    /// Compile kernels every start instead of using the on-disk cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+#[derive(Args, Debug)]
+struct WaveArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Vertices of the wave grid, WIDTHxHEIGHT.
+    #[arg(long, value_parser = parse_pair, default_value = "256x256")]
+    vertices: [u32; 2],
+    /// CUDA threads per block, XxY.
+    #[arg(long, value_parser = parse_pair, default_value = "16x16")]
+    block: [u32; 2],
+    /// CUDA blocks, XxY (default: enough to cover every vertex).
+    #[arg(long, value_parser = parse_pair)]
+    grid: Option<[u32; 2]>,
+    /// Draw as a lit mesh or as points.
+    #[arg(long, value_enum, default_value_t = DrawMode::Mesh)]
+    mode: DrawMode,
+    /// Spatial frequency of the wave.
+    #[arg(long, default_value_t = 4.0)]
+    frequency: f32,
+    /// Height of the crests.
+    #[arg(long, default_value_t = 0.3)]
+    amplitude: f32,
+    /// Phase speed, radians per second.
+    #[arg(long, default_value_t = 1.0)]
+    speed: f32,
+    /// Point size in pixels (points mode).
+    #[arg(long, default_value_t = 2.0)]
+    point_size: f32,
+}
+
+#[derive(Args, Debug)]
+struct DoctorArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    cuda: CudaArgs,
+}
+
+fn parse_pair(text: &str) -> std::result::Result<[u32; 2], String> {
+    let (a, b) = text
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("{text:?} is not of the form AxB, e.g. 1280x800"))?;
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("{s:?} in {text:?} is not a whole number"))
+    };
+    Ok([number(a)?, number(b)?])
+}
+
+fn parse_on_off(text: &str) -> std::result::Result<bool, String> {
+    match text {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err(format!("{text:?}: use on or off")),
+    }
+}
+
+impl CudaArgs {
+    fn options(&self) -> CudaOptions {
+        CudaOptions {
+            backend: self.backend,
+            transfer: self.transfer,
+            device: self.device,
+            kernels_dir: self.kernels.clone(),
+            no_cache: self.no_cache,
+        }
+    }
+}
+
+impl WaveArgs {
+    fn spec(&self) -> DemoSpec {
+        DemoSpec::Wave(WaveSettings {
+            width: self.vertices[0],
+            height: self.vertices[1],
+            frequency: self.frequency,
+            amplitude: self.amplitude,
+            speed: self.speed,
+            block: self.block,
+            grid: self.grid,
+            mode: self.mode,
+            point_size: self.point_size,
+        })
+    }
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("warn,interop_lab=info"),
+    )
+    .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        None => run_demo(&cli.run, DemoSpec::default_for("wave")?),
+        Some(Command::Wave(args)) => run_demo(&args.run, args.spec()),
+        Some(Command::Doctor(args)) => Ok(run_doctor(&args)),
+    }
+}
+
+fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
+    if run.headless {
+        let options = HeadlessOptions {
+            spec,
+            frames: run.frames.unwrap_or(120),
+            size: run.size,
+            dt: run.dt,
+            screenshot: run.screenshot.clone(),
+            stats: run.stats.clone(),
+            panel: run.panel,
+            cuda: run.cuda.options(),
+            shaders_dir: run.cuda.shaders.clone(),
+        };
+        let report = headless::run(&options)?;
+        print_headless(&report, &options);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if run.stats.is_some() {
+        return Err(Error::InvalidInput(
+            "--stats is written by headless runs: add --headless".to_owned(),
+        ));
+    }
+    let report = app::run(app::WindowOptions {
+        spec,
+        cuda: run.cuda.options(),
+        size: run.size,
+        vsync: run.vsync,
+        shaders_dir: run.cuda.shaders.clone(),
+        max_frames: run.frames.map(u64::from),
+        screenshot: run.screenshot.clone(),
+    })?;
+    log::info!("closed after {} frames", report.frames);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_headless(report: &headless::HeadlessReport, options: &HeadlessOptions) {
+    let json = &report.json;
+    let text = |key: &str| {
+        json.get(key)
+            .and_then(|v| v.as_str())
+            .unwrap_or("?")
+            .to_owned()
+    };
+    let device = json
+        .pointer("/device/name")
+        .and_then(|v| v.as_str())
+        .unwrap_or("no CUDA device");
+    println!(
+        "{} on {} ({}), transfer {}: {} frames at {}x{}, {:.0} frames/s",
+        text("demo"),
+        text("backend"),
+        device,
+        text("transfer"),
+        options.frames,
+        options.size[0],
+        options.size[1],
+        report.frames_per_second
+    );
+    println!(
+        "{:<9} {:>22} {:>22}",
+        "stage", "host µs median / p90", "GPU µs median / p90"
+    );
+    for stage in Stage::ALL {
+        let Some(times) = report.summary.stage(stage) else {
+            continue;
+        };
+        let cell = |p: Option<interop_lab::stats::Percentiles>| {
+            p.map(|p| format!("{:.1} / {:.1}", p.median, p.p90))
+                .unwrap_or_else(|| "–".to_owned())
+        };
+        println!(
+            "{:<9} {:>22} {:>22}",
+            stage.name(),
+            cell(times.host_us),
+            cell(times.gpu_us)
+        );
+    }
+    for (what, path) in [
+        ("screenshot", &options.screenshot),
+        ("stats", &options.stats),
+    ] {
+        if let Some(path) = path {
+            println!("{what}: {}", path.display());
+        }
+    }
+}
+
+fn run_doctor(args: &DoctorArgs) -> ExitCode {
+    let options = args.cuda.options();
+    let query_cuda = options.backend != BackendRequest::Cpu
+        && interop_lab::cuda::driver::driver_library_present();
+    let window_check = move || app::probe_window_context(query_cuda);
+    let report = doctor::examine(&options, Some(&window_check));
+    if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(text) => println!("{text}"),
+            Err(error) => eprintln!("error: {error}"),
+        }
+    } else {
+        print!("{}", doctor::render(&report));
+    }
+    ExitCode::from(report.exit_code.clamp(0, 255) as u8)
+}

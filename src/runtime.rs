@@ -1,0 +1,237 @@
+//! Choosing what runs: CUDA or the CPU, and which transfer path, with the reason for each choice.
+//!
+//! The fallback chain: GL interop if CUDA works and `cuGLGetDevices` says the GL context runs on a
+//! CUDA device; else host copy if CUDA works; else the CPU backend.
+
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use serde::Serialize;
+
+use crate::cuda::interop::{self, GlEntryPoints};
+use crate::cuda::{Compiler, Context, driver, module};
+use crate::transfer::TransferKind;
+use crate::{Error, Result};
+
+/// What the user asked for with `--backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendRequest {
+    /// CUDA when it works, else the CPU.
+    #[default]
+    Auto,
+    /// CUDA (falls back to the CPU with a message if it can't run).
+    Cuda,
+    /// The CPU, even if CUDA is present.
+    Cpu,
+}
+
+/// What the user asked for with `--transfer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransferRequest {
+    /// Interop when possible, else host copy.
+    #[default]
+    Auto,
+    /// GL interop (map / unmap).
+    Interop,
+    /// Copy through pinned host memory.
+    Copy,
+}
+
+/// Options that decide how CUDA is set up.
+#[derive(Debug, Clone, Default)]
+pub struct CudaOptions {
+    /// `--backend`.
+    pub backend: BackendRequest,
+    /// `--transfer`.
+    pub transfer: TransferRequest,
+    /// `--device`: the CUDA device to compute on (default: the GL context's device, else 0).
+    pub device: Option<i32>,
+    /// `--kernels`: a folder whose `*.cu` files replace the embedded kernels.
+    pub kernels_dir: Option<PathBuf>,
+    /// Disable the on-disk kernel cache.
+    pub no_cache: bool,
+}
+
+/// CUDA, set up: the context of the device the app computes on, the kernel compiler, and the GL
+/// entry points when the GL context runs on that device.
+pub struct CudaRuntime {
+    /// The primary context.
+    pub context: Rc<Context>,
+    /// NVRTC with the on-disk cache.
+    pub compiler: Compiler,
+    /// `cudaGL.h` entry points, present when interop is possible.
+    pub interop: Option<GlEntryPoints>,
+}
+
+/// The outcome of the start-up choice.
+pub struct Selection {
+    /// CUDA, when it runs.
+    pub cuda: Option<Rc<CudaRuntime>>,
+    /// The transfer path to start with.
+    pub transfer: TransferKind,
+    /// Why that path, in a sentence the panel and the log show.
+    pub reason: String,
+    /// The user asked for something that could not be given (e.g. `--backend cuda` without a
+    /// driver): the message says what and why.
+    pub unmet_request: Option<String>,
+}
+
+impl Selection {
+    /// Transfer paths that can run with this selection.
+    pub fn available_transfers(&self) -> Vec<TransferKind> {
+        match &self.cuda {
+            None => vec![TransferKind::Cpu],
+            Some(cuda) if cuda.interop.is_some() => {
+                vec![TransferKind::Interop, TransferKind::HostCopy]
+            }
+            Some(_) => vec![TransferKind::HostCopy],
+        }
+    }
+}
+
+/// What the driver probe found before any GL context exists: which CUDA device the GL context
+/// should be created on.
+pub fn preferred_cuda_device(options: &CudaOptions) -> Option<i32> {
+    if options.backend == BackendRequest::Cpu || !driver::driver_library_present() {
+        return None;
+    }
+    driver::load().ok()?;
+    Some(options.device.unwrap_or(0))
+}
+
+/// Chooses backend and transfer path. A GL context must be current on this thread: interop is
+/// decided by asking the driver which CUDA devices that context runs on.
+pub fn select(options: &CudaOptions) -> Selection {
+    if options.backend == BackendRequest::Cpu {
+        let reason = "CPU backend requested (--backend cpu)".to_owned();
+        log::info!("{reason}");
+        return Selection {
+            cuda: None,
+            transfer: TransferKind::Cpu,
+            reason,
+            unmet_request: None,
+        };
+    }
+    match set_up_cuda(options) {
+        Ok((cuda, transfer, reason, unmet_request)) => {
+            log::info!("transfer path: {}: {reason}", transfer.label());
+            if let Some(message) = &unmet_request {
+                log::warn!("{message}");
+            }
+            Selection {
+                cuda: Some(Rc::new(cuda)),
+                transfer,
+                reason,
+                unmet_request,
+            }
+        }
+        Err(error) => {
+            let reason = format!("CPU backend, because CUDA can't run here: {error}");
+            log::warn!("{reason}");
+            let unmet_request = (options.backend == BackendRequest::Cuda)
+                .then(|| format!("--backend cuda was asked for, but CUDA can't run here: {error}"));
+            Selection {
+                cuda: None,
+                transfer: TransferKind::Cpu,
+                reason,
+                unmet_request,
+            }
+        }
+    }
+}
+
+type CudaSetup = (CudaRuntime, TransferKind, String, Option<String>);
+
+fn set_up_cuda(options: &CudaOptions) -> Result<CudaSetup> {
+    let loaded = driver::load()?;
+    // NVRTC is checked before any context is made: without it no kernel can run.
+    driver::nvrtc_version()?;
+    let device_count = crate::cuda::device::device_count()?;
+    if device_count == 0 {
+        return Err(Error::Unavailable(
+            "the driver reports no CUDA device: check `nvidia-smi`".to_owned(),
+        ));
+    }
+
+    // Which CUDA devices does the current GL context run on?
+    let (entry_points, gl_devices, gl_note) = match GlEntryPoints::load() {
+        Ok(entry_points) => match interop::gl_devices(&entry_points) {
+            Ok(devices) => (Some(entry_points), devices, None),
+            Err(error) => (Some(entry_points), Vec::new(), Some(error.to_string())),
+        },
+        Err(error) => (None, Vec::new(), Some(error.to_string())),
+    };
+    let ordinal = match options.device {
+        Some(ordinal) if ordinal < 0 || ordinal >= device_count => {
+            return Err(Error::InvalidInput(format!(
+                "--device {ordinal} does not exist: this machine has CUDA devices 0..{}",
+                device_count - 1
+            )));
+        }
+        Some(ordinal) => ordinal,
+        None => gl_devices.first().copied().unwrap_or(0),
+    };
+    let context = Context::new(loaded, ordinal)?;
+    let on_gl_device = gl_devices.contains(&context.raw_device());
+    let cache_dir = if options.no_cache {
+        None
+    } else {
+        module::default_cache_dir()
+    };
+    let compiler = Compiler::new(
+        context.device().compute_capability,
+        options.kernels_dir.clone(),
+        cache_dir,
+    )?;
+    let device_name = context.device().name.clone();
+
+    let why_no_interop = if on_gl_device {
+        None
+    } else if let Some(note) = gl_note {
+        Some(format!("cuGLGetDevices failed ({note})"))
+    } else if gl_devices.is_empty() {
+        Some("cuGLGetDevices says the GL context is not on a CUDA device (it runs on another GPU or a software renderer)".to_owned())
+    } else {
+        Some(format!(
+            "the GL context is on CUDA device(s) {gl_devices:?}, not on device {ordinal}"
+        ))
+    };
+
+    let (transfer, reason, unmet) = match (options.transfer, &why_no_interop) {
+        (TransferRequest::Copy, _) => (
+            TransferKind::HostCopy,
+            format!("host copy requested (--transfer copy) on {device_name}"),
+            None,
+        ),
+        (_, None) => (
+            TransferKind::Interop,
+            format!(
+                "the GL context runs on CUDA device {ordinal} ({device_name}), so kernels write GL buffers in place"
+            ),
+            None,
+        ),
+        (request, Some(why)) => (
+            TransferKind::HostCopy,
+            format!("host copy on {device_name}: {why}"),
+            (request == TransferRequest::Interop)
+                .then(|| format!("--transfer interop was asked for, but {why}")),
+        ),
+    };
+    let interop = if why_no_interop.is_none() {
+        entry_points
+    } else {
+        None
+    };
+    Ok((
+        CudaRuntime {
+            context,
+            compiler,
+            interop,
+        },
+        transfer,
+        reason,
+        unmet,
+    ))
+}

@@ -1,0 +1,301 @@
+//! Per-frame stage timings and their summaries (median, p90), for the panel and `--stats`.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+/// The steps of a frame a learner should see, in the order they happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// `cuGraphicsMapResources` + `cuGraphicsResourceGetMappedPointer` (interop path).
+    Map,
+    /// The compute step: kernel launch(es) on CUDA, the CPU loop on the CPU backend.
+    Kernel,
+    /// `cuGraphicsUnmapResources` (interop path).
+    Unmap,
+    /// `cuMemcpyDtoHAsync` into pinned memory + stream sync (host-copy path).
+    Download,
+    /// `glBufferSubData` from host memory (host-copy and CPU paths).
+    Upload,
+    /// The GL draw calls of the demo.
+    Draw,
+}
+
+impl Stage {
+    /// Every stage, in frame order.
+    pub const ALL: [Stage; 6] = [
+        Stage::Map,
+        Stage::Kernel,
+        Stage::Unmap,
+        Stage::Download,
+        Stage::Upload,
+        Stage::Draw,
+    ];
+
+    /// Short lowercase name, as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Map => "map",
+            Stage::Kernel => "kernel",
+            Stage::Unmap => "unmap",
+            Stage::Download => "download",
+            Stage::Upload => "upload",
+            Stage::Draw => "draw",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Host and GPU microseconds of each stage in one frame; `None` where a stage did not run or its
+/// GPU time is not known (yet).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTimes {
+    host_us: [Option<f64>; 6],
+    gpu_us: [Option<f64>; 6],
+}
+
+impl StageTimes {
+    /// Sets the host time of `stage`.
+    pub fn set_host(&mut self, stage: Stage, microseconds: f64) {
+        self.host_us[stage.index()] = Some(microseconds);
+    }
+
+    /// Sets the GPU time of `stage`.
+    pub fn set_gpu(&mut self, stage: Stage, microseconds: f64) {
+        self.gpu_us[stage.index()] = Some(microseconds);
+    }
+
+    /// Host time of `stage`.
+    pub fn host(&self, stage: Stage) -> Option<f64> {
+        self.host_us[stage.index()]
+    }
+
+    /// GPU time of `stage`.
+    pub fn gpu(&self, stage: Stage) -> Option<f64> {
+        self.gpu_us[stage.index()]
+    }
+
+    /// Copies every value `other` has into `self`.
+    pub fn merge(&mut self, other: &StageTimes) {
+        for i in 0..6 {
+            if other.host_us[i].is_some() {
+                self.host_us[i] = other.host_us[i];
+            }
+            if other.gpu_us[i].is_some() {
+                self.gpu_us[i] = other.gpu_us[i];
+            }
+        }
+    }
+}
+
+/// GPU times that arrive after their frame (events and queries are read back without stalling).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LateGpuTimes {
+    /// The frame they belong to.
+    pub frame: u64,
+    /// The stages measured.
+    pub times: StageTimes,
+}
+
+/// One frame's record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameSample {
+    /// Frame number.
+    pub frame: u64,
+    /// Wall time from the start of this frame to the start of the next, µs.
+    pub frame_us: f64,
+    /// Stage times.
+    pub stages: StageTimes,
+}
+
+/// The last frames' samples.
+#[derive(Debug, Clone)]
+pub struct FrameHistory {
+    samples: VecDeque<FrameSample>,
+    capacity: usize,
+}
+
+impl FrameHistory {
+    /// Keeps at most `capacity` frames.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            samples: VecDeque::with_capacity(capacity),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Appends a frame, dropping the oldest when full.
+    pub fn push(&mut self, sample: FrameSample) {
+        if self.samples.len() == self.capacity {
+            self.samples.pop_front();
+        }
+        self.samples.push_back(sample);
+    }
+
+    /// Attaches GPU times that arrived late to their frame (ignored if it already left the history).
+    pub fn add_late(&mut self, late: LateGpuTimes) {
+        if let Some(sample) = self
+            .samples
+            .iter_mut()
+            .rev()
+            .find(|s| s.frame == late.frame)
+        {
+            sample.stages.merge(&late.times);
+        }
+    }
+
+    /// The samples, oldest first.
+    pub fn samples(&self) -> impl DoubleEndedIterator<Item = &FrameSample> + ExactSizeIterator {
+        self.samples.iter()
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// Summary of the last `last` frames (all when `None`).
+    pub fn summary(&self, last: Option<usize>) -> Summary {
+        let skip = last
+            .map(|n| self.samples.len().saturating_sub(n))
+            .unwrap_or(0);
+        let window: Vec<&FrameSample> = self.samples.iter().skip(skip).collect();
+        let stages = Stage::ALL
+            .iter()
+            .filter_map(|&stage| {
+                let host = Percentiles::of(window.iter().filter_map(|s| s.stages.host(stage)));
+                let gpu = Percentiles::of(window.iter().filter_map(|s| s.stages.gpu(stage)));
+                (host.is_some() || gpu.is_some()).then_some(StageSummary {
+                    stage,
+                    host_us: host,
+                    gpu_us: gpu,
+                })
+            })
+            .collect();
+        let frame_us = Percentiles::of(window.iter().map(|s| s.frame_us));
+        Summary {
+            frames: window.len(),
+            frame_us,
+            stages,
+        }
+    }
+}
+
+/// Median and 90th percentile of a set of samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Percentiles {
+    /// 50th percentile.
+    pub median: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// Samples summarised.
+    pub samples: usize,
+}
+
+impl Percentiles {
+    /// `None` for no samples. Non-finite values are ignored.
+    pub fn of(values: impl Iterator<Item = f64>) -> Option<Self> {
+        let mut sorted: Vec<f64> = values.filter(|v| v.is_finite()).collect();
+        if sorted.is_empty() {
+            return None;
+        }
+        sorted.sort_by(f64::total_cmp);
+        Some(Self {
+            median: percentile(&sorted, 0.5),
+            p90: percentile(&sorted, 0.9),
+            samples: sorted.len(),
+        })
+    }
+}
+
+/// Nearest-rank percentile with linear interpolation between neighbours, of sorted values.
+fn percentile(sorted: &[f64], fraction: f64) -> f64 {
+    let position = fraction * (sorted.len() - 1) as f64;
+    let below = position.floor() as usize;
+    let above = position.ceil() as usize;
+    let weight = position - below as f64;
+    sorted[below] * (1.0 - weight) + sorted[above] * weight
+}
+
+/// One stage's summary.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StageSummary {
+    /// Which stage.
+    pub stage: Stage,
+    /// Host time, µs.
+    pub host_us: Option<Percentiles>,
+    /// GPU time, µs.
+    pub gpu_us: Option<Percentiles>,
+}
+
+/// Summary of a window of frames.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Frames summarised.
+    pub frames: usize,
+    /// Frame-to-frame wall time, µs.
+    pub frame_us: Option<Percentiles>,
+    /// Per-stage times, for the stages that ran.
+    pub stages: Vec<StageSummary>,
+}
+
+impl Summary {
+    /// The summary of `stage`, if it ran.
+    pub fn stage(&self, stage: Stage) -> Option<&StageSummary> {
+        self.stages.iter().find(|s| s.stage == stage)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_between_ranks() {
+        let p = Percentiles::of([5.0, 1.0, 3.0, 2.0, 4.0].into_iter()).expect("samples");
+        assert_eq!(p.median, 3.0);
+        assert!((p.p90 - 4.6).abs() < 1e-12, "{}", p.p90);
+        assert_eq!(p.samples, 5);
+        assert_eq!(Percentiles::of(std::iter::empty()), None);
+        let p = Percentiles::of([f64::NAN, 7.0].into_iter()).expect("one finite sample");
+        assert_eq!((p.median, p.samples), (7.0, 1));
+    }
+
+    #[test]
+    fn late_gpu_times_land_on_their_frame() {
+        let mut history = FrameHistory::new(3);
+        for frame in 0..4 {
+            let mut stages = StageTimes::default();
+            stages.set_host(Stage::Kernel, frame as f64);
+            history.push(FrameSample {
+                frame,
+                frame_us: 1000.0,
+                stages,
+            });
+        }
+        assert_eq!(history.len(), 3, "capacity is respected");
+        let mut times = StageTimes::default();
+        times.set_gpu(Stage::Kernel, 42.0);
+        history.add_late(LateGpuTimes { frame: 2, times });
+        history.add_late(LateGpuTimes { frame: 0, times }); // already dropped: ignored
+        let kernel_gpu: Vec<Option<f64>> = history
+            .samples()
+            .map(|s| s.stages.gpu(Stage::Kernel))
+            .collect();
+        assert_eq!(kernel_gpu, vec![None, Some(42.0), None]);
+        let summary = history.summary(None);
+        let kernel = summary.stage(Stage::Kernel).expect("kernel ran");
+        assert_eq!(kernel.gpu_us.map(|p| p.samples), Some(1));
+        assert_eq!(kernel.host_us.map(|p| p.median), Some(2.0));
+        assert!(summary.stage(Stage::Map).is_none());
+    }
+}

@@ -1,0 +1,588 @@
+//! The three ways a frame's results reach the GL buffers that are drawn, behind one trait:
+//!
+//! - [`Interop`]: the GL buffer is registered with CUDA once; each frame it is mapped, the kernel
+//!   writes it directly, and it is unmapped before GL draws it. No copy at all.
+//! - [`HostCopy`]: the kernel writes ordinary device memory, which is copied to pinned host memory
+//!   (`cuMemcpyDtoHAsync`) and from there into the GL buffer (`glBufferSubData`). The baseline
+//!   interop is measured against.
+//! - [`CpuPath`]: no CUDA; the CPU computes into host memory and uploads it with `glBufferSubData`.
+//!
+//! A demo creates its [`SharedBuffer`]s through the path in use and runs each compute step with
+//! [`Transfer::run`], which hands the compute a [`Target`] (device pointers or host slices).
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
+use crate::cuda::{Context, DeviceBuffer, DeviceSpan, Event, PinnedBuffer, Stream};
+use crate::gl;
+use crate::stats::{LateGpuTimes, Stage, StageTimes};
+use crate::{Error, Result};
+
+/// Which path a frame's data takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransferKind {
+    /// CUDA writes the GL buffer in place (register once, map / unmap each frame).
+    Interop,
+    /// CUDA writes device memory; it is copied through pinned host memory into GL.
+    HostCopy,
+    /// The CPU computes and uploads; no CUDA.
+    Cpu,
+}
+
+impl TransferKind {
+    /// A short label for the panel.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Interop => "GL interop",
+            Self::HostCopy => "host copy",
+            Self::Cpu => "CPU",
+        }
+    }
+
+    /// One sentence for learners.
+    pub fn explanation(self) -> &'static str {
+        match self {
+            Self::Interop => {
+                "The GL buffer is registered with CUDA once; each frame CUDA maps it, the kernel writes it in \
+                 place, and unmapping hands it back to GL. The data never leaves the GPU."
+            }
+            Self::HostCopy => {
+                "The kernel writes CUDA memory, which is copied to pinned host memory and then uploaded into \
+                 the GL buffer: two trips over PCIe per frame."
+            }
+            Self::Cpu => {
+                "No CUDA: the CPU computes the data and uploads it into the GL buffer with glBufferSubData."
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for TransferKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// What a compute step does with a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads only.
+    Read,
+    /// Overwrites all of it.
+    Write,
+    /// Reads and writes.
+    ReadWrite,
+}
+
+impl Access {
+    fn writes(self) -> bool {
+        !matches!(self, Access::Read)
+    }
+
+    fn map_access(self) -> MapAccess {
+        match self {
+            Access::Read => MapAccess::ReadOnly,
+            Access::Write => MapAccess::WriteDiscard,
+            Access::ReadWrite => MapAccess::ReadWrite,
+        }
+    }
+}
+
+/// A GL buffer that compute writes, plus what its transfer path keeps for it.
+pub struct SharedBuffer {
+    // Field order is drop order: the CUDA side (registration, mirrors) goes before the GL buffer.
+    link: Link,
+    gl: gl::Buffer,
+}
+
+enum Link {
+    Interop(GraphicsResource),
+    HostCopy {
+        device: DeviceBuffer,
+        staging: PinnedBuffer,
+    },
+    Cpu(HostBytes),
+}
+
+/// Host memory aligned for any element type a demo views it as (up to 8-byte `f64`).
+struct HostBytes {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl HostBytes {
+    fn new(data: &[u8]) -> Self {
+        let mut words = vec![0u64; data.len().div_ceil(8)];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..data.len()].copy_from_slice(data);
+        Self {
+            words,
+            len: data.len(),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice::<u64, u8>(&self.words)[..self.len]
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut::<u64, u8>(&mut self.words)[..self.len]
+    }
+}
+
+impl SharedBuffer {
+    /// The GL buffer, for drawing. Borrowing it immutably means no [`Transfer::run`] (which borrows
+    /// the buffer mutably, and maps it on the interop path) can be in progress.
+    pub fn gl(&self) -> &gl::Buffer {
+        &self.gl
+    }
+
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.gl.len()
+    }
+
+    /// Whether the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.gl.is_empty()
+    }
+
+    /// Releases the CUDA side, then deletes the GL buffer. The GL context must be current.
+    pub fn destroy(self, gl: &glow::Context) {
+        let SharedBuffer {
+            link,
+            gl: mut buffer,
+        } = self;
+        drop(link);
+        buffer.destroy(gl);
+    }
+}
+
+/// What a compute step writes into: device memory on CUDA paths, host memory on the CPU path.
+pub enum Target<'a> {
+    /// Device pointers of the buffers passed to [`Transfer::run`], in that order, and the stream
+    /// to launch on.
+    Device {
+        /// The buffers.
+        buffers: &'a [DeviceSpan],
+        /// The stream.
+        stream: &'a Stream,
+    },
+    /// Host memory of the buffers, in order, 8-byte aligned (view it with `bytemuck`).
+    Host {
+        /// The buffers.
+        buffers: &'a mut [&'a mut [u8]],
+    },
+}
+
+/// The compute step of one frame: writes a [`Target`].
+pub type Compute<'c> = dyn FnMut(Target<'_>) -> Result<()> + 'c;
+
+/// One way of getting compute results into GL buffers.
+pub trait Transfer {
+    /// Which path this is.
+    fn kind(&self) -> TransferKind;
+
+    /// Creates a GL buffer holding `initial`, set up for this path (registered with CUDA on the
+    /// interop path, mirrored in device memory on the host-copy path).
+    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer>;
+
+    /// Reads the buffer's current contents (to carry a simulation over to another path).
+    fn read_buffer(&mut self, gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>>;
+
+    /// Runs `compute` with access to `buffers` and makes what it wrote visible to GL. Returns the
+    /// host time of each stage; GPU times arrive later through [`Transfer::poll_gpu_times`].
+    fn run(
+        &mut self,
+        gl: &glow::Context,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes>;
+
+    /// GPU stage times of an earlier frame, once the GPU has finished it (never blocks).
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>>;
+
+    /// Waits for all GPU work of this path (before reading results or tearing down).
+    fn synchronize(&mut self) -> Result<()>;
+}
+
+/// Creates the transfer of `kind`. CUDA paths need the context, the demo's stream and, for interop,
+/// the GL entry points.
+pub fn create(
+    kind: TransferKind,
+    context: Option<&Rc<Context>>,
+    stream: Option<&Rc<Stream>>,
+    entry_points: Option<&GlEntryPoints>,
+) -> Result<Box<dyn Transfer>> {
+    let needs_cuda = || {
+        Error::Unavailable(format!(
+            "the {} path needs CUDA, which is not running",
+            kind.label()
+        ))
+    };
+    match kind {
+        TransferKind::Cpu => Ok(Box::new(CpuPath)),
+        TransferKind::HostCopy => {
+            let (context, stream) = context.zip(stream).ok_or_else(needs_cuda)?;
+            Ok(Box::new(HostCopy {
+                context: context.clone(),
+                stream: stream.clone(),
+                events: EventRing::new(context)?,
+            }))
+        }
+        TransferKind::Interop => {
+            let (context, stream) = context.zip(stream).ok_or_else(needs_cuda)?;
+            let entry_points = *entry_points.ok_or_else(|| {
+                Error::Unavailable(
+                    "GL interop is not available: the GL context is not on this CUDA device"
+                        .to_owned(),
+                )
+            })?;
+            Ok(Box::new(Interop {
+                context: context.clone(),
+                stream: stream.clone(),
+                entry_points,
+                events: EventRing::new(context)?,
+            }))
+        }
+    }
+}
+
+/// The interop path.
+pub struct Interop {
+    context: Rc<Context>,
+    stream: Rc<Stream>,
+    entry_points: GlEntryPoints,
+    events: EventRing,
+}
+
+impl Transfer for Interop {
+    fn kind(&self) -> TransferKind {
+        TransferKind::Interop
+    }
+
+    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
+        let mut buffer = gl::Buffer::new(gl, initial)?;
+        match GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.name()) {
+            Ok(resource) => Ok(SharedBuffer {
+                link: Link::Interop(resource),
+                gl: buffer,
+            }),
+            Err(error) => {
+                buffer.destroy(gl);
+                Err(error)
+            }
+        }
+    }
+
+    fn read_buffer(&mut self, gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+        buffer.gl.read(gl)
+    }
+
+    fn run(
+        &mut self,
+        _gl: &glow::Context,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        let mut times = StageTimes::default();
+        let stream = &*self.stream;
+        let count = buffers.len();
+        let mut resources = Vec::with_capacity(count);
+        for (buffer, access) in buffers.iter_mut() {
+            match &mut buffer.link {
+                Link::Interop(resource) => resources.push((resource, access.map_access())),
+                _ => return Err(mismatch(TransferKind::Interop)),
+            }
+        }
+        let timing = self.events.begin();
+
+        let started = Instant::now();
+        timing.mark(0, stream)?;
+        let mapped = interop::map(stream, &mut resources)?;
+        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
+        for (index, span) in spans.iter_mut().enumerate().take(count) {
+            *span = mapped.buffer(index)?;
+        }
+        timing.mark(1, stream)?;
+        times.set_host(Stage::Map, micros_since(started));
+
+        let started = Instant::now();
+        compute(Target::Device {
+            buffers: &spans[..count],
+            stream,
+        })?;
+        timing.mark(2, stream)?;
+        times.set_host(Stage::Kernel, micros_since(started));
+
+        let started = Instant::now();
+        mapped.unmap()?;
+        timing.mark(3, stream)?;
+        times.set_host(Stage::Unmap, micros_since(started));
+        self.events.commit(frame);
+        Ok(times)
+    }
+
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        self.events.poll(&[Stage::Map, Stage::Kernel, Stage::Unmap])
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.stream.synchronize()
+    }
+}
+
+/// The host-copy path.
+pub struct HostCopy {
+    context: Rc<Context>,
+    stream: Rc<Stream>,
+    events: EventRing,
+}
+
+impl Transfer for HostCopy {
+    fn kind(&self) -> TransferKind {
+        TransferKind::HostCopy
+    }
+
+    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
+        let mut device = DeviceBuffer::new(&self.context, initial.len())?;
+        device.upload(&self.stream, initial)?;
+        let staging = PinnedBuffer::new(&self.context, initial.len())?;
+        let buffer = gl::Buffer::new(gl, initial)?;
+        Ok(SharedBuffer {
+            link: Link::HostCopy { device, staging },
+            gl: buffer,
+        })
+    }
+
+    fn read_buffer(&mut self, _gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+        match &buffer.link {
+            Link::HostCopy { device, .. } => {
+                let mut data = vec![0u8; device.len()];
+                device.download(&self.stream, &mut data)?;
+                Ok(data)
+            }
+            _ => Err(mismatch(TransferKind::HostCopy)),
+        }
+    }
+
+    fn run(
+        &mut self,
+        gl: &glow::Context,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        let mut times = StageTimes::default();
+        let stream = &*self.stream;
+        if buffers.len() > interop::MAX_MAPPED {
+            return Err(Error::InvalidInput(format!(
+                "at most {} buffers per step",
+                interop::MAX_MAPPED
+            )));
+        }
+        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
+        for ((buffer, _), span) in buffers.iter().zip(spans.iter_mut()) {
+            match &buffer.link {
+                Link::HostCopy { device, .. } => *span = device.span(),
+                _ => return Err(mismatch(TransferKind::HostCopy)),
+            }
+        }
+        let timing = self.events.begin();
+
+        let started = Instant::now();
+        timing.mark(0, stream)?;
+        compute(Target::Device {
+            buffers: &spans[..buffers.len()],
+            stream,
+        })?;
+        timing.mark(1, stream)?;
+        times.set_host(Stage::Kernel, micros_since(started));
+
+        let started = Instant::now();
+        for (buffer, access) in buffers.iter_mut() {
+            if let (Link::HostCopy { device, staging }, true) = (&mut buffer.link, access.writes())
+            {
+                staging.download_async(stream, device.span())?;
+            }
+        }
+        timing.mark(2, stream)?;
+        self.events.commit(frame);
+        // The CPU must not read the staging memory before the copies land.
+        stream.synchronize()?;
+        times.set_host(Stage::Download, micros_since(started));
+
+        let started = Instant::now();
+        for (buffer, access) in buffers.iter() {
+            if let (Link::HostCopy { staging, .. }, true) = (&buffer.link, access.writes()) {
+                buffer.gl.write(gl, staging.as_slice())?;
+            }
+        }
+        times.set_host(Stage::Upload, micros_since(started));
+        Ok(times)
+    }
+
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        self.events.poll(&[Stage::Kernel, Stage::Download])
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.stream.synchronize()
+    }
+}
+
+/// The CPU path.
+pub struct CpuPath;
+
+impl Transfer for CpuPath {
+    fn kind(&self) -> TransferKind {
+        TransferKind::Cpu
+    }
+
+    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
+        Ok(SharedBuffer {
+            link: Link::Cpu(HostBytes::new(initial)),
+            gl: gl::Buffer::new(gl, initial)?,
+        })
+    }
+
+    fn read_buffer(&mut self, _gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+        match &buffer.link {
+            Link::Cpu(data) => Ok(data.bytes().to_vec()),
+            _ => Err(mismatch(TransferKind::Cpu)),
+        }
+    }
+
+    fn run(
+        &mut self,
+        gl: &glow::Context,
+        _frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        let mut times = StageTimes::default();
+        let started = Instant::now();
+        {
+            let mut slices = Vec::with_capacity(buffers.len());
+            for (buffer, _) in buffers.iter_mut() {
+                match &mut buffer.link {
+                    Link::Cpu(data) => slices.push(data.bytes_mut()),
+                    _ => return Err(mismatch(TransferKind::Cpu)),
+                }
+            }
+            compute(Target::Host {
+                buffers: &mut slices,
+            })?;
+        }
+        times.set_host(Stage::Kernel, micros_since(started));
+
+        let started = Instant::now();
+        for (buffer, access) in buffers.iter() {
+            if let (Link::Cpu(data), true) = (&buffer.link, access.writes()) {
+                buffer.gl.write(gl, data.bytes())?;
+            }
+        }
+        times.set_host(Stage::Upload, micros_since(started));
+        Ok(times)
+    }
+
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        Ok(None)
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+fn mismatch(kind: TransferKind) -> Error {
+    Error::InvalidInput(format!(
+        "a buffer made for another transfer path was passed to the {} path",
+        kind.label()
+    ))
+}
+
+fn micros_since(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64() * 1e6
+}
+
+/// Frames whose GPU timestamps may be in flight at once.
+const EVENT_FRAMES: usize = 4;
+/// Timestamps per frame: start, and the end of up to three stages.
+const MARKS: usize = 4;
+
+/// A ring of per-frame event sets, read back without stalling.
+struct EventRing {
+    sets: Vec<[Event; MARKS]>,
+    frames: [Option<u64>; EVENT_FRAMES],
+    next: usize,
+}
+
+/// The events of one frame: mark `i` is recorded when stage `i` ends (mark 0: the frame starts).
+struct FrameEvents<'a>(&'a [Event; MARKS]);
+
+impl FrameEvents<'_> {
+    fn mark(&self, index: usize, stream: &Stream) -> Result<()> {
+        self.0[index].record(stream)
+    }
+}
+
+impl EventRing {
+    fn new(context: &Rc<Context>) -> Result<Self> {
+        let mut sets = Vec::with_capacity(EVENT_FRAMES);
+        for _ in 0..EVENT_FRAMES {
+            sets.push([
+                Event::new(context)?,
+                Event::new(context)?,
+                Event::new(context)?,
+                Event::new(context)?,
+            ]);
+        }
+        Ok(Self {
+            sets,
+            frames: [None; EVENT_FRAMES],
+            next: 0,
+        })
+    }
+
+    /// The next event set. If its previous frame was never read back, those times are dropped.
+    fn begin(&mut self) -> FrameEvents<'_> {
+        self.frames[self.next] = None;
+        FrameEvents(&self.sets[self.next])
+    }
+
+    /// Declares the set taken by [`Self::begin`] fully recorded for `frame`, ready for [`Self::poll`].
+    fn commit(&mut self, frame: u64) {
+        self.frames[self.next] = Some(frame);
+        self.next = (self.next + 1) % EVENT_FRAMES;
+    }
+
+    /// The oldest recorded frame whose last event has completed: stage `i` lasts from mark `i` to
+    /// mark `i + 1`, and is attributed to `stages[i]`.
+    fn poll(&mut self, stages: &[Stage]) -> Result<Option<LateGpuTimes>> {
+        let marks = stages.len() + 1;
+        for step in 0..EVENT_FRAMES {
+            let slot = (self.next + step) % EVENT_FRAMES;
+            let Some(frame) = self.frames[slot] else {
+                continue;
+            };
+            let events = &self.sets[slot];
+            if !events[marks - 1].is_complete()? {
+                return Ok(None);
+            }
+            let mut times = StageTimes::default();
+            for (index, &stage) in stages.iter().enumerate() {
+                let ms = events[index + 1].elapsed_ms_since(&events[index])?;
+                times.set_gpu(stage, f64::from(ms) * 1e3);
+            }
+            self.frames[slot] = None;
+            return Ok(Some(LateGpuTimes { frame, times }));
+        }
+        Ok(None)
+    }
+}

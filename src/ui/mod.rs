@@ -1,0 +1,331 @@
+//! The egui side panel: which demo, which backend and transfer path (and why), the demo's own
+//! controls and launch configuration, per-stage timings, and the device's attributes.
+
+pub mod launch;
+
+use crate::demos::{self, Demo};
+use crate::gl::GlInfo;
+use crate::runtime::Selection;
+use crate::stats::{FrameHistory, Stage};
+use crate::transfer::TransferKind;
+
+/// Frames the panel's medians are taken over.
+const SUMMARY_FRAMES: usize = 120;
+
+/// State of the panel that outlives one frame.
+#[derive(Debug, Default)]
+pub struct PanelState {
+    /// The simulation is paused.
+    pub paused: bool,
+    /// Advance one frame while paused.
+    pub step_once: bool,
+    /// Vsync on (window only; `None` headless).
+    pub vsync: Option<bool>,
+    /// Errors and notices to show until dismissed.
+    pub messages: Vec<String>,
+    /// Width of the panel in points, measured when it was last drawn (the scene is drawn right of it).
+    pub width_points: f32,
+}
+
+/// What the user asked for in the panel; the app carries it out after the frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PanelAction {
+    /// Open another demo.
+    SwitchDemo(&'static str),
+    /// Move the demo to another transfer path.
+    SwitchTransfer(TransferKind),
+    /// Turn vsync on or off.
+    SetVsync(bool),
+}
+
+/// What the panel shows.
+pub struct PanelInput<'a> {
+    /// The running demo.
+    pub demo: &'a mut dyn Demo,
+    /// Backend and path selection.
+    pub selection: &'a Selection,
+    /// Recent frames.
+    pub history: &'a FrameHistory,
+    /// The GL context's strings.
+    pub gl_info: &'a GlInfo,
+}
+
+/// Draws the side panel into `ui` and returns the actions the user took.
+pub fn side_panel(
+    ui: &mut egui::Ui,
+    input: PanelInput<'_>,
+    state: &mut PanelState,
+) -> Vec<PanelAction> {
+    let mut actions = Vec::new();
+    let response = egui::Panel::left("side_panel")
+        .resizable(true)
+        .default_size(340.0)
+        .show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                ui.heading("interop-lab");
+                demo_picker(ui, input.demo.name(), &mut actions);
+                ui.separator();
+                compute_section(ui, &input, &mut actions);
+                ui.separator();
+                run_controls(ui, state, &mut actions);
+                ui.separator();
+                egui::CollapsingHeader::new(format!("{} settings", input.demo.name()))
+                    .default_open(true)
+                    .show(ui, |ui| {
+                        input.demo.controls(ui);
+                    });
+                ui.separator();
+                timings(ui, input.history);
+                device_section(ui, &input);
+                messages(ui, state);
+            });
+        });
+    state.width_points = response.response.rect.width();
+    actions
+}
+
+fn demo_picker(ui: &mut egui::Ui, current: &str, actions: &mut Vec<PanelAction>) {
+    egui::ComboBox::new("demo_picker", "demo")
+        .selected_text(current)
+        .show_ui(ui, |ui| {
+            for &name in demos::NAMES {
+                if ui.selectable_label(name == current, name).clicked() && name != current {
+                    actions.push(PanelAction::SwitchDemo(name));
+                }
+            }
+        });
+}
+
+fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<PanelAction>) {
+    match &input.selection.cuda {
+        Some(cuda) => {
+            let device = cuda.context.device();
+            ui.label(format!(
+                "Backend: CUDA on {} ({})",
+                device.name,
+                device.arch()
+            ));
+        }
+        None => {
+            ui.label(format!(
+                "Backend: CPU ({} threads)",
+                rayon::current_num_threads()
+            ));
+        }
+    }
+    let current = input.demo.transfer_kind();
+    ui.horizontal(|ui| {
+        ui.label("Transfer:");
+        for kind in input.selection.available_transfers() {
+            if ui.radio(current == kind, kind.label()).clicked() && current != kind {
+                actions.push(PanelAction::SwitchTransfer(kind));
+            }
+        }
+    });
+    ui.label(egui::RichText::new(current.explanation()).small());
+    ui.label(
+        egui::RichText::new(format!("Why: {}", input.selection.reason))
+            .small()
+            .weak(),
+    );
+    if let Some(unmet) = &input.selection.unmet_request {
+        ui.colored_label(egui::Color32::YELLOW, unmet);
+    }
+}
+
+fn run_controls(ui: &mut egui::Ui, state: &mut PanelState, actions: &mut Vec<PanelAction>) {
+    ui.horizontal(|ui| {
+        let label = if state.paused { "resume" } else { "pause" };
+        if ui.button(label).clicked() {
+            state.paused = !state.paused;
+        }
+        if ui
+            .add_enabled(state.paused, egui::Button::new("step"))
+            .clicked()
+        {
+            state.step_once = true;
+        }
+        if let Some(vsync) = state.vsync {
+            let mut on = vsync;
+            if ui.checkbox(&mut on, "vsync").changed() {
+                actions.push(PanelAction::SetVsync(on));
+            }
+        }
+    });
+}
+
+fn timings(ui: &mut egui::Ui, history: &FrameHistory) {
+    let summary = history.summary(Some(SUMMARY_FRAMES));
+    if let Some(frame) = summary.frame_us {
+        ui.label(format!(
+            "{:.0} frames/s (frame {:.2} ms median, {:.2} ms p90)",
+            1e6 / frame.median.max(1.0),
+            frame.median / 1e3,
+            frame.p90 / 1e3
+        ));
+    }
+    egui::Grid::new("stage_times").striped(true).show(ui, |ui| {
+        ui.strong("stage");
+        ui.strong("host µs");
+        ui.strong("GPU µs");
+        ui.end_row();
+        for stage in Stage::ALL {
+            let Some(times) = summary.stage(stage) else {
+                continue;
+            };
+            ui.label(stage.name());
+            ui.label(
+                times
+                    .host_us
+                    .map(|p| format!("{:.1}", p.median))
+                    .unwrap_or_else(|| "–".to_owned()),
+            );
+            ui.label(
+                times
+                    .gpu_us
+                    .map(|p| format!("{:.1}", p.median))
+                    .unwrap_or_else(|| "–".to_owned()),
+            );
+            ui.end_row();
+        }
+    });
+    let points: Vec<[f64; 2]> = history
+        .samples()
+        .map(|s| [s.frame as f64, s.frame_us / 1e3])
+        .collect();
+    egui_plot::Plot::new("frame_time_plot")
+        .height(90.0)
+        .include_y(0.0)
+        .allow_drag(false)
+        .allow_zoom(false)
+        .allow_scroll(false)
+        .y_axis_label("ms")
+        .show(ui, |plot| {
+            plot.line(egui_plot::Line::new("frame time", points))
+        });
+}
+
+fn device_section(ui: &mut egui::Ui, input: &PanelInput<'_>) {
+    egui::CollapsingHeader::new("Device")
+        .default_open(false)
+        .show(ui, |ui| {
+            ui.label(format!(
+                "GL: {} / {}",
+                input.gl_info.vendor, input.gl_info.renderer
+            ));
+            ui.label(format!("GL version: {}", input.gl_info.version));
+            let Some(cuda) = &input.selection.cuda else {
+                ui.label("No CUDA device in use.");
+                return;
+            };
+            let d = cuda.context.device();
+            let driver = cuda.context.driver().version;
+            let rows = [
+                ("name", d.name.clone()),
+                ("driver CUDA version", format!("{}.{}", driver.0, driver.1)),
+                (
+                    "NVRTC",
+                    format!(
+                        "{}.{}",
+                        cuda.compiler.nvrtc_version().0,
+                        cuda.compiler.nvrtc_version().1
+                    ),
+                ),
+                (
+                    "compute capability",
+                    format!("{}.{}", d.compute_capability.0, d.compute_capability.1),
+                ),
+                ("multiprocessors", d.multiprocessors.to_string()),
+                (
+                    "memory",
+                    format!(
+                        "{:.1} GiB",
+                        d.total_memory_bytes as f64 / (1u64 << 30) as f64
+                    ),
+                ),
+                ("max threads / block", d.max_threads_per_block.to_string()),
+                ("max block", format!("{:?}", d.max_block_dim)),
+                ("max grid", format!("{:?}", d.max_grid_dim)),
+                (
+                    "shared memory / block",
+                    format!(
+                        "{} KiB (opt-in {} KiB)",
+                        d.shared_memory_per_block / 1024,
+                        d.shared_memory_per_block_optin / 1024
+                    ),
+                ),
+                ("registers / block", d.registers_per_block.to_string()),
+                ("warp size", d.warp_size.to_string()),
+                ("SM clock", format!("{} MHz", d.clock_rate_khz / 1000)),
+                (
+                    "memory clock",
+                    format!(
+                        "{} MHz, {}-bit bus",
+                        d.memory_clock_rate_khz / 1000,
+                        d.memory_bus_width_bits
+                    ),
+                ),
+                (
+                    "DRAM bandwidth",
+                    format!(
+                        "{:.0} GB/s (theoretical)",
+                        d.dram_bandwidth_bytes_per_s() / 1e9
+                    ),
+                ),
+                (
+                    "fp32 peak",
+                    d.fp32_peak_flops()
+                        .map(|f| format!("{:.1} TFLOP/s", f / 1e12))
+                        .unwrap_or_else(|| "unknown".to_owned()),
+                ),
+                ("L2 cache", format!("{} MiB", d.l2_cache_bytes / (1 << 20))),
+                ("unified addressing", d.unified_addressing.to_string()),
+                ("PCI", d.pci_bus_id.clone()),
+            ];
+            egui::Grid::new("device_attributes")
+                .striped(true)
+                .show(ui, |ui| {
+                    for (name, value) in rows {
+                        ui.label(name);
+                        ui.label(value);
+                        ui.end_row();
+                    }
+                });
+            if let Some(kernel) = input.demo.kernel_info() {
+                ui.separator();
+                ui.label(format!("kernel {} from {}", kernel.name, kernel.origin));
+                let a = kernel.attributes;
+                ui.label(format!(
+                    "{} registers, {} B static shared, {} B local, PTX {}.{}, SASS sm_{}",
+                    a.registers,
+                    a.static_shared_bytes,
+                    a.local_bytes,
+                    a.ptx_version / 10,
+                    a.ptx_version % 10,
+                    a.binary_version
+                ));
+            }
+        });
+}
+
+fn messages(ui: &mut egui::Ui, state: &mut PanelState) {
+    if state.messages.is_empty() {
+        return;
+    }
+    ui.separator();
+    for message in &state.messages {
+        ui.colored_label(egui::Color32::LIGHT_RED, message);
+    }
+    if ui.button("dismiss").clicked() {
+        state.messages.clear();
+    }
+}
+
+/// Adds a message for the user, keeping the last few.
+pub fn push_message(state: &mut PanelState, message: String) {
+    if state.messages.last() != Some(&message) {
+        state.messages.push(message);
+    }
+    let excess = state.messages.len().saturating_sub(6);
+    state.messages.drain(..excess);
+}

@@ -1,0 +1,229 @@
+//! The command line as a user runs it: headless runs, bad input, `doctor`, and the window under a
+//! display (Xvfb in CI, which sets INTEROP_LAB_REQUIRE_DISPLAY=1).
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn binary() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_interop-lab"))
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("interop-lab-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn lit_fraction(path: &std::path::Path, x_range: std::ops::Range<u32>) -> f64 {
+    let image = image::open(path).expect("PNG").to_rgba8();
+    let background = *image.get_pixel(image.width() - 1, image.height() - 1);
+    let mut lit = 0usize;
+    let mut total = 0usize;
+    for (x, _, pixel) in image.enumerate_pixels() {
+        if x_range.contains(&x) {
+            total += 1;
+            lit += usize::from(*pixel != background);
+        }
+    }
+    lit as f64 / total.max(1) as f64
+}
+
+#[test]
+fn headless_cpu_wave_writes_a_picture_and_stats() {
+    let dir = temp_dir("headless");
+    let output = binary()
+        .args([
+            "wave",
+            "--headless",
+            "--backend",
+            "cpu",
+            "--frames",
+            "30",
+            "--size",
+            "400x300",
+            "--vertices",
+            "64x48",
+        ])
+        .arg("--screenshot")
+        .arg(dir.join("w.png"))
+        .arg("--stats")
+        .arg(dir.join("w.json"))
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("wave on cpu") && stdout.contains("kernel") && stdout.contains("upload"),
+        "{stdout}"
+    );
+    assert!(
+        lit_fraction(&dir.join("w.png"), 0..400) > 0.1,
+        "the picture is not blank"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("w.json")).expect("stats")).expect("JSON");
+    assert_eq!(json["frames"], 30);
+    assert!(
+        json["timings_us"]["frame_us"]["median"]
+            .as_f64()
+            .is_some_and(|v| v > 0.0)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn bad_input_gets_a_message_not_a_panic() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &[
+                "wave",
+                "--headless",
+                "--backend",
+                "cpu",
+                "--vertices",
+                "0x10",
+            ],
+            "each side must be 1..=8192",
+        ),
+        (
+            &["wave", "--headless", "--backend", "cpu", "--vertices", "10"],
+            "is not of the form AxB",
+        ),
+        (
+            &["wave", "--headless", "--backend", "cpu", "--frames", "0"],
+            "--frames must be at least 1",
+        ),
+        (
+            &[
+                "wave",
+                "--headless",
+                "--backend",
+                "cpu",
+                "--amplitude",
+                "NaN",
+            ],
+            "amplitude NaN must be a finite number",
+        ),
+        (
+            &["wave", "--headless", "--backend", "cpu", "--size", "0x100"],
+            "has a zero side",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = binary().args(args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} must fail");
+        assert_ne!(
+            output.status.code(),
+            Some(101),
+            "{args:?} panicked: {stderr}"
+        );
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: {stderr:?} should say {expected:?}"
+        );
+    }
+}
+
+#[test]
+fn doctor_without_a_driver_explains_and_exits_1() {
+    if interop_lab::cuda::driver::driver_library_present() {
+        eprintln!("skipped: this machine has an NVIDIA driver (the GPU run checks doctor there)");
+        return;
+    }
+    let output = binary()
+        .arg("doctor")
+        .env_remove("DISPLAY")
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("libcuda.so.1") && stdout.contains("install the NVIDIA driver"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("transfer path: CPU"), "{stdout}");
+    let json = binary()
+        .args(["doctor", "--json"])
+        .env_remove("DISPLAY")
+        .output()
+        .expect("run");
+    let report: serde_json::Value =
+        serde_json::from_slice(&json.stdout).expect("doctor --json is JSON");
+    assert_eq!(report["exit_code"], 1);
+    assert_eq!(report["transfer"], "cpu");
+    assert!(
+        report["headless_gl"]["info"]["renderer"].is_string(),
+        "a GL context was made: {}",
+        report["headless_gl"]
+    );
+}
+
+#[test]
+fn window_opens_draws_the_panel_and_closes() {
+    let display =
+        std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    if !common::available(display, "a display (Xvfb)", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let dir = temp_dir("window");
+    let shot = dir.join("window.png");
+    let output = binary()
+        .args([
+            "wave",
+            "--backend",
+            "cpu",
+            "--frames",
+            "8",
+            "--size",
+            "900x600",
+            "--vsync",
+            "off",
+        ])
+        .arg("--screenshot")
+        .arg(&shot)
+        .output()
+        .expect("run");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let image = image::open(&shot).expect("window screenshot").to_rgba8();
+    assert_eq!(image.dimensions(), (900, 600));
+    // The panel (left) has text and widgets; the scene (right) has the wave.
+    assert!(lit_fraction(&shot, 0..250) > 0.5, "the panel is drawn");
+    assert!(lit_fraction(&shot, 400..900) > 0.05, "the scene is drawn");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn doctor_on_a_gpu_reports_interop_and_exits_0() {
+    let output = binary()
+        .args(["doctor", "--json"])
+        .env_remove("DISPLAY")
+        .output()
+        .expect("run");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["transfer"], "interop");
+    assert!(
+        report["headless_gl"]["cuda_devices"]
+            .as_array()
+            .is_some_and(|d| !d.is_empty()),
+        "{report:#}"
+    );
+    assert!(
+        report["kernels"]
+            .as_array()
+            .is_some_and(|k| k.iter().all(|k| k["error"].is_null())),
+        "{report:#}"
+    );
+}

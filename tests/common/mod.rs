@@ -1,0 +1,63 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use interop_lab::context::headless::HeadlessGl;
+use interop_lab::runtime::{self, CudaOptions, Selection};
+
+/// Whether a test that needs `what` may run. When it is missing the test is skipped with a
+/// message, unless `require_var` is set (CI sets it after installing `what`): then it fails.
+pub fn available(present: bool, what: &str, require_var: &str) -> bool {
+    if present {
+        return true;
+    }
+    if std::env::var_os(require_var).is_some() {
+        panic!("{what} is required ({require_var} is set) but missing");
+    }
+    eprintln!("skipped: {what} is not available here (set {require_var}=1 to make this a failure)");
+    false
+}
+
+/// A headless GL context and the backend selection for it, with CUDA required (GPU tests).
+pub fn gpu_setup(options: &CudaOptions) -> (HeadlessGl, Selection) {
+    let context =
+        HeadlessGl::new(runtime::preferred_cuda_device(options)).expect("headless GL context");
+    let selection = runtime::select(options);
+    assert!(
+        selection.cuda.is_some(),
+        "CUDA must run for this test: {}",
+        selection.reason
+    );
+    (context, selection)
+}
+
+/// A deterministic generator for test inputs: xorshift64*, seeded from the clock unless
+/// `INTEROP_LAB_SEED` is set, and the seed printed so a failure can be replayed.
+pub struct Random(u64);
+
+impl Random {
+    pub fn new() -> Self {
+        let seed = std::env::var("INTEROP_LAB_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            });
+        eprintln!("random seed {seed} (INTEROP_LAB_SEED={seed} replays it)");
+        Self(seed | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in [low, high).
+    pub fn range(&mut self, low: f64, high: f64) -> f64 {
+        low + (high - low) * ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+    }
+}

@@ -1,0 +1,325 @@
+//! Tests that need an NVIDIA GPU: the interop round trip (register → map → kernel writes → unmap →
+//! GL reads back what the CPU reference computes), the host-copy path, switching between them,
+//! re-registration on re-allocation without leaks, and headless renders through interop.
+//!
+//! Run on the GPU machine with `--include-ignored --test-threads=1` (the leak check reads the
+//! device's free memory, which other tests running at the same time would disturb).
+
+mod common;
+
+use interop_lab::cuda::interop;
+use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
+use interop_lab::demos::wave::{Wave, WaveSettings};
+use interop_lab::demos::{Demo, DemoEnv, DemoSpec};
+use interop_lab::gl;
+use interop_lab::headless::{self, HeadlessOptions};
+use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
+use interop_lab::stats::Stage;
+use interop_lab::transfer::TransferKind;
+
+/// float32 evaluation of the wave against the f64 reference: the sine arguments are rounded to f32
+/// (|arg| ≤ ~30, so ~2e-6 absolute) and the GPU's sinf/cosf are within 2 ulp. Relative error over
+/// the whole grid stays far below this bound.
+const WAVE_BOUND: f64 = 1e-5;
+
+fn cuda_options() -> CudaOptions {
+    CudaOptions {
+        backend: BackendRequest::Cuda,
+        no_cache: false,
+        ..CudaOptions::default()
+    }
+}
+
+fn random_settings(
+    random: &mut common::Random,
+    width: u32,
+    height: u32,
+    block: [u32; 2],
+) -> WaveSettings {
+    WaveSettings {
+        width,
+        height,
+        frequency: random.range(0.5, 12.0) as f32,
+        amplitude: random.range(0.05, 1.0) as f32,
+        block,
+        ..WaveSettings::default()
+    }
+}
+
+/// Poisons the buffer, steps once at a random phase, reads the buffer back through GL (interop) or
+/// the path's own read, and compares with the reference.
+fn step_and_compare(
+    gl: &glow::Context,
+    wave: &mut Wave,
+    random: &mut common::Random,
+) -> Vec<[f32; 4]> {
+    wave.poison_positions(gl).expect("poison");
+    let phase = random.range(0.0, std::f64::consts::TAU);
+    wave.set_phase(phase);
+    wave.step(gl, 0, 0.0).expect("step");
+    let out = wave.read_positions(gl).expect("read back");
+    let s = wave.settings().clone();
+    let frame = WaveFrame {
+        width: s.width,
+        height: s.height,
+        phase: phase as f32,
+        frequency: s.frequency,
+        amplitude: s.amplitude,
+    };
+    assert!(
+        out.iter().flatten().all(|v| v.is_finite()),
+        "{}x{}: every vertex written",
+        s.width,
+        s.height
+    );
+    let error = relative_error(&out, &reference(&frame));
+    assert!(
+        error < WAVE_BOUND,
+        "{}x{} on {}: ‖out − ref‖/‖ref‖ = {error:e}",
+        s.width,
+        s.height,
+        wave.transfer_kind()
+    );
+    out
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gl_context_runs_on_the_cuda_device_and_interop_is_chosen() {
+    let (_gl, selection) = common::gpu_setup(&cuda_options());
+    let cuda = selection.cuda.as_ref().expect("cuda");
+    let entry_points = cuda
+        .interop
+        .as_ref()
+        .expect("cudaGL entry points resolved through cuGetProcAddress");
+    let devices = interop::gl_devices(entry_points).expect("cuGLGetDevices");
+    assert!(
+        devices.contains(&cuda.context.raw_device()),
+        "cuGLGetDevices {devices:?}"
+    );
+    assert_eq!(
+        selection.transfer,
+        TransferKind::Interop,
+        "{}",
+        selection.reason
+    );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn interop_and_copy_paths_write_the_reference_values() {
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let mut random = common::Random::new();
+    for (width, height, block) in [
+        (257u32, 131u32, [32u32, 4u32]),
+        (1, 1000, [1, 256]),
+        (1023, 1, [128, 1]),
+        (512, 512, [16, 16]),
+    ] {
+        let settings = random_settings(&mut random, width, height, block);
+        let mut outputs = Vec::new();
+        for transfer in [TransferKind::Interop, TransferKind::HostCopy] {
+            let env = DemoEnv {
+                gl: &gl,
+                cuda: selection.cuda.clone(),
+                transfer,
+                shaders_dir: None,
+            };
+            let mut wave = Wave::new(&env, settings.clone()).expect("wave");
+            assert_eq!(wave.transfer_kind(), transfer);
+            outputs.push((
+                wave.launch_config(),
+                step_and_compare(&gl, &mut wave, &mut random),
+            ));
+            Box::new(wave).destroy(&gl);
+        }
+        assert_eq!(outputs[0].0, outputs[1].0, "same launch on both paths");
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn switching_paths_keeps_the_buffer_contents() {
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let mut random = common::Random::new();
+    let env = DemoEnv {
+        gl: &gl,
+        cuda: selection.cuda.clone(),
+        transfer: TransferKind::Interop,
+        shaders_dir: None,
+    };
+    let mut wave = Wave::new(&env, random_settings(&mut random, 300, 200, [16, 16])).expect("wave");
+    let written = step_and_compare(&gl, &mut wave, &mut random);
+    for transfer in [TransferKind::HostCopy, TransferKind::Interop] {
+        wave.set_transfer(&gl, transfer).expect("switch");
+        assert_eq!(wave.transfer_kind(), transfer);
+        let carried = wave.read_positions(&gl).expect("read");
+        assert!(
+            carried == written,
+            "contents survive the switch to {transfer}"
+        );
+    }
+    step_and_compare(&gl, &mut wave, &mut random);
+    Box::new(wave).destroy(&gl);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn reallocation_reregisters_and_leaks_no_device_memory() {
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let cuda = selection.cuda.clone().expect("cuda");
+    let mut random = common::Random::new();
+    for transfer in [TransferKind::Interop, TransferKind::HostCopy] {
+        let env = DemoEnv {
+            gl: &gl,
+            cuda: Some(cuda.clone()),
+            transfer,
+            shaders_dir: None,
+        };
+        let mut wave =
+            Wave::new(&env, random_settings(&mut random, 256, 256, [16, 16])).expect("wave");
+        step_and_compare(&gl, &mut wave, &mut random);
+        cuda.context.synchronize().expect("sync");
+        let (free_before, _) = cuda.context.memory_info().expect("cuMemGetInfo");
+        let sizes = [[1024u32, 1024u32], [100, 700], [2048, 512], [256, 256]];
+        for round in 0..25 {
+            for [width, height] in sizes {
+                wave.set_vertices(&gl, width, height).expect("re-allocate");
+                wave.step(&gl, round, 1.0 / 60.0)
+                    .expect("step after re-allocation");
+            }
+        }
+        assert_eq!((wave.settings().width, wave.settings().height), (256, 256));
+        step_and_compare(&gl, &mut wave, &mut random);
+        gl::finish(&gl);
+        cuda.context.synchronize().expect("sync");
+        let (free_after, _) = cuda.context.memory_info().expect("cuMemGetInfo");
+        let lost = free_before as i64 - free_after as i64;
+        eprintln!(
+            "{transfer}: 100 re-allocations, device memory free before {free_before}, after {free_after} ({lost} bytes lost)"
+        );
+        // 100 re-allocations of up to 32 MiB each: a leak of even one buffer would show as ≥ 1.6 MiB.
+        assert!(
+            lost < 1 << 20,
+            "{transfer}: {lost} bytes of device memory not returned"
+        );
+        assert!(
+            cuda.context.take_errors().is_empty(),
+            "no deferred errors from Drop"
+        );
+        Box::new(wave).destroy(&gl);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn headless_interop_and_copy_render_the_same_picture() {
+    let mut pictures = Vec::new();
+    for transfer in [TransferRequest::Interop, TransferRequest::Copy] {
+        let options = HeadlessOptions {
+            spec: DemoSpec::Wave(WaveSettings::default()),
+            frames: 60,
+            size: [640, 400],
+            dt: 1.0 / 60.0,
+            screenshot: None,
+            stats: None,
+            panel: false,
+            cuda: CudaOptions {
+                transfer,
+                ..cuda_options()
+            },
+            shaders_dir: None,
+        };
+        let report = headless::run(&options).expect("headless run");
+        let stages: Vec<Stage> = report
+            .summary
+            .stages
+            .iter()
+            .filter(|s| s.gpu_us.is_some())
+            .map(|s| s.stage)
+            .collect();
+        match transfer {
+            TransferRequest::Interop => {
+                assert_eq!(report.json["transfer"], "interop");
+                assert_eq!(
+                    stages,
+                    vec![Stage::Map, Stage::Kernel, Stage::Unmap, Stage::Draw],
+                    "GPU-timed stages"
+                );
+            }
+            _ => {
+                assert_eq!(report.json["transfer"], "host_copy");
+                assert_eq!(
+                    stages,
+                    vec![Stage::Kernel, Stage::Download, Stage::Draw],
+                    "GPU-timed stages"
+                );
+                assert!(
+                    report
+                        .summary
+                        .stage(Stage::Upload)
+                        .is_some_and(|s| s.host_us.is_some())
+                );
+            }
+        }
+        let background = report.pixels[..4].to_vec();
+        let lit = report
+            .pixels
+            .chunks_exact(4)
+            .filter(|p| *p != background.as_slice())
+            .count();
+        assert!(lit * 10 > report.pixels.len() / 4, "not blank");
+        pictures.push(report.pixels);
+    }
+    assert!(
+        pictures[0] == pictures[1],
+        "the same kernel output draws the same picture on both paths"
+    );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn launch_limits_come_from_the_device_and_the_kernel() {
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let cases: [(WaveSettings, &str); 3] = [
+        (
+            WaveSettings {
+                block: [64, 32],
+                ..WaveSettings::default()
+            },
+            "threads per block",
+        ),
+        (
+            WaveSettings {
+                block: [2048, 1],
+                ..WaveSettings::default()
+            },
+            "MAX_BLOCK_DIM_X",
+        ),
+        (
+            WaveSettings {
+                block: [1, 1],
+                grid: Some([1, 70_000]),
+                ..WaveSettings::default()
+            },
+            "MAX_GRID_DIM_Y",
+        ),
+    ];
+    for (settings, expected) in cases {
+        let env = DemoEnv {
+            gl: &gl,
+            cuda: selection.cuda.clone(),
+            transfer: TransferKind::Interop,
+            shaders_dir: None,
+        };
+        let error = Wave::new(&env, settings.clone())
+            .err()
+            .expect("invalid launch rejected")
+            .to_string();
+        assert!(error.contains(expected), "{:?}: {error}", settings.block);
+    }
+}

@@ -1,0 +1,124 @@
+//! The wave demo on the CPU backend, end to end through GL: the vertex buffer GL holds after a
+//! step equals the f64 reference, and a headless run renders a non-blank picture.
+
+mod common;
+
+use interop_lab::context::headless::HeadlessGl;
+use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
+use interop_lab::demos::wave::{Wave, WaveSettings};
+use interop_lab::demos::{Demo, DemoEnv, DemoSpec};
+use interop_lab::headless::{self, HeadlessOptions};
+use interop_lab::runtime::{BackendRequest, CudaOptions};
+use interop_lab::stats::Stage;
+use interop_lab::transfer::TransferKind;
+
+#[test]
+fn cpu_step_writes_the_reference_into_the_gl_buffer() {
+    let context = HeadlessGl::new(None).expect("headless GL");
+    let gl = context.gl().clone();
+    let mut random = common::Random::new();
+    for (width, height) in [(97u32, 61u32), (1, 13), (200, 1)] {
+        let settings = WaveSettings {
+            width,
+            height,
+            frequency: random.range(0.5, 12.0) as f32,
+            amplitude: random.range(0.05, 1.0) as f32,
+            ..WaveSettings::default()
+        };
+        let env = DemoEnv {
+            gl: &gl,
+            cuda: None,
+            transfer: TransferKind::Cpu,
+            shaders_dir: None,
+        };
+        let mut wave = Wave::new(&env, settings.clone()).expect("wave on the CPU");
+        wave.poison_positions(&gl).expect("poison");
+        let phase = random.range(0.0, std::f64::consts::TAU);
+        wave.set_phase(phase);
+        wave.step(&gl, 0, 0.0).expect("step");
+        let out = wave.read_positions(&gl).expect("read back");
+        let frame = WaveFrame {
+            width,
+            height,
+            phase: phase as f32,
+            frequency: settings.frequency,
+            amplitude: settings.amplitude,
+        };
+        assert!(
+            out.iter().flatten().all(|v| v.is_finite()),
+            "{width}x{height}: every vertex written"
+        );
+        let error = relative_error(&out, &reference(&frame));
+        assert!(
+            error < 1e-6,
+            "{width}x{height}: ‖out − ref‖/‖ref‖ = {error}"
+        );
+        Box::new(wave).destroy(&gl);
+    }
+}
+
+#[test]
+fn headless_cpu_run_renders_and_reports_its_stages() {
+    let dir = std::env::temp_dir().join(format!("interop-lab-headless-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let options = HeadlessOptions {
+        spec: DemoSpec::Wave(WaveSettings::default()),
+        frames: 12,
+        size: [320, 200],
+        dt: 1.0 / 60.0,
+        screenshot: Some(dir.join("wave.png")),
+        stats: Some(dir.join("wave.json")),
+        panel: false,
+        cuda: CudaOptions {
+            backend: BackendRequest::Cpu,
+            ..CudaOptions::default()
+        },
+        shaders_dir: None,
+    };
+    let report = headless::run(&options).expect("headless run");
+    // Not blank: a good share of the pixels differ from the background colour.
+    let background = &report.pixels[..4];
+    let lit = report
+        .pixels
+        .chunks_exact(4)
+        .filter(|p| p != &background)
+        .count();
+    let total = report.pixels.len() / 4;
+    assert!(lit * 10 > total, "only {lit} of {total} pixels drawn");
+    for stage in [Stage::Kernel, Stage::Upload, Stage::Draw] {
+        let times = report
+            .summary
+            .stage(stage)
+            .unwrap_or_else(|| panic!("{} was timed", stage.name()));
+        assert_eq!(
+            times.host_us.map(|p| p.samples),
+            Some(12),
+            "{}: one sample per frame",
+            stage.name()
+        );
+    }
+    assert!(
+        report.summary.stage(Stage::Map).is_none(),
+        "the CPU path does not map"
+    );
+    let png = image::open(dir.join("wave.png"))
+        .expect("PNG written")
+        .to_rgba8();
+    assert_eq!(png.dimensions(), (320, 200));
+    assert_eq!(png.as_raw(), &report.pixels, "the PNG holds the last frame");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("wave.json")).expect("stats written"),
+    )
+    .expect("valid JSON");
+    assert_eq!(json["backend"], "cpu");
+    assert_eq!(json["transfer"], "cpu");
+    assert_eq!(json["frames"], 12);
+    assert!(
+        json["timings_us"]["stages"]
+            .as_array()
+            .is_some_and(|s| s.len() == 3),
+        "{}",
+        json["timings_us"]
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
