@@ -6,8 +6,12 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The binary cargo built, or `INTEROP_LAB_BIN` (the GPU machine runs a copied binary).
 fn binary() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_interop-lab"))
+    match std::env::var_os("INTEROP_LAB_BIN") {
+        Some(path) => Command::new(path),
+        None => Command::new(env!("CARGO_BIN_EXE_interop-lab")),
+    }
 }
 
 fn temp_dir(name: &str) -> PathBuf {
