@@ -350,6 +350,9 @@ impl Running {
 
     /// Releases GL objects while the context is current, then the context and window.
     fn shut_down(mut self) {
+        if let Err(error) = self.session.finish(self.window.gl()) {
+            log::error!("{error}");
+        }
         self.session.destroy(self.window.gl());
         self.egui.painter.destroy();
     }

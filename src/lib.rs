@@ -6,6 +6,7 @@
 //! in a window ([`app`]) or headless ([`headless`]), with [`doctor`] explaining what runs and why.
 
 pub mod app;
+pub mod bench;
 pub mod camera;
 pub mod context;
 pub mod cuda;
@@ -14,6 +15,7 @@ pub mod doctor;
 pub mod error;
 pub mod gl;
 pub mod headless;
+pub mod rng;
 pub mod runtime;
 pub mod session;
 pub mod sources;

@@ -5,11 +5,14 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use interop_lab::demos::DemoSpec;
+use interop_lab::demos::nbody::NBodySettings;
+use interop_lab::demos::nbody::kernels::{Precision, Variant};
+use interop_lab::demos::nbody::presets::Preset;
 use interop_lab::demos::wave::{DrawMode, WaveSettings};
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
 use interop_lab::stats::Stage;
-use interop_lab::{Error, Result, app, doctor};
+use interop_lab::{Error, Result, app, bench, doctor};
 
 /// See CUDA and OpenGL work on the same memory.
 ///
@@ -26,11 +29,22 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// All-pairs gravity, integrated by CUDA straight in the vertex buffers it is drawn from.
+    Nbody(NBodyArgs),
     /// The "hello interop" demo: a kernel writes a moving W×H grid of vertices into a GL buffer.
     Wave(WaveArgs),
     /// Explain what this machine can run: driver, NVRTC, devices, GL contexts, the path the app
     /// takes and how to fix what is missing. Exit 0: interop works; 1: fallback; 2: cannot render.
     Doctor(DoctorArgs),
+    /// Measure speed: kernels with CUDA events (median after warm-up), whole frames headless.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// The n-body forces kernel over a sweep of variants, the best one's step and full frames.
+    Nbody(NBodyBenchArgs),
 }
 
 /// Options shared by every demo.
@@ -54,9 +68,9 @@ struct RunArgs {
     /// Draw the side panel into headless frames too.
     #[arg(long)]
     panel: bool,
-    /// Simulated seconds per headless frame.
+    /// Simulated seconds per headless frame (the wave's clock; n-body steps by its own --dt).
     #[arg(long, default_value_t = 1.0 / 60.0)]
-    dt: f32,
+    frame_time: f32,
     /// Wait for vertical blank in the window.
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     vsync: bool,
@@ -104,17 +118,132 @@ struct WaveArgs {
     #[arg(long, value_enum, default_value_t = DrawMode::Mesh)]
     mode: DrawMode,
     /// Spatial frequency of the wave.
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(long, default_value_t = 4.0, allow_negative_numbers = true)]
     frequency: f32,
     /// Height of the crests.
-    #[arg(long, default_value_t = 0.3)]
+    #[arg(long, default_value_t = 0.3, allow_negative_numbers = true)]
     amplitude: f32,
     /// Phase speed, radians per second.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     speed: f32,
     /// Point size in pixels (points mode).
     #[arg(long, default_value_t = 2.0)]
     point_size: f32,
+}
+
+#[derive(Args, Debug)]
+struct NBodyArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    #[command(flatten)]
+    physics: NBodyPhysicsArgs,
+    /// Sprite radius in world units.
+    #[arg(long, default_value_t = 0.006)]
+    point_size: f32,
+    /// Brightness factor.
+    #[arg(long, default_value_t = 1.0)]
+    brightness: f32,
+    /// Speed drawn with the hottest colour, as a multiple of the initial RMS speed.
+    #[arg(long, default_value_t = 2.0)]
+    colour_scale: f32,
+    /// Compute the total energy every this many steps (0: only when asked).
+    #[arg(long, default_value_t = 30)]
+    energy_every: u32,
+    /// Start from a saved state instead of the preset.
+    #[arg(long, value_name = "FILE")]
+    load: Option<PathBuf>,
+    /// Save the state when the run ends.
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
+}
+
+/// The simulation's own settings (shared by `nbody` and `bench nbody`).
+#[derive(Args, Debug, Clone)]
+struct NBodyPhysicsArgs {
+    /// Number of bodies (default: 65536 on CUDA, 4096 on the CPU).
+    #[arg(long)]
+    bodies: Option<u32>,
+    /// Initial conditions.
+    #[arg(long, value_enum, default_value_t = Preset::Collision)]
+    preset: Preset,
+    /// Seed of the initial conditions.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Time step (default: the preset's).
+    #[arg(long, allow_negative_numbers = true)]
+    dt: Option<f64>,
+    /// Softening length, > 0 (default: the preset's).
+    #[arg(long, allow_negative_numbers = true)]
+    softening: Option<f64>,
+    /// Velocity factor per step, in (0, 1].
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    damping: f64,
+    /// Gravitational constant.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    gravity: f64,
+    /// Arithmetic precision.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    precision: Precision,
+    /// Threads per block of the forces kernel.
+    #[arg(long, default_value_t = 256)]
+    block_size: u32,
+    /// Bodies per shared-memory tile (default: the block size).
+    #[arg(long)]
+    tile_size: Option<u32>,
+    /// Unroll factor of the inner loop.
+    #[arg(long, default_value_t = 8)]
+    unroll: u32,
+    /// Bodies each thread accumulates.
+    #[arg(long, default_value_t = 2)]
+    bodies_per_thread: u32,
+    /// Slices the j range is cut into (default: enough to fill the GPU).
+    #[arg(long)]
+    slices: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+struct NBodyBenchArgs {
+    /// Body counts, comma-separated (default: 65536,262144 on CUDA, 4096 on the CPU).
+    #[arg(long, value_delimiter = ',')]
+    bodies: Vec<u32>,
+    /// Block sizes to try (default: 128,256,512).
+    #[arg(long, value_delimiter = ',')]
+    block_size: Vec<u32>,
+    /// Tile sizes to try (default: the block size).
+    #[arg(long, value_delimiter = ',')]
+    tile_size: Vec<u32>,
+    /// Unroll factors to try (default: 4,16).
+    #[arg(long, value_delimiter = ',')]
+    unroll: Vec<u32>,
+    /// Bodies per thread to try (default: 1,2,4).
+    #[arg(long, value_delimiter = ',')]
+    bodies_per_thread: Vec<u32>,
+    /// Slice counts to try (default: automatic).
+    #[arg(long, value_delimiter = ',')]
+    slices: Vec<u32>,
+    /// Arithmetic precision.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    precision: Precision,
+    /// Initial conditions.
+    #[arg(long, value_enum, default_value_t = Preset::Plummer)]
+    preset: Preset,
+    /// Untimed launches before timing.
+    #[arg(long, default_value_t = 3)]
+    warmup: u32,
+    /// Timed launches (the median is reported).
+    #[arg(long, default_value_t = 21)]
+    repeats: u32,
+    /// Headless frames for the full-frame measurement (0: skip).
+    #[arg(long, default_value_t = 300)]
+    frames: u32,
+    /// Framebuffer size of the frame measurement.
+    #[arg(long, value_parser = parse_pair, default_value = "1280x800")]
+    size: [u32; 2],
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    cuda: CudaArgs,
 }
 
 #[derive(Args, Debug)]
@@ -174,6 +303,35 @@ impl WaveArgs {
     }
 }
 
+impl NBodyArgs {
+    fn spec(&self) -> DemoSpec {
+        let p = &self.physics;
+        DemoSpec::NBody(NBodySettings {
+            bodies: p.bodies,
+            preset: p.preset,
+            seed: p.seed,
+            dt: p.dt,
+            softening: p.softening,
+            damping: p.damping,
+            gravity: p.gravity,
+            variant: Variant {
+                precision: p.precision,
+                block_size: p.block_size,
+                tile_size: p.tile_size.unwrap_or(p.block_size),
+                unroll: p.unroll,
+                bodies_per_thread: p.bodies_per_thread,
+            },
+            slices: p.slices,
+            point_size: self.point_size,
+            brightness: self.brightness,
+            colour_scale: self.colour_scale,
+            energy_every: self.energy_every,
+            load: self.load.clone(),
+            save: self.save.clone(),
+        })
+    }
+}
+
 fn main() -> ExitCode {
     env_logger::Builder::from_env(
         env_logger::Env::default().default_filter_or("warn,interop_lab=info"),
@@ -191,9 +349,11 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => run_demo(&cli.run, DemoSpec::default_for("wave")?),
+        None => run_demo(&cli.run, DemoSpec::default_for("nbody")?),
+        Some(Command::Nbody(args)) => run_demo(&args.run, args.spec()),
         Some(Command::Wave(args)) => run_demo(&args.run, args.spec()),
         Some(Command::Doctor(args)) => Ok(run_doctor(&args)),
+        Some(Command::Bench(BenchCommand::Nbody(args))) => run_nbody_bench(&args),
     }
 }
 
@@ -203,7 +363,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
             spec,
             frames: run.frames.unwrap_or(120),
             size: run.size,
-            dt: run.dt,
+            dt: run.frame_time,
             screenshot: run.screenshot.clone(),
             stats: run.stats.clone(),
             panel: run.panel,
@@ -284,6 +444,40 @@ fn print_headless(report: &headless::HeadlessReport, options: &HeadlessOptions) 
     }
 }
 
+fn run_nbody_bench(args: &NBodyBenchArgs) -> Result<ExitCode> {
+    let cpu = args.cuda.backend == BackendRequest::Cpu
+        || !interop_lab::cuda::driver::driver_library_present();
+    let bodies = if !args.bodies.is_empty() {
+        args.bodies.clone()
+    } else if cpu {
+        vec![4096]
+    } else {
+        vec![65_536, 262_144]
+    };
+    let options = bench::NBodyBench {
+        bodies,
+        precision: args.precision,
+        block_sizes: args.block_size.clone(),
+        tile_sizes: args.tile_size.clone(),
+        unrolls: args.unroll.clone(),
+        bodies_per_thread: args.bodies_per_thread.clone(),
+        slices: args.slices.clone(),
+        warmup: args.warmup,
+        repeats: args.repeats,
+        frames: args.frames,
+        size: args.size,
+        preset: args.preset,
+        cuda: args.cuda.options(),
+        json: args.json.clone(),
+    };
+    let report = bench::nbody(&options)?;
+    print!("{}", report.table);
+    if let Some(path) = &args.json {
+        println!("json: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run_doctor(args: &DoctorArgs) -> ExitCode {
     let options = args.cuda.options();
     let query_cuda = options.backend != BackendRequest::Cpu
@@ -299,4 +493,15 @@ fn run_doctor(args: &DoctorArgs) -> ExitCode {
         print!("{}", doctor::render(&report));
     }
     ExitCode::from(report.exit_code.clamp(0, 255) as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        // Catches duplicate flag names among flattened option groups, among other mistakes.
+        super::Cli::command().debug_assert();
+    }
 }

@@ -235,3 +235,38 @@ fn set_up_cuda(options: &CudaOptions) -> Result<CudaSetup> {
         unmet,
     ))
 }
+
+/// CUDA without any GL context (benchmarks of kernels alone): the context of `--device` (or 0)
+/// and the compiler; no interop entry points.
+pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
+    if options.backend == BackendRequest::Cpu {
+        return Err(Error::Unavailable(
+            "CPU backend requested (--backend cpu)".to_owned(),
+        ));
+    }
+    let loaded = driver::load()?;
+    driver::nvrtc_version()?;
+    let count = crate::cuda::device::device_count()?;
+    let ordinal = options.device.unwrap_or(0);
+    if ordinal < 0 || ordinal >= count {
+        return Err(Error::InvalidInput(format!(
+            "--device {ordinal} does not exist: this machine has {count} CUDA device(s)"
+        )));
+    }
+    let context = Context::new(loaded, ordinal)?;
+    let cache_dir = if options.no_cache {
+        None
+    } else {
+        module::default_cache_dir()
+    };
+    let compiler = Compiler::new(
+        context.device().compute_capability,
+        options.kernels_dir.clone(),
+        cache_dir,
+    )?;
+    Ok(CudaRuntime {
+        context,
+        compiler,
+        interop: None,
+    })
+}

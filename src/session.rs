@@ -167,7 +167,9 @@ impl Session {
     /// Waits for all GPU work and collects every outstanding timing (end of a headless run).
     pub fn finish(&mut self, gl: &glow::Context) -> Result<()> {
         crate::gl::finish(gl);
-        self.demo()?.synchronize()?;
+        let demo = self.demo()?;
+        demo.synchronize()?;
+        demo.finish(gl)?;
         self.collect_late_times(gl);
         Ok(())
     }

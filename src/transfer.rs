@@ -16,7 +16,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
-use crate::cuda::{Context, DeviceBuffer, DeviceSpan, Event, PinnedBuffer, Stream};
+use crate::cuda::timing::EventRing;
+use crate::cuda::{Context, DeviceBuffer, DeviceSpan, PinnedBuffer, Stream};
 use crate::gl;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
@@ -231,7 +232,7 @@ pub fn create(
             Ok(Box::new(HostCopy {
                 context: context.clone(),
                 stream: stream.clone(),
-                events: EventRing::new(context)?,
+                events: EventRing::new(context, EVENT_FRAMES, 4)?,
             }))
         }
         TransferKind::Interop => {
@@ -246,7 +247,7 @@ pub fn create(
                 context: context.clone(),
                 stream: stream.clone(),
                 entry_points,
-                events: EventRing::new(context)?,
+                events: EventRing::new(context, EVENT_FRAMES, 4)?,
             }))
         }
     }
@@ -329,7 +330,7 @@ impl Transfer for Interop {
     }
 
     fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
-        self.events.poll(&[Stage::Map, Stage::Kernel, Stage::Unmap])
+        poll_stages(&mut self.events, &[Stage::Map, Stage::Kernel, Stage::Unmap])
     }
 
     fn synchronize(&mut self) -> Result<()> {
@@ -428,7 +429,7 @@ impl Transfer for HostCopy {
     }
 
     fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
-        self.events.poll(&[Stage::Kernel, Stage::Download])
+        poll_stages(&mut self.events, &[Stage::Kernel, Stage::Download])
     }
 
     fn synchronize(&mut self) -> Result<()> {
@@ -513,76 +514,17 @@ fn micros_since(started: Instant) -> f64 {
 
 /// Frames whose GPU timestamps may be in flight at once.
 const EVENT_FRAMES: usize = 4;
-/// Timestamps per frame: start, and the end of up to three stages.
-const MARKS: usize = 4;
 
-/// A ring of per-frame event sets, read back without stalling.
-struct EventRing {
-    sets: Vec<[Event; MARKS]>,
-    frames: [Option<u64>; EVENT_FRAMES],
-    next: usize,
-}
-
-/// The events of one frame: mark `i` is recorded when stage `i` ends (mark 0: the frame starts).
-struct FrameEvents<'a>(&'a [Event; MARKS]);
-
-impl FrameEvents<'_> {
-    fn mark(&self, index: usize, stream: &Stream) -> Result<()> {
-        self.0[index].record(stream)
+/// GPU times of the oldest finished frame: stage `i` lasts from mark `i` to mark `i + 1`.
+fn poll_stages(events: &mut EventRing, stages: &[Stage]) -> Result<Option<LateGpuTimes>> {
+    let mut intervals = [0.0; 3];
+    let intervals = &mut intervals[..stages.len()];
+    let Some(frame) = events.poll(intervals)? else {
+        return Ok(None);
+    };
+    let mut times = StageTimes::default();
+    for (&stage, &microseconds) in stages.iter().zip(intervals.iter()) {
+        times.set_gpu(stage, microseconds);
     }
-}
-
-impl EventRing {
-    fn new(context: &Rc<Context>) -> Result<Self> {
-        let mut sets = Vec::with_capacity(EVENT_FRAMES);
-        for _ in 0..EVENT_FRAMES {
-            sets.push([
-                Event::new(context)?,
-                Event::new(context)?,
-                Event::new(context)?,
-                Event::new(context)?,
-            ]);
-        }
-        Ok(Self {
-            sets,
-            frames: [None; EVENT_FRAMES],
-            next: 0,
-        })
-    }
-
-    /// The next event set. If its previous frame was never read back, those times are dropped.
-    fn begin(&mut self) -> FrameEvents<'_> {
-        self.frames[self.next] = None;
-        FrameEvents(&self.sets[self.next])
-    }
-
-    /// Declares the set taken by [`Self::begin`] fully recorded for `frame`, ready for [`Self::poll`].
-    fn commit(&mut self, frame: u64) {
-        self.frames[self.next] = Some(frame);
-        self.next = (self.next + 1) % EVENT_FRAMES;
-    }
-
-    /// The oldest recorded frame whose last event has completed: stage `i` lasts from mark `i` to
-    /// mark `i + 1`, and is attributed to `stages[i]`.
-    fn poll(&mut self, stages: &[Stage]) -> Result<Option<LateGpuTimes>> {
-        let marks = stages.len() + 1;
-        for step in 0..EVENT_FRAMES {
-            let slot = (self.next + step) % EVENT_FRAMES;
-            let Some(frame) = self.frames[slot] else {
-                continue;
-            };
-            let events = &self.sets[slot];
-            if !events[marks - 1].is_complete()? {
-                return Ok(None);
-            }
-            let mut times = StageTimes::default();
-            for (index, &stage) in stages.iter().enumerate() {
-                let ms = events[index + 1].elapsed_ms_since(&events[index])?;
-                times.set_gpu(stage, f64::from(ms) * 1e3);
-            }
-            self.frames[slot] = None;
-            return Ok(Some(LateGpuTimes { frame, times }));
-        }
-        Ok(None)
-    }
+    Ok(Some(LateGpuTimes { frame, times }))
 }

@@ -231,3 +231,84 @@ fn doctor_on_a_gpu_reports_interop_and_exits_0() {
         "{report:#}"
     );
 }
+
+#[test]
+fn nbody_bad_input_is_named_and_state_files_round_trip() {
+    let dir = temp_dir("nbody");
+    let base = [
+        "nbody",
+        "--headless",
+        "--backend",
+        "cpu",
+        "--size",
+        "160x100",
+    ];
+    let garbage = dir.join("garbage.state");
+    std::fs::write(&garbage, b"this is not a state file").expect("write");
+    let garbage = garbage.display().to_string();
+    let cases: [(&[&str], &str); 7] = [
+        (&["--bodies", "0"], "number of bodies must be 1..="),
+        (&["--bodies", "20000000"], "number of bodies must be 1..="),
+        (&["--dt", "-0.01"], "dt must be a number in (0, 1]"),
+        (&["--dt", "NaN"], "dt must be a number in (0, 1]"),
+        (&["--softening", "0"], "softening must be in (0, 10]"),
+        (
+            &["--block-size", "100"],
+            "block size must be a multiple of 32",
+        ),
+        (&["--load", &garbage], "does not start with ILNBODY1"),
+    ];
+    for (extra, expected) in cases {
+        let output = binary()
+            .args(base)
+            .args(["--frames", "2"])
+            .args(extra)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{extra:?} must fail");
+        assert_ne!(
+            output.status.code(),
+            Some(101),
+            "{extra:?} panicked: {stderr}"
+        );
+        assert!(
+            stderr.contains(expected),
+            "{extra:?}: {stderr:?} should say {expected:?}"
+        );
+    }
+
+    let saved = dir.join("run.state");
+    let output = binary()
+        .args(base)
+        .args(["--bodies", "300", "--preset", "plummer", "--frames", "5"])
+        .arg("--save")
+        .arg(&saved)
+        .output()
+        .expect("run");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let state = interop_lab::demos::nbody::state::load(&saved).expect("the saved state loads");
+    assert_eq!(state.bodies.len(), 300);
+    assert_eq!(state.step, 5, "five frames, one step each");
+    let output = binary()
+        .args(base)
+        .args(["--frames", "2"])
+        .arg("--load")
+        .arg(&saved)
+        .arg("--save")
+        .arg(dir.join("again.state"))
+        .output()
+        .expect("run");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let again = interop_lab::demos::nbody::state::load(&dir.join("again.state")).expect("loads");
+    assert_eq!(again.step, 7, "continued from step 5");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -183,7 +183,7 @@ fn reallocation_reregisters_and_leaks_no_device_memory() {
             Wave::new(&env, random_settings(&mut random, 256, 256, [16, 16])).expect("wave");
         step_and_compare(&gl, &mut wave, &mut random);
         let sizes = [[1024u32, 1024u32], [100, 700], [2048, 512], [256, 256]];
-        let mut reallocate = |wave: &mut Wave, rounds: u64| {
+        let reallocate = |wave: &mut Wave, rounds: u64| {
             for round in 0..rounds {
                 for [width, height] in sizes {
                     wave.set_vertices(&gl, width, height).expect("re-allocate");

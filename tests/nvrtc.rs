@@ -106,3 +106,40 @@ fn second_compile_comes_from_the_cache() {
     assert_eq!(entries, 2, "one file per (source, arch, options)");
     std::fs::remove_dir_all(&cache).ok();
 }
+
+#[test]
+fn nbody_variants_the_panel_offers_compile() {
+    if !nvrtc() {
+        return;
+    }
+    use interop_lab::demos::nbody::kernels::{KERNEL, Precision, Variant};
+    let version = driver::nvrtc_version().expect("NVRTC version");
+    // The corners of the panel's choices, in both precisions.
+    let shapes = [
+        (64u32, 64u32, 1u32, 1u32),
+        (256, 256, 8, 2),
+        (1024, 2048, 32, 8),
+        (128, 512, 16, 4),
+    ];
+    for precision in [Precision::F32, Precision::F64] {
+        for (block_size, tile_size, unroll, bodies_per_thread) in shapes {
+            let variant = Variant {
+                precision,
+                block_size,
+                tile_size,
+                unroll,
+                bodies_per_thread,
+            };
+            let (image, log) = compile_with_nvrtc(
+                KERNEL.name,
+                KERNEL.embedded,
+                "sm_90",
+                &variant.options(),
+                version,
+            )
+            .unwrap_or_else(|e| panic!("{variant:?}: {e}"));
+            assert!(image.starts_with(b"\x7fELF"), "{variant:?}");
+            assert!(!log.contains("warning"), "{variant:?}: {log}");
+        }
+    }
+}

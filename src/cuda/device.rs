@@ -58,6 +58,8 @@ pub struct DeviceInfo {
     pub integrated: bool,
     /// Copy engines that can overlap with kernels.
     pub async_engines: i32,
+    /// How many times faster fp32 arithmetic is than fp64 on this device.
+    pub fp32_to_fp64_ratio: i32,
 }
 
 impl DeviceInfo {
@@ -145,6 +147,9 @@ impl DeviceInfo {
             unified_addressing: attribute(A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? != 0,
             integrated: attribute(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0,
             async_engines: attribute(A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)?,
+            fp32_to_fp64_ratio: attribute(
+                A::CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO,
+            )?,
         })
     }
 
@@ -173,6 +178,11 @@ impl DeviceInfo {
     pub fn fp32_peak_flops(&self) -> Option<f64> {
         let lanes = self.fp32_lanes_per_multiprocessor()? as f64;
         Some(self.multiprocessors as f64 * lanes * 2.0 * self.clock_rate_khz as f64 * 1e3)
+    }
+
+    /// Peak fp64 rate in FLOP/s (the fp32 peak over the device's fp32:fp64 ratio).
+    pub fn fp64_peak_flops(&self) -> Option<f64> {
+        Some(self.fp32_peak_flops()? / f64::from(self.fp32_to_fp64_ratio.max(1)))
     }
 
     /// Theoretical DRAM bandwidth in bytes/s (double data rate × bus width).

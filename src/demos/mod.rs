@@ -1,6 +1,7 @@
 //! The demos, each in its own folder behind one trait. A demo owns its kernels, its GL objects,
 //! its panel controls and its CPU twin; adding one touches no other.
 
+pub mod nbody;
 pub mod wave;
 
 use std::path::PathBuf;
@@ -87,16 +88,24 @@ pub trait Demo {
     /// Waits for the demo's GPU work.
     fn synchronize(&mut self) -> Result<()>;
 
+    /// The run is ending (headless run done, window closing): collect last results, write what
+    /// the settings ask to be written. The GL context is current.
+    fn finish(&mut self, _gl: &glow::Context) -> Result<()> {
+        Ok(())
+    }
+
     /// Releases GL objects (the context must be current) and then everything else.
     fn destroy(self: Box<Self>, gl: &glow::Context);
 }
 
 /// The demos the app knows, in menu order.
-pub const NAMES: &[&str] = &["wave"];
+pub const NAMES: &[&str] = &["nbody", "wave"];
 
 /// A demo and its settings, as the command line or the panel describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DemoSpec {
+    /// All-pairs gravity.
+    NBody(nbody::NBodySettings),
     /// The wave grid.
     Wave(wave::WaveSettings),
 }
@@ -105,6 +114,7 @@ impl DemoSpec {
     /// Demo `name` with its default settings.
     pub fn default_for(name: &str) -> Result<Self> {
         match name {
+            "nbody" => Ok(Self::NBody(nbody::NBodySettings::default())),
             "wave" => Ok(Self::Wave(wave::WaveSettings::default())),
             other => Err(Error::InvalidInput(format!(
                 "unknown demo {other:?}; the demos are {NAMES:?}"
@@ -115,6 +125,7 @@ impl DemoSpec {
     /// The demo's name.
     pub fn name(&self) -> &'static str {
         match self {
+            Self::NBody(_) => "nbody",
             Self::Wave(_) => "wave",
         }
     }
@@ -122,6 +133,7 @@ impl DemoSpec {
     /// Creates the demo.
     pub fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
         match self {
+            Self::NBody(settings) => Ok(Box::new(nbody::NBody::new(env, settings.clone())?)),
             Self::Wave(settings) => Ok(Box::new(wave::Wave::new(env, settings.clone())?)),
         }
     }

@@ -1,0 +1,579 @@
+//! `interop-lab bench`: speed measured by the program itself. Kernels are timed with CUDA events
+//! after a warm-up, as the median of many launches; whole frames are timed headless with the GPU
+//! finished at the end. Results go to stdout as a table and to JSON with plainly named fields.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::cuda::{DeviceBuffer, Event, Stream};
+use crate::demos::DemoSpec;
+use crate::demos::nbody::cpu::{self, Params, Scratch};
+use crate::demos::nbody::kernels::{Kernels, Precision, Variant};
+use crate::demos::nbody::presets::{Bodies, Preset};
+use crate::demos::nbody::{FLOPS_PER_INTERACTION, NBodySettings, sim};
+use crate::headless::{self, HeadlessOptions};
+use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime};
+use crate::stats::Percentiles;
+use crate::{Error, Result};
+
+/// What `bench nbody` measures.
+#[derive(Debug, Clone)]
+pub struct NBodyBench {
+    /// Body counts.
+    pub bodies: Vec<u32>,
+    /// Precision of every variant.
+    pub precision: Precision,
+    /// Block sizes to try (empty: a default sweep).
+    pub block_sizes: Vec<u32>,
+    /// Tile sizes to try (empty: the block size).
+    pub tile_sizes: Vec<u32>,
+    /// Unroll factors to try (empty: a default sweep).
+    pub unrolls: Vec<u32>,
+    /// Bodies per thread to try (empty: a default sweep).
+    pub bodies_per_thread: Vec<u32>,
+    /// Slice counts to try (empty: automatic).
+    pub slices: Vec<u32>,
+    /// Untimed launches first.
+    pub warmup: u32,
+    /// Timed launches (median reported).
+    pub repeats: u32,
+    /// Frames of the headless frame benchmark (0: skip it).
+    pub frames: u32,
+    /// Framebuffer size of the frame benchmark.
+    pub size: [u32; 2],
+    /// Initial conditions.
+    pub preset: Preset,
+    /// Backend and device.
+    pub cuda: CudaOptions,
+    /// Where to write the JSON.
+    pub json: Option<PathBuf>,
+}
+
+/// One variant's measurement.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantResult {
+    /// The variant.
+    pub variant: Variant,
+    /// Slices of the j range.
+    pub slices: u32,
+    /// Registers per thread.
+    pub registers: i32,
+    /// Resident blocks per SM.
+    pub blocks_per_sm: i32,
+    /// Forces kernel time, µs.
+    pub forces_us: Percentiles,
+    /// N² / median forces time.
+    pub interactions_per_s: f64,
+    /// 20 flops per interaction.
+    pub gflops: f64,
+    /// Of the device's peak in this precision.
+    pub percent_of_peak: Option<f64>,
+}
+
+/// Output of a benchmark.
+#[derive(Debug, Clone)]
+pub struct BenchReport {
+    /// Everything, as written to `--json`.
+    pub json: serde_json::Value,
+    /// The table for stdout.
+    pub table: String,
+}
+
+/// Runs `bench nbody`: CUDA when it runs (or was asked for), else the CPU backend.
+pub fn nbody(options: &NBodyBench) -> Result<BenchReport> {
+    if options.bodies.is_empty() {
+        return Err(Error::InvalidInput(
+            "--bodies needs at least one count".to_owned(),
+        ));
+    }
+    for &n in &options.bodies {
+        crate::demos::nbody::validate_bodies(n)?;
+    }
+    if options.repeats == 0 {
+        return Err(Error::InvalidInput(
+            "--repeats must be at least 1".to_owned(),
+        ));
+    }
+    let report = match runtime::cuda_without_gl(&options.cuda) {
+        Ok(cuda) => nbody_cuda(options, &cuda)?,
+        Err(error)
+            if options.cuda.backend == BackendRequest::Auto
+                || options.cuda.backend == BackendRequest::Cpu =>
+        {
+            log::info!("bench on the CPU backend: {error}");
+            nbody_cpu(options)?
+        }
+        Err(error) => return Err(error),
+    };
+    if let Some(path) = &options.json {
+        let text = serde_json::to_string_pretty(&report.json)
+            .map_err(|e| Error::InvalidInput(e.to_string()))?;
+        std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
+    }
+    Ok(report)
+}
+
+fn sweep(values: &[u32], default: &[u32]) -> Vec<u32> {
+    if values.is_empty() {
+        default.to_vec()
+    } else {
+        values.to_vec()
+    }
+}
+
+fn candidates(options: &NBodyBench) -> Vec<Variant> {
+    let mut variants = Vec::new();
+    for &block_size in &sweep(&options.block_sizes, &[128, 256, 512]) {
+        let tiles = if options.tile_sizes.is_empty() {
+            vec![block_size]
+        } else {
+            options.tile_sizes.clone()
+        };
+        for &tile_size in &tiles {
+            for &unroll in &sweep(&options.unrolls, &[4, 16]) {
+                for &bodies_per_thread in &sweep(&options.bodies_per_thread, &[1, 2, 4]) {
+                    variants.push(Variant {
+                        precision: options.precision,
+                        block_size,
+                        tile_size,
+                        unroll,
+                        bodies_per_thread,
+                    });
+                }
+            }
+        }
+    }
+    variants
+}
+
+fn to_vectors(bodies: &Bodies, precision: Precision) -> Vec<u8> {
+    match precision {
+        Precision::F32 => bytemuck::cast_slice(
+            &bodies
+                .positions
+                .iter()
+                .map(|p| p.map(|v| v as f32))
+                .collect::<Vec<_>>(),
+        )
+        .to_vec(),
+        Precision::F64 => bytemuck::cast_slice(&bodies.positions).to_vec(),
+    }
+}
+
+fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime) -> Result<BenchReport> {
+    let device = cuda.context.device().clone();
+    let peak = match options.precision {
+        Precision::F32 => device.fp32_peak_flops(),
+        Precision::F64 => device.fp64_peak_flops(),
+    };
+    let stream = Stream::new(&cuda.context)?;
+    let mut table = format!(
+        "n-body on {} ({} SMs, {} MHz), {}: forces kernel median of {} launches after {} warm-up\n",
+        device.name,
+        device.multiprocessors,
+        device.clock_rate_khz / 1000,
+        options.precision.name(),
+        options.repeats,
+        options.warmup
+    );
+    table.push_str(&format!(
+        "{:>9} {:<44} {:>6} {:>10} {:>14} {:>9} {:>7} {:>10}\n",
+        "bodies",
+        "best variant",
+        "slices",
+        "forces ms",
+        "interactions/s",
+        "GFLOP/s",
+        "% peak",
+        "frames/s"
+    ));
+    let mut sizes = Vec::new();
+    for &n in &options.bodies {
+        let bodies = options.preset.generate(n as usize, 1);
+        let params = Params {
+            dt: options.preset.default_dt(),
+            softening: options.preset.default_softening(),
+            gravity: 1.0,
+            damping: 1.0,
+        };
+        let vector = options.precision.vector_bytes();
+        let mut positions = DeviceBuffer::new(&cuda.context, n as usize * vector)?;
+        positions.upload(&stream, &to_vectors(&bodies, options.precision))?;
+        let mut results: Vec<VariantResult> = Vec::new();
+        let mut failures = Vec::new();
+        for variant in candidates(options) {
+            let slice_counts = if options.slices.is_empty() {
+                vec![sim::auto_slices(
+                    device.multiprocessors,
+                    variant.bodies_per_block(),
+                    variant.tile_size,
+                    n,
+                )]
+            } else {
+                options.slices.clone()
+            };
+            let mut kernels = match Kernels::load(cuda, variant) {
+                Ok(kernels) => kernels,
+                Err(error) => {
+                    failures.push(json!({ "variant": variant, "error": error.to_string() }));
+                    continue;
+                }
+            };
+            for slices in slice_counts {
+                let slice_length = sim::slice_length(n, slices, variant.tile_size);
+                let slices = n.div_ceil(slice_length);
+                let partial =
+                    DeviceBuffer::new(&cuda.context, slices as usize * n as usize * vector)?;
+                match time_forces(
+                    &mut kernels,
+                    &stream,
+                    &positions,
+                    &partial,
+                    n,
+                    slice_length,
+                    &params,
+                    options,
+                ) {
+                    Ok(times) => {
+                        let Some(forces_us) = Percentiles::of(times.into_iter()) else {
+                            continue;
+                        };
+                        let interactions_per_s =
+                            f64::from(n) * f64::from(n) / (forces_us.median * 1e-6);
+                        let gflops = interactions_per_s * FLOPS_PER_INTERACTION / 1e9;
+                        results.push(VariantResult {
+                            variant,
+                            slices,
+                            registers: kernels.forces_attributes().registers,
+                            blocks_per_sm: kernels.forces_blocks_per_multiprocessor()?,
+                            forces_us,
+                            interactions_per_s,
+                            gflops,
+                            percent_of_peak: peak.map(|p| 100.0 * gflops * 1e9 / p),
+                        });
+                    }
+                    Err(error) => failures.push(
+                        json!({ "variant": variant, "slices": slices, "error": error.to_string() }),
+                    ),
+                }
+            }
+        }
+        let Some(best) = results
+            .iter()
+            .max_by(|a, b| a.interactions_per_s.total_cmp(&b.interactions_per_s))
+            .cloned()
+        else {
+            return Err(Error::Unavailable(format!(
+                "no forces variant ran for {n} bodies: {failures:?}"
+            )));
+        };
+        let step_us = time_step(cuda, &stream, &bodies, &best, &params, options)?;
+        let frame = if options.frames > 0 {
+            Some(frame_benchmark(options, n, &best)?)
+        } else {
+            None
+        };
+        let frames_per_second = frame.as_ref().and_then(|f| f["steps_per_s"].as_f64());
+        table.push_str(&format!(
+            "{:>9} {:<44} {:>6} {:>10.3} {:>14.3e} {:>9.0} {:>7} {:>10}\n",
+            n,
+            best.variant.label(),
+            best.slices,
+            best.forces_us.median / 1e3,
+            best.interactions_per_s,
+            best.gflops,
+            best.percent_of_peak
+                .map(|p| format!("{p:.1}"))
+                .unwrap_or_else(|| "?".to_owned()),
+            frames_per_second
+                .map(|f| format!("{f:.0}"))
+                .unwrap_or_else(|| "–".to_owned()),
+        ));
+        let mut sorted = results.clone();
+        sorted.sort_by(|a, b| b.interactions_per_s.total_cmp(&a.interactions_per_s));
+        sizes.push(json!({
+            "bodies": n,
+            "best": best,
+            "interactions_per_s": best.interactions_per_s,
+            "gflops": best.gflops,
+            "percent_of_peak": best.percent_of_peak,
+            "step_us_median": step_us,
+            "frame": frame,
+            "variants": sorted,
+            "failed_variants": failures,
+        }));
+    }
+    let json = json!({
+        "benchmark": "nbody",
+        "backend": "cuda",
+        "device": device,
+        "precision": options.precision,
+        "peak_flops": peak,
+        "flops_per_interaction": FLOPS_PER_INTERACTION,
+        "method": format!("CUDA events around each forces launch, {} warm-up then {} timed, median; interactions counted as N²", options.warmup, options.repeats),
+        "preset": options.preset,
+        "sizes": sizes,
+    });
+    Ok(BenchReport { json, table })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn time_forces(
+    kernels: &mut Kernels,
+    stream: &Stream,
+    positions: &DeviceBuffer,
+    partial: &DeviceBuffer,
+    n: u32,
+    slice_length: u32,
+    params: &Params,
+    options: &NBodyBench,
+) -> Result<Vec<f64>> {
+    for _ in 0..options.warmup {
+        kernels.forces(
+            stream,
+            positions.span(),
+            partial.span(),
+            n,
+            slice_length,
+            params,
+        )?;
+    }
+    let context = stream.context();
+    let mut events = Vec::with_capacity(options.repeats as usize);
+    for _ in 0..options.repeats {
+        let (start, end) = (Event::new(context)?, Event::new(context)?);
+        start.record(stream)?;
+        kernels.forces(
+            stream,
+            positions.span(),
+            partial.span(),
+            n,
+            slice_length,
+            params,
+        )?;
+        end.record(stream)?;
+        events.push((start, end));
+    }
+    stream.synchronize()?;
+    events
+        .iter()
+        .map(|(start, end)| Ok(f64::from(end.elapsed_ms_since(start)?) * 1e3))
+        .collect()
+}
+
+/// Median time of a whole step (drift, forces, kick) with the best variant, µs.
+fn time_step(
+    cuda: &CudaRuntime,
+    stream: &Stream,
+    bodies: &Bodies,
+    best: &VariantResult,
+    params: &Params,
+    options: &NBodyBench,
+) -> Result<f64> {
+    let n = bodies.len() as u32;
+    let vector = best.variant.precision.vector_bytes();
+    let mut kernels = Kernels::load(cuda, best.variant)?;
+    let slice_length = sim::slice_length(n, best.slices, best.variant.tile_size);
+    let slices = n.div_ceil(slice_length);
+    let buffer = |bytes: usize| DeviceBuffer::new(&cuda.context, bytes);
+    let mut positions = [buffer(n as usize * vector)?, buffer(n as usize * vector)?];
+    for p in &mut positions {
+        p.upload(stream, &to_vectors(bodies, best.variant.precision))?;
+    }
+    let mut velocities = buffer(n as usize * vector)?;
+    velocities.fill(stream, 0)?;
+    let mut accelerations = buffer(n as usize * vector)?;
+    accelerations.fill(stream, 0)?;
+    let partial = buffer(slices as usize * n as usize * vector)?;
+    let context = stream.context();
+    let mut times = Vec::new();
+    for round in 0..(options.warmup + options.repeats) {
+        let (from, to) = (round as usize % 2, 1 - round as usize % 2);
+        let (start, end) = (Event::new(context)?, Event::new(context)?);
+        start.record(stream)?;
+        kernels.drift(
+            stream,
+            positions[from].span(),
+            positions[to].span(),
+            velocities.span(),
+            accelerations.span(),
+            None,
+            n,
+            params,
+        )?;
+        kernels.forces(
+            stream,
+            positions[to].span(),
+            partial.span(),
+            n,
+            slice_length,
+            params,
+        )?;
+        kernels.kick(
+            stream,
+            velocities.span(),
+            accelerations.span(),
+            partial.span(),
+            None,
+            n,
+            slices,
+            params,
+        )?;
+        end.record(stream)?;
+        end.synchronize()?;
+        if round >= options.warmup {
+            times.push(f64::from(end.elapsed_ms_since(&start)?) * 1e3);
+        }
+    }
+    Ok(Percentiles::of(times.into_iter())
+        .map(|p| p.median)
+        .unwrap_or(f64::NAN))
+}
+
+/// Full headless frames (map, step, unmap, draw) with `variant`, through the app itself.
+fn frame_benchmark(
+    options: &NBodyBench,
+    n: u32,
+    best: &VariantResult,
+) -> Result<serde_json::Value> {
+    let settings = NBodySettings {
+        bodies: Some(n),
+        preset: options.preset,
+        variant: best.variant,
+        slices: Some(best.slices),
+        energy_every: 0,
+        ..NBodySettings::default()
+    };
+    frame_run(options, n, DemoSpec::NBody(settings), options.cuda.clone())
+}
+
+fn frame_run(
+    options: &NBodyBench,
+    n: u32,
+    spec: DemoSpec,
+    cuda: CudaOptions,
+) -> Result<serde_json::Value> {
+    let headless = HeadlessOptions {
+        spec,
+        frames: options.frames,
+        size: options.size,
+        dt: 1.0 / 60.0,
+        screenshot: None,
+        stats: None,
+        panel: false,
+        cuda,
+        shaders_dir: None,
+    };
+    let report = headless::run(&headless)?;
+    Ok(json!({
+        "bodies": n,
+        "frames": options.frames,
+        "size": options.size,
+        "transfer": report.json["transfer"],
+        "steps_per_s": report.frames_per_second,
+        "timings_us": report.summary,
+    }))
+}
+
+fn nbody_cpu(options: &NBodyBench) -> Result<BenchReport> {
+    let threads = rayon::current_num_threads();
+    let mut table = format!(
+        "n-body on the CPU ({threads} threads), {}: accelerations pass median of {} after {} warm-up\n",
+        options.precision.name(),
+        options.repeats,
+        options.warmup
+    );
+    table.push_str(&format!(
+        "{:>9} {:>12} {:>14} {:>9} {:>10}\n",
+        "bodies", "forces ms", "interactions/s", "GFLOP/s", "frames/s"
+    ));
+    let mut sizes = Vec::new();
+    for &n in &options.bodies {
+        let bodies = options.preset.generate(n as usize, 1);
+        let params = Params {
+            dt: options.preset.default_dt(),
+            softening: options.preset.default_softening(),
+            gravity: 1.0,
+            damping: 1.0,
+        };
+        let times = match options.precision {
+            Precision::F32 => time_cpu::<f32>(&bodies, &params, options),
+            Precision::F64 => time_cpu::<f64>(&bodies, &params, options),
+        };
+        let forces_us = Percentiles::of(times.into_iter())
+            .ok_or_else(|| Error::InvalidInput("no CPU timings".to_owned()))?;
+        let interactions_per_s = f64::from(n) * f64::from(n) / (forces_us.median * 1e-6);
+        let frame = if options.frames > 0 {
+            let settings = NBodySettings {
+                bodies: Some(n),
+                preset: options.preset,
+                variant: Variant {
+                    precision: options.precision,
+                    ..Variant::default()
+                },
+                energy_every: 0,
+                ..NBodySettings::default()
+            };
+            let cpu = CudaOptions {
+                backend: BackendRequest::Cpu,
+                ..options.cuda.clone()
+            };
+            Some(frame_run(options, n, DemoSpec::NBody(settings), cpu)?)
+        } else {
+            None
+        };
+        let frames_per_second = frame.as_ref().and_then(|f| f["steps_per_s"].as_f64());
+        table.push_str(&format!(
+            "{:>9} {:>12.2} {:>14.3e} {:>9.1} {:>10}\n",
+            n,
+            forces_us.median / 1e3,
+            interactions_per_s,
+            interactions_per_s * FLOPS_PER_INTERACTION / 1e9,
+            frames_per_second
+                .map(|f| format!("{f:.1}"))
+                .unwrap_or_else(|| "–".to_owned())
+        ));
+        sizes.push(json!({
+            "bodies": n,
+            "forces_us": forces_us,
+            "interactions_per_s": interactions_per_s,
+            "gflops": interactions_per_s * FLOPS_PER_INTERACTION / 1e9,
+            "steps_per_s": frames_per_second,
+            "frame": frame,
+        }));
+    }
+    let json = json!({
+        "benchmark": "nbody",
+        "backend": "cpu",
+        "threads": threads,
+        "precision": options.precision,
+        "flops_per_interaction": FLOPS_PER_INTERACTION,
+        "method": format!("wall clock around each accelerations pass, {} warm-up then {} timed, median", options.warmup, options.repeats),
+        "preset": options.preset,
+        "sizes": sizes,
+    });
+    Ok(BenchReport { json, table })
+}
+
+fn time_cpu<T: cpu::Real>(bodies: &Bodies, params: &Params, options: &NBodyBench) -> Vec<f64> {
+    let positions: Vec<[T; 4]> = bodies
+        .positions
+        .iter()
+        .map(|p| p.map(T::from_f64))
+        .collect();
+    let mut out = vec![[T::ZERO; 4]; bodies.len()];
+    let mut scratch = Scratch::default();
+    for _ in 0..options.warmup.min(2) {
+        cpu::accelerations(&positions, params, &mut scratch, &mut out);
+    }
+    (0..options.repeats.min(20))
+        .map(|_| {
+            let started = Instant::now();
+            cpu::accelerations(&positions, params, &mut scratch, &mut out);
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect()
+}

@@ -1,0 +1,78 @@
+//! GPU timestamps read back without stalling: a ring of event sets, one set per frame, each set
+//! `marks` events recorded at stage boundaries and read once the GPU has passed the last one.
+
+use std::rc::Rc;
+
+use super::context::Context;
+use super::stream::{Event, Stream};
+use crate::Result;
+
+/// A ring of `depth` event sets of `marks` events each.
+pub struct EventRing {
+    sets: Vec<Vec<Event>>,
+    tags: Vec<Option<u64>>,
+    next: usize,
+}
+
+/// The events of one set, to record as the stages of a frame end.
+pub struct Marks<'a>(&'a [Event]);
+
+impl Marks<'_> {
+    /// Records mark `index` (0 = start) at the current end of `stream`.
+    pub fn mark(&self, index: usize, stream: &Stream) -> Result<()> {
+        self.0[index].record(stream)
+    }
+}
+
+impl EventRing {
+    /// Creates `depth × marks` events.
+    pub fn new(context: &Rc<Context>, depth: usize, marks: usize) -> Result<Self> {
+        let mut sets = Vec::with_capacity(depth);
+        for _ in 0..depth.max(1) {
+            sets.push(
+                (0..marks.max(2))
+                    .map(|_| Event::new(context))
+                    .collect::<Result<Vec<_>>>()?,
+            );
+        }
+        let depth = sets.len();
+        Ok(Self {
+            sets,
+            tags: vec![None; depth],
+            next: 0,
+        })
+    }
+
+    /// The next set. If its previous frame was never read back, those times are dropped.
+    pub fn begin(&mut self) -> Marks<'_> {
+        self.tags[self.next] = None;
+        Marks(&self.sets[self.next])
+    }
+
+    /// Declares the set from [`Self::begin`] recorded for `tag` (a frame or step number).
+    pub fn commit(&mut self, tag: u64) {
+        self.tags[self.next] = Some(tag);
+        self.next = (self.next + 1) % self.sets.len();
+    }
+
+    /// The oldest committed set whose last event has completed: fills `intervals_us[i]` with the
+    /// time from mark `i` to mark `i + 1` and returns its tag. Never blocks.
+    pub fn poll(&mut self, intervals_us: &mut [f64]) -> Result<Option<u64>> {
+        let depth = self.sets.len();
+        for step in 0..depth {
+            let slot = (self.next + step) % depth;
+            let Some(tag) = self.tags[slot] else { continue };
+            let events = &self.sets[slot];
+            let used = (intervals_us.len() + 1).min(events.len());
+            if !events[used - 1].is_complete()? {
+                return Ok(None);
+            }
+            for (index, interval) in intervals_us.iter_mut().enumerate().take(used - 1) {
+                *interval = f64::from(events[index + 1].elapsed_ms_since(&events[index])?) * 1e3;
+            }
+            self.tags[slot] = None;
+            return Ok(Some(tag));
+        }
+        Ok(None)
+    }
+}

@@ -1,0 +1,414 @@
+//! The kernels of `kernels/nbody.cu`, compiled per variant, and their typed launches: the one
+//! place that vouches for their argument lists.
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+
+use serde::{Deserialize, Serialize};
+
+use super::cpu::Params;
+use crate::cuda::launch::arg;
+use crate::cuda::module::{CompiledModule, FunctionAttributes};
+use crate::cuda::{DeviceLimits, DeviceSpan, Function, LaunchConfig, Module, Stream};
+use crate::runtime::CudaRuntime;
+use crate::sources::SourceFile;
+use crate::{Error, Result, source_file};
+
+/// The kernel source.
+pub const KERNEL: SourceFile = source_file!("kernels/nbody.cu");
+
+/// Threads per block of the O(N) kernels (drift, kick) and of the energy kernel (fixed in the source).
+const SMALL_BLOCK: u32 = 256;
+
+/// Arithmetic and storage precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// float: positions live in the GL buffers themselves.
+    F32,
+    /// double: state in device memory, GL buffers get a float copy for drawing.
+    F64,
+}
+
+impl Precision {
+    /// Bytes of one 4-vector.
+    pub fn vector_bytes(self) -> usize {
+        match self {
+            Precision::F32 => 16,
+            Precision::F64 => 32,
+        }
+    }
+
+    /// "f32" or "f64".
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::F64 => "f64",
+        }
+    }
+}
+
+/// The compile-time shape of the forces kernel. Each distinct variant is one NVRTC compile
+/// (cached on disk), so switching between variants already built is instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Variant {
+    /// fp32 or fp64.
+    pub precision: Precision,
+    /// Threads per block.
+    pub block_size: u32,
+    /// Bodies staged in shared memory per tile.
+    pub tile_size: u32,
+    /// Unroll factor of the loop over a tile.
+    pub unroll: u32,
+    /// Bodies each thread accumulates.
+    pub bodies_per_thread: u32,
+}
+
+impl Default for Variant {
+    fn default() -> Self {
+        Self {
+            precision: Precision::F32,
+            block_size: 256,
+            tile_size: 256,
+            unroll: 8,
+            bodies_per_thread: 2,
+        }
+    }
+}
+
+impl Variant {
+    /// Checks the values the kernel can be compiled with; the message names the rule broken.
+    pub fn validate(&self) -> Result<()> {
+        let rules = [
+            (
+                self.block_size >= 32 && self.block_size <= 1024 && self.block_size.is_multiple_of(32),
+                "block size must be a multiple of 32 from 32 to 1024",
+            ),
+            (
+                self.tile_size >= 1 && self.tile_size <= 8192,
+                "tile size must be 1..=8192 bodies",
+            ),
+            (
+                self.unroll >= 1 && self.unroll <= 64,
+                "unroll must be 1..=64",
+            ),
+            (
+                self.bodies_per_thread >= 1 && self.bodies_per_thread <= 8,
+                "bodies per thread must be 1..=8",
+            ),
+        ];
+        match rules.iter().find(|(ok, _)| !ok) {
+            Some((_, rule)) => Err(Error::InvalidInput(format!("{rule} (asked for {self:?})"))),
+            None => Ok(()),
+        }
+    }
+
+    /// NVRTC options that select this variant.
+    pub fn options(&self) -> Vec<String> {
+        let mut options = vec![
+            format!("-DBLOCK_SIZE={}", self.block_size),
+            format!("-DTILE_SIZE={}", self.tile_size),
+            format!("-DUNROLL={}", self.unroll),
+            format!("-DBODIES_PER_THREAD={}", self.bodies_per_thread),
+        ];
+        if self.precision == Precision::F64 {
+            options.push("-DNBODY_DOUBLE".to_owned());
+        }
+        options
+    }
+
+    /// Bodies one block of the forces kernel computes.
+    pub fn bodies_per_block(&self) -> u32 {
+        self.block_size * self.bodies_per_thread
+    }
+
+    /// Dynamic shared memory of the forces kernel: one tile of 4-vectors.
+    pub fn shared_bytes(&self) -> u32 {
+        self.tile_size * self.precision.vector_bytes() as u32
+    }
+
+    /// A short label, e.g. `f32 b256 t256 u8 p2`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} block {} tile {} unroll {} bodies/thread {}",
+            self.precision.name(),
+            self.block_size,
+            self.tile_size,
+            self.unroll,
+            self.bodies_per_thread
+        )
+    }
+}
+
+/// The four kernels of one variant.
+pub struct Kernels {
+    /// What they were compiled as.
+    pub variant: Variant,
+    /// Where the source came from.
+    pub origin: String,
+    /// NVRTC time (0 when cached) and whether the cache served it.
+    pub compile_ms: f64,
+    /// Served from the on-disk cache.
+    pub from_cache: bool,
+    forces: Function,
+    drift: Function,
+    kick: Function,
+    energy: Function,
+    limits: DeviceLimits,
+}
+
+/// A `real` kernel argument: f32 or f64 by the variant's precision.
+enum RealArg {
+    F32(f32),
+    F64(f64),
+}
+
+impl RealArg {
+    fn new(precision: Precision, value: f64) -> Self {
+        match precision {
+            Precision::F32 => RealArg::F32(value as f32),
+            Precision::F64 => RealArg::F64(value),
+        }
+    }
+
+    fn pointer(&self) -> *mut c_void {
+        match self {
+            RealArg::F32(v) => arg(v),
+            RealArg::F64(v) => arg(v),
+        }
+    }
+}
+
+/// A null device pointer: "no display buffer".
+pub const NO_BUFFER: u64 = 0;
+
+impl Kernels {
+    /// Compiles (or takes from the cache) and loads `variant`.
+    pub fn load(cuda: &CudaRuntime, variant: Variant) -> Result<Self> {
+        variant.validate()?;
+        let compiled: CompiledModule = cuda.compiler.compile(&KERNEL, &variant.options())?;
+        if !compiled.log.is_empty() {
+            log::info!("NVRTC ({}): {}", compiled.origin, compiled.log);
+        }
+        let module = Module::load(&cuda.context, &compiled)?;
+        Ok(Self {
+            variant,
+            origin: compiled.origin.clone(),
+            compile_ms: compiled.compile_time.as_secs_f64() * 1e3,
+            from_cache: compiled.from_cache,
+            forces: module.function("nbody_forces")?,
+            drift: module.function("nbody_drift")?,
+            kick: module.function("nbody_kick")?,
+            energy: module.function("nbody_energy")?,
+            limits: DeviceLimits::from(cuda.context.device()),
+        })
+    }
+
+    /// The forces kernel's attributes.
+    pub fn forces_attributes(&self) -> &FunctionAttributes {
+        self.forces.attributes()
+    }
+
+    /// Resident blocks of the forces kernel per multiprocessor.
+    pub fn forces_blocks_per_multiprocessor(&self) -> Result<i32> {
+        self.forces.max_active_blocks_per_multiprocessor(
+            self.variant.block_size,
+            self.variant.shared_bytes(),
+        )
+    }
+
+    /// The forces launch for `n` bodies whose j range is cut into slices of `slice_length`.
+    pub fn forces_config(&self, n: u32, slice_length: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: [
+                n.div_ceil(self.variant.bodies_per_block()).max(1),
+                n.div_ceil(slice_length.max(1)).max(1),
+                1,
+            ],
+            block: [self.variant.block_size, 1, 1],
+            shared_memory_bytes: self.variant.shared_bytes(),
+        }
+    }
+
+    /// Checks that the forces launch for `n` bodies can run here (block, grid, shared memory).
+    pub fn validate_forces(&self, n: u32, slice_length: u32) -> Result<()> {
+        Ok(self
+            .forces_config(n, slice_length)
+            .validate(&self.limits, self.forces.attributes())?)
+    }
+
+    /// `partial = forces(positions)`, slice by slice.
+    pub fn forces(
+        &mut self,
+        stream: &Stream,
+        positions: DeviceSpan,
+        partial: DeviceSpan,
+        n: u32,
+        slice_length: u32,
+        params: &Params,
+    ) -> Result<()> {
+        let config = self.forces_config(n, slice_length);
+        let vector = self.variant.precision.vector_bytes();
+        check_len("positions", positions, n as usize * vector)?;
+        check_len(
+            "partial accelerations",
+            partial,
+            config.grid[1] as usize * n as usize * vector,
+        )?;
+        let softening2 = RealArg::new(self.variant.precision, params.softening * params.softening);
+        let mut args = [
+            arg(&positions.ptr),
+            arg(&partial.ptr),
+            arg(&n),
+            arg(&slice_length),
+            softening2.pointer(),
+        ];
+        // SAFETY: matches nbody_forces(const real4*, real4*, unsigned, unsigned, real) for this
+        // variant's `real`; positions hold n vectors and partial grid.y·n (checked above); the
+        // kernel reads/writes only indices below those.
+        unsafe { self.forces.launch(stream, &self.limits, &config, &mut args) }
+    }
+
+    /// First half of a step. `display` (fp64) receives float positions; `NO_BUFFER` otherwise.
+    #[allow(clippy::too_many_arguments)]
+    pub fn drift(
+        &mut self,
+        stream: &Stream,
+        positions_in: DeviceSpan,
+        positions_out: DeviceSpan,
+        velocities: DeviceSpan,
+        accelerations: DeviceSpan,
+        display: Option<DeviceSpan>,
+        n: u32,
+        params: &Params,
+    ) -> Result<()> {
+        let vector = self.variant.precision.vector_bytes();
+        for (name, span) in [
+            ("positions in", positions_in),
+            ("positions out", positions_out),
+            ("velocities", velocities),
+            ("accelerations", accelerations),
+        ] {
+            check_len(name, span, n as usize * vector)?;
+        }
+        let display_ptr = match display {
+            Some(span) => {
+                check_len("display positions", span, n as usize * 16).map(|()| span.ptr)?
+            }
+            None => NO_BUFFER,
+        };
+        let dt = RealArg::new(self.variant.precision, params.dt);
+        let mut args = [
+            arg(&positions_in.ptr),
+            arg(&positions_out.ptr),
+            arg(&velocities.ptr),
+            arg(&accelerations.ptr),
+            arg(&display_ptr),
+            arg(&n),
+            dt.pointer(),
+        ];
+        let config = LaunchConfig::for_items(n, SMALL_BLOCK);
+        // SAFETY: matches nbody_drift(const real4*, real4*, real4*, const real4*, float4*,
+        // unsigned, real); every buffer holds n elements (checked); display may be null.
+        unsafe { self.drift.launch(stream, &self.limits, &config, &mut args) }
+    }
+
+    /// Second half of a step (with dt = 0 and damping = 1: only computes the accelerations).
+    #[allow(clippy::too_many_arguments)]
+    pub fn kick(
+        &mut self,
+        stream: &Stream,
+        velocities: DeviceSpan,
+        accelerations: DeviceSpan,
+        partial: DeviceSpan,
+        display: Option<DeviceSpan>,
+        n: u32,
+        slices: u32,
+        params: &Params,
+    ) -> Result<()> {
+        let vector = self.variant.precision.vector_bytes();
+        check_len("velocities", velocities, n as usize * vector)?;
+        check_len("accelerations", accelerations, n as usize * vector)?;
+        check_len(
+            "partial accelerations",
+            partial,
+            slices as usize * n as usize * vector,
+        )?;
+        let display_ptr = match display {
+            Some(span) => {
+                check_len("display velocities", span, n as usize * 16).map(|()| span.ptr)?
+            }
+            None => NO_BUFFER,
+        };
+        let precision = self.variant.precision;
+        let (dt, gravity, damping) = (
+            RealArg::new(precision, params.dt),
+            RealArg::new(precision, params.gravity),
+            RealArg::new(precision, params.damping),
+        );
+        let mut args = [
+            arg(&velocities.ptr),
+            arg(&accelerations.ptr),
+            arg(&partial.ptr),
+            arg(&display_ptr),
+            arg(&n),
+            arg(&slices),
+            dt.pointer(),
+            gravity.pointer(),
+            damping.pointer(),
+        ];
+        let config = LaunchConfig::for_items(n, SMALL_BLOCK);
+        // SAFETY: matches nbody_kick(real4*, real4*, const real4*, float4*, unsigned, unsigned,
+        // real, real, real); buffers sized as checked; display may be null.
+        unsafe { self.kick.launch(stream, &self.limits, &config, &mut args) }
+    }
+
+    /// Blocks the energy kernel uses for `n` bodies (two doubles of output each).
+    pub fn energy_blocks(n: u32) -> u32 {
+        n.div_ceil(SMALL_BLOCK).max(1)
+    }
+
+    /// Queues the energy kernel: `sums` gets (kinetic, potential) per block.
+    pub fn energy(
+        &mut self,
+        stream: &Stream,
+        positions: DeviceSpan,
+        velocities: DeviceSpan,
+        sums: DeviceSpan,
+        n: u32,
+        params: &Params,
+    ) -> Result<()> {
+        let vector = self.variant.precision.vector_bytes();
+        check_len("positions", positions, n as usize * vector)?;
+        check_len("velocities", velocities, n as usize * vector)?;
+        check_len("energy sums", sums, Self::energy_blocks(n) as usize * 16)?;
+        let precision = self.variant.precision;
+        let (softening2, gravity) = (
+            RealArg::new(precision, params.softening * params.softening),
+            RealArg::new(precision, params.gravity),
+        );
+        let mut args = [
+            arg(&positions.ptr),
+            arg(&velocities.ptr),
+            arg(&sums.ptr),
+            arg(&n),
+            softening2.pointer(),
+            gravity.pointer(),
+        ];
+        let mut config = LaunchConfig::for_items(n, SMALL_BLOCK);
+        config.shared_memory_bytes = SMALL_BLOCK * vector as u32;
+        // SAFETY: matches nbody_energy(const real4*, const real4*, double*, unsigned, real, real),
+        // launched with the 256 threads it is written for; buffers sized as checked.
+        unsafe { self.energy.launch(stream, &self.limits, &config, &mut args) }
+    }
+}
+
+fn check_len(name: &str, span: DeviceSpan, needed: usize) -> Result<()> {
+    if span.bytes < needed {
+        return Err(Error::InvalidInput(format!(
+            "n-body: {name} buffer has {} bytes, {needed} needed",
+            span.bytes
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,362 @@
+//! n-body on the GPU against the f64 CPU reference: one step and 100 steps through GL interop,
+//! every kernel variant, fp32 and fp64, momentum, a two-body orbit, energy, state files, and bad
+//! launch configurations. Run with `--include-ignored --test-threads=1` on the GPU machine.
+
+mod common;
+
+use interop_lab::demos::nbody::cpu::{self, Params, relative_error};
+use interop_lab::demos::nbody::kernels::{Precision, Variant};
+use interop_lab::demos::nbody::presets::{Bodies, Preset};
+use interop_lab::demos::nbody::state::{self, SavedState};
+use interop_lab::demos::nbody::{NBody, NBodySettings};
+use interop_lab::demos::{Demo, DemoEnv};
+use interop_lab::runtime::{BackendRequest, CudaOptions, Selection};
+use interop_lab::transfer::TransferKind;
+
+fn setup() -> (interop_lab::context::headless::HeadlessGl, Selection) {
+    common::gpu_setup(&CudaOptions {
+        backend: BackendRequest::Cuda,
+        ..CudaOptions::default()
+    })
+}
+
+fn demo(
+    gl: &glow::Context,
+    selection: &Selection,
+    transfer: TransferKind,
+    settings: NBodySettings,
+) -> NBody {
+    let env = DemoEnv {
+        gl,
+        cuda: selection.cuda.clone(),
+        transfer,
+        shaders_dir: None,
+    };
+    NBody::new(&env, settings).expect("n-body demo")
+}
+
+/// Steps the demo `steps` times, poisoning what each step writes first.
+fn run(gl: &glow::Context, nbody: &mut NBody, steps: u64) {
+    for frame in 0..steps {
+        nbody.poison_next_output(gl).expect("poison");
+        nbody.step(gl, frame, 0.0).expect("step");
+    }
+    let (positions, velocities) = nbody.read_gl_buffers(gl).expect("read GL buffers");
+    assert!(
+        positions.iter().flatten().all(|v| v.is_finite()),
+        "every position written"
+    );
+    assert!(
+        velocities.iter().flatten().all(|v| v.is_finite()),
+        "every velocity written"
+    );
+}
+
+fn errors(result: &Bodies, reference: &Bodies) -> (f64, f64) {
+    (
+        relative_error(&result.positions, &reference.positions),
+        relative_error(&result.velocities, &reference.velocities),
+    )
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn one_and_hundred_steps_match_the_f64_reference() {
+    let (context, selection) = setup();
+    let gl = context.gl().clone();
+    let mut random = common::Random::new();
+    for precision in [Precision::F32, Precision::F64] {
+        for steps in [1u64, 100] {
+            let seed = random.next_u64();
+            let n = 4096;
+            let settings = NBodySettings {
+                bodies: Some(n),
+                preset: Preset::Plummer,
+                seed,
+                variant: Variant {
+                    precision,
+                    ..Variant::default()
+                },
+                energy_every: 0,
+                ..NBodySettings::default()
+            };
+            let params = settings.params();
+            let initial = Preset::Plummer.generate(n as usize, seed);
+            let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings);
+            run(&gl, &mut nbody, steps);
+            let result = nbody.read_bodies(&gl).expect("read bodies");
+            let reference = cpu::reference_steps(&initial, &params, steps as usize);
+            let (position_error, velocity_error) = errors(&result, &reference);
+            // fp32: rsqrtf (≤ 2 ulp) and f32 sums over 4096 bodies give ~1e-6 relative
+            // accelerations; after one step positions carry only f32 rounding. fp64: ~1e-15.
+            let (position_bound, velocity_bound) = match (precision, steps) {
+                (Precision::F32, 1) => (1e-6, 1e-5),
+                (Precision::F32, _) => (1e-5, 1e-4),
+                (Precision::F64, _) => (1e-12, 1e-11),
+            };
+            eprintln!(
+                "{precision:?}, {steps} steps: position error {position_error:e}, velocity error {velocity_error:e}"
+            );
+            assert!(
+                position_error < position_bound,
+                "{precision:?} {steps} steps: positions {position_error:e}"
+            );
+            assert!(
+                velocity_error < velocity_bound,
+                "{precision:?} {steps} steps: velocities {velocity_error:e}"
+            );
+            Box::new(nbody).destroy(&gl);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_variant_and_slicing_agrees_with_the_reference() {
+    let (context, selection) = setup();
+    let gl = context.gl().clone();
+    let mut random = common::Random::new();
+    let n = 3001; // not a multiple of any block or tile: exercises every tail
+    let seed = random.next_u64();
+    let initial = Preset::Collision.generate(n, seed);
+    let base = NBodySettings {
+        bodies: Some(n as u32),
+        preset: Preset::Collision,
+        seed,
+        energy_every: 0,
+        ..NBodySettings::default()
+    };
+    let reference = cpu::reference_steps(&initial, &base.params(), 5);
+    let shapes = [
+        (64u32, 64u32, 1u32, 1u32, None),
+        (128, 512, 16, 4, Some(7)),
+        (256, 256, 8, 2, Some(1)),
+        (512, 128, 4, 8, None),
+        (1024, 2048, 32, 1, Some(3)),
+    ];
+    for (block_size, tile_size, unroll, bodies_per_thread, slices) in shapes {
+        let variant = Variant {
+            precision: Precision::F32,
+            block_size,
+            tile_size,
+            unroll,
+            bodies_per_thread,
+        };
+        let mut nbody = demo(
+            &gl,
+            &selection,
+            TransferKind::Interop,
+            NBodySettings {
+                variant,
+                slices,
+                ..base.clone()
+            },
+        );
+        run(&gl, &mut nbody, 5);
+        let (position_error, velocity_error) =
+            errors(&nbody.read_bodies(&gl).expect("read"), &reference);
+        eprintln!(
+            "{variant:?} slices {:?}: {position_error:e} {velocity_error:e}",
+            nbody.slices()
+        );
+        assert!(
+            position_error < 1e-6 && velocity_error < 1e-5,
+            "{variant:?}: {position_error:e} {velocity_error:e}"
+        );
+        Box::new(nbody).destroy(&gl);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn momentum_is_conserved_and_the_paths_agree() {
+    let (context, selection) = setup();
+    let gl = context.gl().clone();
+    let settings = NBodySettings {
+        bodies: Some(2048),
+        preset: Preset::Collision,
+        seed: 11,
+        energy_every: 0,
+        ..NBodySettings::default()
+    };
+    let mut results = Vec::new();
+    for transfer in [TransferKind::Interop, TransferKind::HostCopy] {
+        let mut nbody = demo(&gl, &selection, transfer, settings.clone());
+        let p0 = nbody.read_bodies(&gl).expect("read").momentum();
+        run(&gl, &mut nbody, 100);
+        let after = nbody.read_bodies(&gl).expect("read");
+        let scale: f64 = after
+            .positions
+            .iter()
+            .zip(&after.velocities)
+            .map(|(p, v)| p[3] * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt())
+            .sum();
+        let p1 = after.momentum();
+        for axis in 0..3 {
+            assert!(
+                (p1[axis] - p0[axis]).abs() < 1e-5 * scale,
+                "{transfer}: axis {axis} {} → {}",
+                p0[axis],
+                p1[axis]
+            );
+        }
+        results.push(after);
+        Box::new(nbody).destroy(&gl);
+    }
+    assert!(
+        results[0] == results[1],
+        "interop and host copy run the same kernels on the same data: identical results"
+    );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn two_body_orbit_closes_after_one_period() {
+    let (context, selection) = setup();
+    let gl = context.gl().clone();
+    let steps = 2000;
+    let softening: f64 = 1e-3;
+    let omega = (1.0 / (1.0 + softening * softening).powf(1.5)).sqrt();
+    let speed = omega / 2.0;
+    let bodies = Bodies {
+        positions: vec![[0.5, 0.0, 0.0, 0.5], [-0.5, 0.0, 0.0, 0.5]],
+        velocities: vec![[0.0, 0.0, speed], [0.0, 0.0, -speed]],
+    };
+    let params = Params {
+        dt: std::f64::consts::TAU / omega / steps as f64,
+        softening,
+        gravity: 1.0,
+        damping: 1.0,
+    };
+    let path = std::env::temp_dir().join(format!("interop-lab-orbit-{}.state", std::process::id()));
+    state::save(
+        &path,
+        &SavedState {
+            bodies: bodies.clone(),
+            params,
+            step: 0,
+        },
+    )
+    .expect("save");
+    for precision in [Precision::F32, Precision::F64] {
+        let settings = NBodySettings {
+            load: Some(path.clone()),
+            variant: Variant {
+                precision,
+                ..Variant::default()
+            },
+            energy_every: 0,
+            ..NBodySettings::default()
+        };
+        let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings);
+        for frame in 0..steps {
+            nbody.step(&gl, frame, 0.0).expect("step");
+        }
+        let after = nbody.read_bodies(&gl).expect("read");
+        let error = relative_error(&after.positions, &bodies.positions);
+        eprintln!("{precision:?}: orbit closes within {error:e}");
+        // Leapfrog's phase error after one orbit at 2000 steps is ~1e-5; f32 rounding adds ~1e-6.
+        assert!(error < 1e-4, "{precision:?}: {error:e}");
+        Box::new(nbody).destroy(&gl);
+    }
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gpu_energy_equals_the_cpu_energy_of_the_same_state() {
+    let (context, selection) = setup();
+    let gl = context.gl().clone();
+    for precision in [Precision::F32, Precision::F64] {
+        let settings = NBodySettings {
+            bodies: Some(3000),
+            preset: Preset::Plummer,
+            seed: 3,
+            energy_every: 10,
+            variant: Variant {
+                precision,
+                ..Variant::default()
+            },
+            ..NBodySettings::default()
+        };
+        let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings);
+        for frame in 0..10 {
+            nbody.step(&gl, frame, 0.0).expect("step");
+        }
+        nbody.collect_energy().expect("energy");
+        let (Some((step, kinetic, potential)), Some(initial)) = nbody.energy() else {
+            panic!("energy computed")
+        };
+        assert_eq!(step, 10);
+        let bodies = nbody.read_bodies(&gl).expect("read");
+        let velocities: Vec<[f64; 4]> = bodies
+            .velocities
+            .iter()
+            .map(|v| [v[0], v[1], v[2], 0.0])
+            .collect();
+        let (cpu_kinetic, cpu_potential) =
+            cpu::energy(&bodies.positions, &velocities, &nbody.params());
+        let bound = 1e-9;
+        assert!(
+            ((kinetic - cpu_kinetic) / cpu_kinetic).abs() < bound,
+            "{precision:?} kinetic {kinetic} vs {cpu_kinetic}"
+        );
+        assert!(
+            ((potential - cpu_potential) / cpu_potential).abs() < bound,
+            "{precision:?} potential {potential} vs {cpu_potential}"
+        );
+        let drift = ((kinetic + potential) - initial) / initial.abs();
+        assert!(
+            drift.abs() < 1e-4,
+            "{precision:?}: energy drift {drift:e} after 10 steps"
+        );
+        Box::new(nbody).destroy(&gl);
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_launch_the_device_cannot_run_is_refused_by_name() {
+    let (context, selection) = setup();
+    let gl = context.gl().clone();
+    // 8192 fp64 bodies per tile need 256 KiB of shared memory; the H200 allows 227 KiB per block.
+    let variant = Variant {
+        precision: Precision::F64,
+        block_size: 256,
+        tile_size: 8192,
+        unroll: 4,
+        bodies_per_thread: 1,
+    };
+    let env = DemoEnv {
+        gl: &gl,
+        cuda: selection.cuda.clone(),
+        transfer: TransferKind::Interop,
+        shaders_dir: None,
+    };
+    let error = NBody::new(
+        &env,
+        NBodySettings {
+            bodies: Some(10_000),
+            variant,
+            ..NBodySettings::default()
+        },
+    )
+    .err()
+    .expect("refused")
+    .to_string();
+    assert!(
+        error.contains("dynamic shared memory") && error.contains("262144 bytes"),
+        "{error}"
+    );
+    let error = NBody::new(
+        &env,
+        NBodySettings {
+            bodies: Some(0),
+            ..NBodySettings::default()
+        },
+    )
+    .err()
+    .expect("refused")
+    .to_string();
+    assert!(error.contains("number of bodies must be 1..="), "{error}");
+}
