@@ -1,6 +1,7 @@
 //! The demos, each in its own folder behind one trait. A demo owns its kernels, its GL objects,
 //! its panel controls and its CPU twin; adding one touches no other.
 
+pub mod blur;
 pub mod nbody;
 pub mod wave;
 

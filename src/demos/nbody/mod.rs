@@ -467,6 +467,12 @@ impl NBody {
         (self.readouts.energy, self.readouts.initial_energy)
     }
 
+    /// Queues an energy computation of the current state (CUDA) or computes it (CPU); the result
+    /// arrives through the next steps or [`Self::collect_energy`].
+    pub fn request_energy(&mut self, gl: &glow::Context) -> Result<()> {
+        self.apply(gl, Change::Energy)
+    }
+
     /// Waits for outstanding work and collects a pending energy result.
     pub fn collect_energy(&mut self) -> Result<()> {
         self.pipeline.transfer().synchronize()?;
