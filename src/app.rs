@@ -11,7 +11,7 @@ use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::WindowId;
 
 use crate::context::window::WindowGl;
-use crate::demos::{DemoSpec, View};
+use crate::demos::{DemoSpec, Drag, View};
 use crate::gl;
 use crate::runtime::{self, CudaOptions};
 use crate::session::Session;
@@ -153,6 +153,15 @@ impl ApplicationHandler for App {
                 }
             }
             WindowEvent::ModifiersChanged(modifiers) => running.input.modifiers = modifiers.state(),
+            WindowEvent::DroppedFile(path) => {
+                let result = running
+                    .session
+                    .demo()
+                    .and_then(|demo| demo.open_file(&path));
+                if let Err(error) = result {
+                    ui::push_message(&mut running.session.panel, error.to_string());
+                }
+            }
             WindowEvent::KeyboardInput { event, .. }
                 if !egui_consumed
                     && event.state == ElementState::Pressed
@@ -182,7 +191,7 @@ impl ApplicationHandler for App {
                     MouseScrollDelta::PixelDelta(p) => (p.y / 40.0) as f32,
                 };
                 if let Ok(demo) = running.session.demo() {
-                    demo.camera_mut().zoom(steps);
+                    demo.zoom(steps);
                 }
             }
             _ => {}
@@ -341,9 +350,9 @@ impl Running {
         let (orbiting, panning) = (self.input.orbiting, self.input.panning);
         if let Ok(demo) = self.session.demo() {
             if panning {
-                demo.camera_mut().pan(dx, dy, height);
+                demo.drag(Drag::Secondary, dx, dy, height);
             } else if orbiting {
-                demo.camera_mut().orbit(dx, dy);
+                demo.drag(Drag::Primary, dx, dy, height);
             }
         }
     }

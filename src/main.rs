@@ -5,10 +5,13 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use interop_lab::demos::DemoSpec;
+use interop_lab::demos::blur::kernels::Filter;
+use interop_lab::demos::blur::{BlurSettings, Route};
 use interop_lab::demos::nbody::NBodySettings;
 use interop_lab::demos::nbody::kernels::{Precision, Variant};
 use interop_lab::demos::nbody::presets::Preset;
 use interop_lab::demos::wave::{DrawMode, WaveSettings};
+use interop_lab::gl::PixelFormat;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
 use interop_lab::stats::Stage;
@@ -31,6 +34,9 @@ struct Cli {
 enum Command {
     /// All-pairs gravity, integrated by CUDA straight in the vertex buffers it is drawn from.
     Nbody(NBodyArgs),
+    /// Gaussian blur of an image, written by CUDA into a GL texture (or pixel buffer) and shown
+    /// before | after.
+    Blur(BlurArgs),
     /// The "hello interop" demo: a kernel writes a moving W×H grid of vertices into a GL buffer.
     Wave(WaveArgs),
     /// Explain what this machine can run: driver, NVRTC, devices, GL contexts, the path the app
@@ -45,6 +51,44 @@ enum Command {
 enum BenchCommand {
     /// The n-body forces kernel over a sweep of variants, the best one's step and full frames.
     Nbody(NBodyBenchArgs),
+    /// Every blur filter at each σ (kernels alone), then full frames per route.
+    Blur(BlurBenchArgs),
+}
+
+#[derive(Args, Debug)]
+struct BlurBenchArgs {
+    /// Image size, WIDTHxHEIGHT (a generated test pattern).
+    #[arg(long, value_parser = parse_pair, default_value = "3840x2160")]
+    size: [u32; 2],
+    /// σ values, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,5,10,25,50,100")]
+    sigma: Vec<f64>,
+    /// Pixel format.
+    #[arg(long, value_enum, default_value_t = PixelFormat::Rgba8)]
+    format: PixelFormat,
+    /// Filters to time (default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    variant: Vec<Filter>,
+    /// CUDA threads per block, XxY.
+    #[arg(long, value_parser = parse_pair, default_value = "128x4")]
+    block: [u32; 2],
+    /// Outputs each thread computes per tile row.
+    #[arg(long, default_value_t = 2)]
+    pixels_per_thread: u32,
+    /// Untimed runs before timing.
+    #[arg(long, default_value_t = 3)]
+    warmup: u32,
+    /// Timed runs (the median is reported).
+    #[arg(long, default_value_t = 21)]
+    repeats: u32,
+    /// Headless frames per route (0: skip).
+    #[arg(long, default_value_t = 200)]
+    frames: u32,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    cuda: CudaArgs,
 }
 
 /// Options shared by every demo.
@@ -247,6 +291,59 @@ struct NBodyBenchArgs {
 }
 
 #[derive(Args, Debug)]
+struct BlurArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// PNG or JPEG to blur (default: a generated test pattern).
+    #[arg(long, value_name = "FILE")]
+    image: Option<PathBuf>,
+    /// Gaussian σ in pixels.
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
+    sigma: f64,
+    /// Kernel radius (default: ⌈3σ⌉).
+    #[arg(long)]
+    radius: Option<u32>,
+    /// Filter: separable (two 1-D passes), box (σ-independent cascade) or naive (full 2-D window).
+    #[arg(long, value_enum, default_value_t = Filter::Separable)]
+    variant: Filter,
+    /// How results reach the texture: texture (surface writes, interop only) or pbo.
+    #[arg(long, value_enum, default_value_t = Route::Texture)]
+    route: Route,
+    /// Pixel format of image, kernels and textures.
+    #[arg(long, value_enum, default_value_t = PixelFormat::Rgba8)]
+    format: PixelFormat,
+    /// CUDA threads per block, XxY.
+    #[arg(long, value_parser = parse_pair, default_value = "128x4")]
+    block: [u32; 2],
+    /// Outputs each thread computes per tile row (the tile is block.x × this wide).
+    #[arg(long, default_value_t = 2)]
+    pixels_per_thread: u32,
+    /// Write the blurred image as PNG (16-bit for rgba32f) when the run ends.
+    #[arg(long, value_name = "FILE.png")]
+    output: Option<PathBuf>,
+    /// Before | after split line, as a fraction of the view width.
+    #[arg(long, default_value_t = 0.5)]
+    split: f32,
+}
+
+impl BlurArgs {
+    fn spec(&self) -> DemoSpec {
+        DemoSpec::Blur(BlurSettings {
+            image: self.image.clone(),
+            sigma: self.sigma,
+            radius: self.radius,
+            filter: self.variant,
+            route: self.route,
+            format: self.format,
+            block: self.block,
+            pixels_per_thread: self.pixels_per_thread,
+            output: self.output.clone(),
+            split: self.split,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
 struct DoctorArgs {
     /// Print the report as JSON.
     #[arg(long)]
@@ -352,8 +449,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
         None => run_demo(&cli.run, DemoSpec::default_for("nbody")?),
         Some(Command::Nbody(args)) => run_demo(&args.run, args.spec()),
         Some(Command::Wave(args)) => run_demo(&args.run, args.spec()),
+        Some(Command::Blur(args)) => run_demo(&args.run, args.spec()),
         Some(Command::Doctor(args)) => Ok(run_doctor(&args)),
         Some(Command::Bench(BenchCommand::Nbody(args))) => run_nbody_bench(&args),
+        Some(Command::Bench(BenchCommand::Blur(args))) => {
+            let report = bench::blur(&bench::BlurBench {
+                size: args.size,
+                sigmas: args.sigma.clone(),
+                format: args.format,
+                filters: args.variant.clone(),
+                block: args.block,
+                pixels_per_thread: args.pixels_per_thread,
+                warmup: args.warmup,
+                repeats: args.repeats,
+                frames: args.frames,
+                cuda: args.cuda.options(),
+                json: args.json.clone(),
+            })?;
+            print!("{}", report.table);
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

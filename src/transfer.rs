@@ -16,6 +16,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
+use crate::cuda::surface::SurfaceObject;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceBuffer, DeviceSpan, PinnedBuffer, Stream};
 use crate::gl;
@@ -136,7 +137,29 @@ impl HostBytes {
 
 impl SharedBuffer {
     /// The GL buffer, for drawing. Borrowing it immutably means no [`Transfer::run`] (which borrows
-    /// the buffer mutably, and maps it on the interop path) can be in progress.
+    /// the buffer mutably, and maps it on the interop path) can be in progress:
+    ///
+    /// ```compile_fail,E0502
+    /// # use interop_lab::transfer::{Access, SharedBuffer, Transfer};
+    /// fn draw_while_mapped(transfer: &mut dyn Transfer, gl: &glow::Context, buffer: &mut SharedBuffer) {
+    ///     let mut buffers = [(&mut *buffer, Access::Write)];
+    ///     let _ = transfer.run(gl, 0, &mut buffers, &mut |_target| {
+    ///         let _ = buffer.gl(); // error[E0502]: `*buffer` is also borrowed as mutable
+    ///         Ok(())
+    ///     });
+    /// }
+    /// ```
+    ///
+    /// while drawing after the run compiles:
+    ///
+    /// ```no_run
+    /// # use interop_lab::transfer::{Access, SharedBuffer, Transfer};
+    /// fn draw_after_the_run(transfer: &mut dyn Transfer, gl: &glow::Context, buffer: &mut SharedBuffer) {
+    ///     let mut buffers = [(&mut *buffer, Access::Write)];
+    ///     let _ = transfer.run(gl, 0, &mut buffers, &mut |_target| Ok(()));
+    ///     let _ = buffer.gl();
+    /// }
+    /// ```
     pub fn gl(&self) -> &gl::Buffer {
         &self.gl
     }
@@ -209,6 +232,65 @@ pub trait Transfer {
 
     /// Waits for all GPU work of this path (before reading results or tearing down).
     fn synchronize(&mut self) -> Result<()>;
+
+    /// Registers `texture` for kernels to write through a surface object (interop only).
+    fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
+        let mut texture = texture;
+        texture.destroy(gl);
+        Err(Error::Unavailable(format!(
+            "writing a texture directly needs GL interop; the {} path goes through a pixel buffer",
+            self.kind().label()
+        )))
+    }
+
+    /// Maps `image`, runs `compute` with a surface object over it, unmaps (interop only).
+    fn run_image(
+        &mut self,
+        _gl: &glow::Context,
+        _frame: u64,
+        _image: &mut SharedImage,
+        _compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
+    ) -> Result<StageTimes> {
+        Err(Error::Unavailable(format!(
+            "the {} path cannot write textures directly",
+            self.kind().label()
+        )))
+    }
+}
+
+/// A GL texture registered with CUDA (`cuGraphicsGLRegisterImage`), written by kernels through a
+/// surface object: no pixel buffer, no copy.
+pub struct SharedImage {
+    // Field order is drop order: unregister before the texture is deleted.
+    resource: GraphicsResource,
+    texture: gl::Texture,
+}
+
+impl SharedImage {
+    /// The texture, for drawing (borrowing it means no kernel writes it right now).
+    pub fn texture(&self) -> &gl::Texture {
+        &self.texture
+    }
+
+    /// Unregisters, then deletes the texture. The GL context must be current.
+    pub fn destroy(self, gl: &glow::Context) {
+        let SharedImage {
+            resource,
+            mut texture,
+        } = self;
+        drop(resource);
+        texture.destroy(gl);
+    }
+}
+
+/// What an image compute step writes: a surface object over the mapped texture.
+pub struct ImageTarget<'a> {
+    /// `cudaSurfaceObject_t` for the kernel.
+    pub surface: u64,
+    /// Texture size in pixels.
+    pub size: [u32; 2],
+    /// The stream to launch on.
+    pub stream: &'a Stream,
 }
 
 /// Creates the transfer of `kind`. CUDA paths need the context, the demo's stream and, for interop,
@@ -291,9 +373,13 @@ impl Transfer for Interop {
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
-        let mut times = StageTimes::default();
-        let stream = &*self.stream;
         let count = buffers.len();
+        if count > interop::MAX_MAPPED {
+            return Err(Error::InvalidInput(format!(
+                "at most {} buffers per step",
+                interop::MAX_MAPPED
+            )));
+        }
         let mut resources = Vec::with_capacity(count);
         for (buffer, access) in buffers.iter_mut() {
             match &mut buffer.link {
@@ -301,23 +387,99 @@ impl Transfer for Interop {
                 _ => return Err(mismatch(TransferKind::Interop)),
             }
         }
+        self.mapped(
+            frame,
+            &mut resources,
+            |mapped| {
+                let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
+                for (index, span) in spans.iter_mut().enumerate().take(count) {
+                    *span = mapped.buffer(index)?;
+                }
+                Ok(spans)
+            },
+            |spans, stream| {
+                compute(Target::Device {
+                    buffers: &spans[..count],
+                    stream,
+                })
+            },
+        )
+    }
+
+    fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
+        let mut texture = texture;
+        match GraphicsResource::register_image(
+            &self.context,
+            &self.entry_points,
+            texture.name(),
+            glow::TEXTURE_2D,
+        ) {
+            Ok(resource) => Ok(SharedImage { resource, texture }),
+            Err(error) => {
+                texture.destroy(gl);
+                Err(error)
+            }
+        }
+    }
+
+    fn run_image(
+        &mut self,
+        _gl: &glow::Context,
+        frame: u64,
+        image: &mut SharedImage,
+        compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
+    ) -> Result<StageTimes> {
+        let size = image.texture.size();
+        let context = self.context.clone();
+        let mut resources = [(&mut image.resource, MapAccess::WriteDiscard)];
+        self.mapped(
+            frame,
+            &mut resources,
+            // A surface object per frame: the array behind a mapped texture may change between maps.
+            |mapped| SurfaceObject::new(&context, mapped.array(0)?),
+            |surface, stream| {
+                compute(ImageTarget {
+                    surface: surface.raw(),
+                    size,
+                    stream,
+                })
+            },
+        )
+    }
+
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        poll_stages(&mut self.events, &[Stage::Map, Stage::Kernel, Stage::Unmap])
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.stream.synchronize()
+    }
+}
+
+impl Interop {
+    /// Maps `resources` with one call, lets `prepare` take what the kernels need from the mapping
+    /// (pointers, surface objects: timed as part of the map), runs `compute`, unmaps. Records host
+    /// times and GPU events for map, kernel and unmap.
+    fn mapped<R>(
+        &mut self,
+        frame: u64,
+        resources: &mut [(&mut GraphicsResource, MapAccess)],
+        prepare: impl FnOnce(&interop::Mapped<'_>) -> Result<R>,
+        compute: impl FnOnce(R, &Stream) -> Result<()>,
+    ) -> Result<StageTimes> {
+        let mut times = StageTimes::default();
+        let stream = &*self.stream;
         let timing = self.events.begin();
 
         let started = Instant::now();
         timing.mark(0, stream)?;
-        let mapped = interop::map(stream, &mut resources)?;
-        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
-        for (index, span) in spans.iter_mut().enumerate().take(count) {
-            *span = mapped.buffer(index)?;
-        }
+        let mapped = interop::map(stream, resources)?;
+        let prepared = prepare(&mapped)?;
         timing.mark(1, stream)?;
         times.set_host(Stage::Map, micros_since(started));
 
         let started = Instant::now();
-        compute(Target::Device {
-            buffers: &spans[..count],
-            stream,
-        })?;
+        compute(prepared, stream)?;
         timing.mark(2, stream)?;
         times.set_host(Stage::Kernel, micros_since(started));
 
@@ -327,14 +489,6 @@ impl Transfer for Interop {
         times.set_host(Stage::Unmap, micros_since(started));
         self.events.commit(frame);
         Ok(times)
-    }
-
-    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
-        poll_stages(&mut self.events, &[Stage::Map, Stage::Kernel, Stage::Unmap])
-    }
-
-    fn synchronize(&mut self) -> Result<()> {
-        self.stream.synchronize()
     }
 }
 

@@ -143,3 +143,24 @@ fn nbody_variants_the_panel_offers_compile() {
         }
     }
 }
+
+#[test]
+fn blur_formats_and_tile_widths_compile() {
+    if !nvrtc() {
+        return;
+    }
+    let version = driver::nvrtc_version().expect("NVRTC version");
+    let kernel = interop_lab::demos::blur::KERNEL;
+    for format in ["", "-DFORMAT_F32"] {
+        for pixels_per_thread in [1, 2, 4, 8] {
+            let mut options = vec![format!("-DPIXELS_PER_THREAD={pixels_per_thread}")];
+            if !format.is_empty() {
+                options.push(format.to_owned());
+            }
+            let (image, log) = compile_with_nvrtc(kernel.name, kernel.embedded, "sm_90", &options, version)
+                .unwrap_or_else(|e| panic!("{options:?}: {e}"));
+            assert!(image.starts_with(b"\x7fELF"), "{options:?}");
+            assert!(!log.contains("warning"), "{options:?}: {log}");
+        }
+    }
+}

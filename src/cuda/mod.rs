@@ -14,6 +14,7 @@ pub mod launch;
 pub mod memory;
 pub mod module;
 pub mod stream;
+pub mod surface;
 pub mod timing;
 
 pub use self::context::Context;

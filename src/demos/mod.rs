@@ -44,6 +44,15 @@ impl View {
     }
 }
 
+/// Which kind of mouse drag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drag {
+    /// Left button.
+    Primary,
+    /// Right or middle button, or shift + left.
+    Secondary,
+}
+
 /// The kernel a demo runs now, for the panel.
 #[derive(Debug, Clone)]
 pub struct KernelInfo {
@@ -80,8 +89,36 @@ pub trait Demo {
     /// The demo's section of the side panel.
     fn controls(&mut self, ui: &mut egui::Ui);
 
-    /// The camera, for mouse input.
-    fn camera_mut(&mut self) -> &mut OrbitCamera;
+    /// The 3-D camera, for demos that have one.
+    fn camera_mut(&mut self) -> Option<&mut OrbitCamera> {
+        None
+    }
+
+    /// A mouse drag of `dx`, `dy` pixels: orbit (primary) or pan (secondary) the camera.
+    fn drag(&mut self, drag: Drag, dx: f32, dy: f32, view_height: f32) {
+        if let Some(camera) = self.camera_mut() {
+            match drag {
+                Drag::Primary => camera.orbit(dx, dy),
+                Drag::Secondary => camera.pan(dx, dy, view_height),
+            }
+        }
+    }
+
+    /// Scroll-wheel steps (positive: closer).
+    fn zoom(&mut self, steps: f32) {
+        if let Some(camera) = self.camera_mut() {
+            camera.zoom(steps);
+        }
+    }
+
+    /// A file dropped on the window or chosen in the panel; opened at the next step.
+    fn open_file(&mut self, path: &std::path::Path) -> Result<()> {
+        Err(Error::Unavailable(format!(
+            "the {} demo opens no files ({} ignored)",
+            self.name(),
+            path.display()
+        )))
+    }
 
     /// The kernel running now, when on CUDA.
     fn kernel_info(&self) -> Option<KernelInfo>;
@@ -100,11 +137,13 @@ pub trait Demo {
 }
 
 /// The demos the app knows, in menu order.
-pub const NAMES: &[&str] = &["nbody", "wave"];
+pub const NAMES: &[&str] = &["nbody", "blur", "wave"];
 
 /// A demo and its settings, as the command line or the panel describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DemoSpec {
+    /// Gaussian blur of an image.
+    Blur(blur::BlurSettings),
     /// All-pairs gravity.
     NBody(nbody::NBodySettings),
     /// The wave grid.
@@ -115,6 +154,7 @@ impl DemoSpec {
     /// Demo `name` with its default settings.
     pub fn default_for(name: &str) -> Result<Self> {
         match name {
+            "blur" => Ok(Self::Blur(blur::BlurSettings::default())),
             "nbody" => Ok(Self::NBody(nbody::NBodySettings::default())),
             "wave" => Ok(Self::Wave(wave::WaveSettings::default())),
             other => Err(Error::InvalidInput(format!(
@@ -126,6 +166,7 @@ impl DemoSpec {
     /// The demo's name.
     pub fn name(&self) -> &'static str {
         match self {
+            Self::Blur(_) => "blur",
             Self::NBody(_) => "nbody",
             Self::Wave(_) => "wave",
         }
@@ -134,6 +175,7 @@ impl DemoSpec {
     /// Creates the demo.
     pub fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
         match self {
+            Self::Blur(settings) => Ok(Box::new(blur::Blur::new(env, settings.clone())?)),
             Self::NBody(settings) => Ok(Box::new(nbody::NBody::new(env, settings.clone())?)),
             Self::Wave(settings) => Ok(Box::new(wave::Wave::new(env, settings.clone())?)),
         }

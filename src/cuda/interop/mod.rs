@@ -4,6 +4,32 @@
 //! Ownership carries the rules: a [`GraphicsResource`] unregisters itself on drop, and [`map`]
 //! borrows every resource it maps for as long as the returned [`Mapped`] guard lives; dropping the
 //! guard (or calling [`Mapped::unmap`]) hands them back to GL.
+//!
+//! Mapping, using the pointer, unmapping, and only then letting the resource go compiles:
+//!
+//! ```no_run
+//! # use interop_lab::cuda::interop::{self, GraphicsResource, MapAccess};
+//! # use interop_lab::cuda::Stream;
+//! fn write_then_release(stream: &Stream, mut resource: GraphicsResource) -> interop_lab::Result<()> {
+//!     let mapped = interop::map(stream, &mut [(&mut resource, MapAccess::WriteDiscard)])?;
+//!     let _pointer = mapped.buffer(0)?; // kernels write here
+//!     mapped.unmap()?;
+//!     drop(resource); // unregistered after the unmap
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Releasing (or otherwise touching) a resource while it is mapped does not:
+//!
+//! ```compile_fail,E0505
+//! # use interop_lab::cuda::interop::{self, GraphicsResource, MapAccess};
+//! # use interop_lab::cuda::Stream;
+//! fn release_while_mapped(stream: &Stream, mut resource: GraphicsResource) -> interop_lab::Result<()> {
+//!     let mapped = interop::map(stream, &mut [(&mut resource, MapAccess::WriteDiscard)])?;
+//!     drop(resource); // error[E0505]: cannot move out of `resource` because it is borrowed
+//!     mapped.unmap()
+//! }
+//! ```
 #![allow(unsafe_code)]
 
 pub mod sys;
@@ -200,9 +226,9 @@ pub struct Mapped<'a> {
 /// Maps every resource in `resources` with one `cuGraphicsMapResources` call on `stream`, after
 /// setting each one's access flags. GL work issued before this call completes before any CUDA
 /// work queued after it on `stream`.
-pub fn map<'a>(
-    stream: &'a Stream,
-    resources: &mut [(&'a mut GraphicsResource, MapAccess)],
+pub fn map<'a, 's: 'a, 'r: 'a>(
+    stream: &'s Stream,
+    resources: &mut [(&'r mut GraphicsResource, MapAccess)],
 ) -> Result<Mapped<'a>> {
     if resources.len() > MAX_MAPPED {
         return Err(Error::InvalidInput(format!(

@@ -81,7 +81,9 @@ impl Variant {
     pub fn validate(&self) -> Result<()> {
         let rules = [
             (
-                self.block_size >= 32 && self.block_size <= 1024 && self.block_size.is_multiple_of(32),
+                self.block_size >= 32
+                    && self.block_size <= 1024
+                    && self.block_size.is_multiple_of(32),
                 "block size must be a multiple of 32 from 32 to 1024",
             ),
             (

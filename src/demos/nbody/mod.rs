@@ -433,10 +433,7 @@ impl NBody {
     }
 
     /// What the GL buffers hold now (float copies of the state in fp64 runs), for tests.
-    pub fn read_gl_buffers(
-        &mut self,
-        gl: &glow::Context,
-    ) -> Result<(Vec<Float4>, Vec<Float4>)> {
+    pub fn read_gl_buffers(&mut self, gl: &glow::Context) -> Result<(Vec<Float4>, Vec<Float4>)> {
         self.pipeline.transfer().synchronize()?;
         let positions = self
             .pipeline
@@ -1117,8 +1114,8 @@ impl Demo for NBody {
         controls(self, ui);
     }
 
-    fn camera_mut(&mut self) -> &mut OrbitCamera {
-        &mut self.camera
+    fn camera_mut(&mut self) -> Option<&mut OrbitCamera> {
+        Some(&mut self.camera)
     }
 
     fn kernel_info(&self) -> Option<KernelInfo> {

@@ -507,8 +507,8 @@ impl Demo for Wave {
         }
     }
 
-    fn camera_mut(&mut self) -> &mut OrbitCamera {
-        &mut self.camera
+    fn camera_mut(&mut self) -> Option<&mut OrbitCamera> {
+        Some(&mut self.camera)
     }
 
     fn kernel_info(&self) -> Option<KernelInfo> {

@@ -1,0 +1,262 @@
+//! Images in and out: PNG/JPEG through the `image` crate, with the size checked before decoding,
+//! a generated test pattern when the user gives none, and PNG output at full resolution.
+
+use std::path::Path;
+
+use super::cpu::{self, Image};
+use crate::gl::PixelFormat;
+use crate::{Error, Result};
+
+/// Largest side accepted (textures of that size exist on any GPU the app targets).
+pub const MAX_SIDE: u32 = 16_384;
+
+/// An image as loaded, kept in both formats the filters run on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceImage {
+    /// Pixels per row.
+    pub width: u32,
+    /// Rows.
+    pub height: u32,
+    /// RGBA8, rows top first.
+    pub rgba8: Vec<u8>,
+    /// RGBA32F in 0..1 (16-bit sources keep their precision here).
+    pub rgba32f: Vec<f32>,
+    /// Where it came from.
+    pub origin: String,
+}
+
+impl SourceImage {
+    /// Tightly packed pixels in `format` (what textures and kernels take).
+    pub fn bytes(&self, format: PixelFormat) -> &[u8] {
+        match format {
+            PixelFormat::Rgba8 => &self.rgba8,
+            PixelFormat::Rgba32f => bytemuck::cast_slice(&self.rgba32f),
+        }
+    }
+
+    /// The image as the CPU filters take it (RGBA8 as 0..=255, RGBA32F as is).
+    pub fn to_float_image(&self, format: PixelFormat) -> Image<f32> {
+        let pixels = match format {
+            PixelFormat::Rgba8 => self
+                .rgba8
+                .chunks_exact(4)
+                .map(|p| [p[0], p[1], p[2], p[3]].map(f32::from))
+                .collect(),
+            PixelFormat::Rgba32f => self
+                .rgba32f
+                .chunks_exact(4)
+                .map(|p| [p[0], p[1], p[2], p[3]])
+                .collect(),
+        };
+        Image {
+            width: self.width as usize,
+            height: self.height as usize,
+            pixels,
+        }
+    }
+}
+
+/// Decodes a PNG or JPEG, refusing sizes beyond [`MAX_SIDE`] before any pixel is decoded.
+pub fn load(path: &Path) -> Result<SourceImage> {
+    let image_error = |message: String| Error::Image {
+        path: path.to_owned(),
+        message,
+    };
+    let reader = image::ImageReader::open(path)
+        .map_err(|e| Error::io(path, e))?
+        .with_guessed_format()
+        .map_err(|e| Error::io(path, e))?;
+    let (width, height) = reader
+        .into_dimensions()
+        .map_err(|e| image_error(format!("not a readable PNG or JPEG image: {e}")))?;
+    check_size(width, height).map_err(&image_error)?;
+    let mut reader = image::ImageReader::open(path)
+        .map_err(|e| Error::io(path, e))?
+        .with_guessed_format()
+        .map_err(|e| Error::io(path, e))?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(8 << 30);
+    reader.limits(limits);
+    let decoded = reader
+        .decode()
+        .map_err(|e| image_error(format!("cannot decode it: {e}")))?;
+    Ok(SourceImage {
+        width,
+        height,
+        rgba8: decoded.to_rgba8().into_raw(),
+        rgba32f: decoded.to_rgba32f().into_raw(),
+        origin: path.display().to_string(),
+    })
+}
+
+/// Checks an image size: both sides 1..=[`MAX_SIDE`].
+pub fn check_size(width: u32, height: u32) -> std::result::Result<(), String> {
+    if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE {
+        return Err(format!(
+            "{width}x{height} pixels: each side must be 1..={MAX_SIDE}"
+        ));
+    }
+    Ok(())
+}
+
+/// A generated test image: colour fields with hard edges, fine rings and thin lines, so every
+/// blur radius has something to smooth. The same for the same size, on every machine.
+pub fn test_pattern(width: u32, height: u32) -> SourceImage {
+    let (w, h) = (width.max(1) as f32, height.max(1) as f32);
+    let mut rgba8 = Vec::with_capacity(width as usize * height as usize * 4);
+    for y in 0..height {
+        for x in 0..width {
+            let (u, v) = (x as f32 / w, y as f32 / h);
+            // Background: a diagonal colour gradient.
+            let mut colour = [0.15 + 0.6 * u, 0.2 + 0.5 * v, 0.75 - 0.5 * u * v];
+            // A grid of coloured squares with hard edges.
+            let (cell_x, cell_y) = ((u * 8.0) as i32, (v * 5.0) as i32);
+            if (cell_x + cell_y) % 3 == 0 && (u * 8.0).fract() < 0.7 && (v * 5.0).fract() < 0.7 {
+                let hue = ((cell_x * 5 + cell_y * 3) % 7) as f32 / 7.0;
+                colour = [
+                    0.5 + 0.5 * (std::f32::consts::TAU * hue).cos(),
+                    0.5 + 0.5 * (std::f32::consts::TAU * (hue + 0.33)).cos(),
+                    0.5 + 0.5 * (std::f32::consts::TAU * (hue + 0.67)).cos(),
+                ];
+            }
+            // Concentric rings whose spacing shrinks outwards: fine detail a small σ removes.
+            let (dx, dy) = ((u - 0.72) * w / h, v - 0.5);
+            let r = (dx * dx + dy * dy).sqrt();
+            if r < 0.28 && (r * r * 900.0).sin() > 0.0 {
+                colour = [0.97, 0.95, 0.9];
+            }
+            // Thin dark lines every 37 pixels.
+            if x % 37 == 0 || y % 37 == 0 {
+                colour = colour.map(|c| c * 0.25);
+            }
+            rgba8.extend(colour.map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8));
+            rgba8.push(255);
+        }
+    }
+    let rgba32f = rgba8.iter().map(|&b| f32::from(b) / 255.0).collect();
+    SourceImage {
+        width,
+        height,
+        rgba8,
+        rgba32f,
+        origin: format!("generated test pattern {width}x{height}"),
+    }
+}
+
+/// Writes `bytes` (`format`, tightly packed, top row first) as PNG: 8-bit for RGBA8, 16-bit for
+/// RGBA32F so the extra precision is not thrown away.
+pub fn save_png(path: &Path, size: [u32; 2], format: PixelFormat, bytes: &[u8]) -> Result<()> {
+    let image_error = |message: String| Error::Image {
+        path: path.to_owned(),
+        message,
+    };
+    match format {
+        PixelFormat::Rgba8 => image::RgbaImage::from_raw(size[0], size[1], bytes.to_vec())
+            .ok_or_else(|| image_error("pixel data does not match the size".to_owned()))?
+            .save(path)
+            .map_err(|e| image_error(e.to_string())),
+        PixelFormat::Rgba32f => {
+            let floats: &[f32] =
+                bytemuck::try_cast_slice(bytes).map_err(|e| image_error(e.to_string()))?;
+            let words: Vec<u16> = floats
+                .iter()
+                .map(|&v| (v.clamp(0.0, 1.0) * 65535.0).round() as u16)
+                .collect();
+            image::ImageBuffer::<image::Rgba<u16>, Vec<u16>>::from_raw(size[0], size[1], words)
+                .ok_or_else(|| image_error("pixel data does not match the size".to_owned()))?
+                .save(path)
+                .map_err(|e| image_error(e.to_string()))
+        }
+    }
+}
+
+/// The float image the CPU filters produced, as texture bytes in `format`.
+pub fn float_image_bytes(image: &Image<f32>, format: PixelFormat, out: &mut [u8]) {
+    match format {
+        PixelFormat::Rgba8 => {
+            for (pixel, chunk) in image.pixels.iter().zip(out.chunks_exact_mut(4)) {
+                for c in 0..4 {
+                    chunk[c] = cpu::to_bytes(pixel[c]);
+                }
+            }
+        }
+        PixelFormat::Rgba32f => {
+            let floats: &mut [f32] = bytemuck::cast_slice_mut(out);
+            for (pixel, chunk) in image.pixels.iter().zip(floats.chunks_exact_mut(4)) {
+                chunk.copy_from_slice(pixel);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_corrupt_and_huge_images_are_refused_with_the_reason() {
+        let dir = std::env::temp_dir().join(format!("interop-lab-images-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let missing = load(&dir.join("missing.png"))
+            .expect_err("missing")
+            .to_string();
+        assert!(missing.contains("missing.png"), "{missing}");
+        std::fs::write(dir.join("corrupt.png"), b"\x89PNG\r\n\x1a\nnot really").expect("write");
+        let corrupt = load(&dir.join("corrupt.png"))
+            .expect_err("corrupt")
+            .to_string();
+        assert!(
+            corrupt.contains("corrupt.png") && corrupt.contains("not a readable"),
+            "{corrupt}"
+        );
+        // A valid PNG header claiming 20000 × 10 pixels: refused before decoding.
+        let mut header = Vec::new();
+        {
+            let encoder = image::codecs::png::PngEncoder::new(&mut header);
+            use image::ImageEncoder;
+            encoder
+                .write_image(
+                    &vec![0u8; 20_000 * 10 * 4],
+                    20_000,
+                    10,
+                    image::ExtendedColorType::Rgba8,
+                )
+                .expect("encode");
+        }
+        std::fs::write(dir.join("huge.png"), &header).expect("write");
+        let huge = load(&dir.join("huge.png")).expect_err("huge").to_string();
+        assert!(
+            huge.contains("20000x10") && huge.contains("1..=16384"),
+            "{huge}"
+        );
+
+        let pattern = test_pattern(64, 40);
+        save_png(
+            &dir.join("pattern.png"),
+            [64, 40],
+            PixelFormat::Rgba8,
+            &pattern.rgba8,
+        )
+        .expect("save");
+        let reloaded = load(&dir.join("pattern.png")).expect("reload");
+        assert_eq!(reloaded.rgba8, pattern.rgba8);
+        save_png(
+            &dir.join("pattern16.png"),
+            [64, 40],
+            PixelFormat::Rgba32f,
+            bytemuck::cast_slice(&pattern.rgba32f),
+        )
+        .expect("save 16-bit");
+        let reloaded16 = load(&dir.join("pattern16.png")).expect("reload 16-bit");
+        assert!(
+            reloaded16
+                .rgba32f
+                .iter()
+                .zip(&pattern.rgba32f)
+                .all(|(a, b)| (a - b).abs() < 1e-4)
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -1,0 +1,155 @@
+//! The blur demo on the CPU backend, end to end: a headless run's --output equals the f64
+//! reference of the same filter within the stated bounds, and bad input is named.
+
+mod common;
+
+use std::process::Command;
+
+use interop_lab::demos::blur::cpu::{self, Image};
+use interop_lab::demos::blur::image::{self, SourceImage};
+use interop_lab::gl::PixelFormat;
+
+fn binary() -> Command {
+    match std::env::var_os("INTEROP_LAB_BIN") {
+        Some(path) => Command::new(path),
+        None => Command::new(env!("CARGO_BIN_EXE_interop-lab")),
+    }
+}
+
+fn random_source(width: u32, height: u32, random: &mut common::Random) -> SourceImage {
+    let mut pattern = image::test_pattern(width, height);
+    // Fresh noise on top of the pattern's edges, so every run sees new input.
+    for byte in pattern.rgba8.iter_mut() {
+        *byte = (f64::from(*byte) + random.range(-40.0, 40.0)).clamp(0.0, 255.0) as u8;
+    }
+    pattern.rgba32f = pattern
+        .rgba8
+        .iter()
+        .map(|&b| f32::from(b) / 255.0)
+        .collect();
+    pattern
+}
+
+fn as_f64(image: &Image<f32>) -> Image<f64> {
+    Image {
+        width: image.width,
+        height: image.height,
+        pixels: image.pixels.iter().map(|p| p.map(f64::from)).collect(),
+    }
+}
+
+#[test]
+fn headless_cpu_output_matches_the_f64_reference() {
+    let dir = std::env::temp_dir().join(format!("interop-lab-blur-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let mut random = common::Random::new();
+    // A prime width and an odd height: tiles never line up with the image.
+    let source = random_source(251, 97, &mut random);
+    let input = dir.join("input.png");
+    image::save_png(&input, [251, 97], PixelFormat::Rgba8, &source.rgba8).expect("save input");
+    for (variant, sigma) in [("separable", 3.5), ("box", 6.0), ("naive", 1.5)] {
+        let output = dir.join(format!("{variant}.png"));
+        let status = binary()
+            .args([
+                "blur",
+                "--headless",
+                "--backend",
+                "cpu",
+                "--frames",
+                "1",
+                "--size",
+                "200x120",
+                "--variant",
+                variant,
+            ])
+            .arg("--sigma")
+            .arg(sigma.to_string())
+            .arg("--image")
+            .arg(&input)
+            .arg("--output")
+            .arg(&output)
+            .output()
+            .expect("run");
+        assert!(
+            status.status.success(),
+            "{variant}: {}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+        let out = image::load(&output).expect("output written");
+        assert_eq!((out.width, out.height), (251, 97));
+        let exact = source.to_float_image(PixelFormat::Rgba8);
+        let reference = if variant == "box" {
+            cpu::reference_boxes(&as_f64(&exact), cpu::box_radii(sigma).0)
+        } else {
+            cpu::reference_gaussian(
+                &as_f64(&exact),
+                &cpu::gaussian_weights(sigma, cpu::default_radius(sigma)),
+            )
+        };
+        let (mut max, mut sum) = (0.0f64, 0.0f64);
+        for (o, r) in out.rgba8.chunks_exact(4).zip(&reference.pixels) {
+            for c in 0..4 {
+                let d = (f64::from(o[c]) - r[c]).abs();
+                max = max.max(d);
+                sum += d;
+            }
+        }
+        let mean = sum / (reference.pixels.len() * 4) as f64;
+        // RGBA8: f32 sums then rounding to the nearest level: at most one level off, rarely.
+        assert!(
+            max <= 1.0 && mean < 0.3,
+            "{variant}: max {max}, mean {mean}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn blur_bad_input_is_named_and_nothing_panics() {
+    let dir = std::env::temp_dir().join(format!("interop-lab-blur-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("corrupt.jpg"), b"\xff\xd8\xff garbage").expect("write");
+    let corrupt = dir.join("corrupt.jpg").display().to_string();
+    let missing = dir.join("missing.png").display().to_string();
+    let base = [
+        "blur",
+        "--headless",
+        "--backend",
+        "cpu",
+        "--frames",
+        "1",
+        "--size",
+        "64x64",
+    ];
+    let cases: [(&[&str], &str); 8] = [
+        (&["--sigma", "0"], "σ must be a number in 0.3..=2000"),
+        (&["--sigma", "-2"], "σ must be a number in 0.3..=2000"),
+        (&["--sigma", "NaN"], "σ must be a number in 0.3..=2000"),
+        (&["--radius", "100000"], "radius must be 1..=4096"),
+        (
+            &["--variant", "naive", "--sigma", "50"],
+            "beyond its limit of 100",
+        ),
+        (
+            &["--variant", "box", "--sigma", "1"],
+            "box cascade needs σ ≥ 2",
+        ),
+        (&["--image", &corrupt], "not a readable PNG or JPEG image"),
+        (&["--image", &missing], "missing.png"),
+    ];
+    for (extra, expected) in cases {
+        let output = binary().args(base).args(extra).output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{extra:?} must fail");
+        assert_ne!(
+            output.status.code(),
+            Some(101),
+            "{extra:?} panicked: {stderr}"
+        );
+        assert!(
+            stderr.contains(expected),
+            "{extra:?}: {stderr:?} should say {expected:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
