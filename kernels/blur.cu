@@ -188,7 +188,45 @@ extern "C" __global__ void blur_gaussian_second_to_surface(const float4* in, cud
 // by one warp, then every thread adds its offset). After all boxes the tile's outputs sit at
 // offset `reach` = Σ b of the row.
 
-// Inclusive prefix sum of row[0..n) into prefix[0..n), by the threads of this row.
+__device__ __forceinline__ float4 shuffle_up(const float4 v, int offset)
+{
+    return make_float4(__shfl_up_sync(0xffffffffu, v.x, offset), __shfl_up_sync(0xffffffffu, v.y, offset),
+                       __shfl_up_sync(0xffffffffu, v.z, offset), __shfl_up_sync(0xffffffffu, v.w, offset));
+}
+
+// Replaces totals[0..count) by their exclusive prefix sums, using the first warp of this row:
+// each lane sums a run of totals, the lanes scan their sums with shuffles, then write back.
+// Needs blockDim.x to be a multiple of 32, so a warp never spans two rows.
+__device__ void exclusive_scan_totals(float4* totals, int count)
+{
+    if (threadIdx.x >= 32) {
+        return;
+    }
+    const int lane = threadIdx.x;
+    const int per_lane = (count + 31) / 32;
+    const int begin = min(count, lane * per_lane);
+    const int end = min(count, begin + per_lane);
+    float4 local = make_float4(0, 0, 0, 0);
+    for (int k = begin; k < end; ++k) {
+        local = local + totals[k];
+    }
+    float4 inclusive = local;
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const float4 other = shuffle_up(inclusive, offset);
+        if (lane >= offset) {
+            inclusive = inclusive + other;
+        }
+    }
+    float4 running = inclusive - local;
+    for (int k = begin; k < end; ++k) {
+        const float4 value = totals[k];
+        totals[k] = running;
+        running = running + value;
+    }
+}
+
+// Inclusive prefix sum of row[0..n) into prefix[0..n), by the threads of this row: each thread
+// scans a chunk, the chunk totals are scanned by one warp, then every thread adds its offset.
 __device__ void prefix_sum_row(const float4* row, float4* prefix, int n, float4* chunk_totals)
 {
     const int threads = blockDim.x;
@@ -202,14 +240,7 @@ __device__ void prefix_sum_row(const float4* row, float4* prefix, int n, float4*
     }
     chunk_totals[threadIdx.x] = running;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        float4 total = make_float4(0, 0, 0, 0);
-        for (int k = 0; k < threads; ++k) {
-            const float4 value = chunk_totals[k];
-            chunk_totals[k] = total;
-            total = total + value;
-        }
-    }
+    exclusive_scan_totals(chunk_totals, threads);
     __syncthreads();
     const float4 offset = chunk_totals[threadIdx.x];
     for (int k = begin; k < end; ++k) {

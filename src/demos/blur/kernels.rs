@@ -156,6 +156,12 @@ impl BlurKernels {
 
     /// Checks `job`'s launches against the device and kernels; the message names the limit.
     pub fn validate(&self, job: &Job) -> Result<()> {
+        if job.filter == Filter::Box && !job.block[0].is_multiple_of(32) {
+            return Err(Error::InvalidInput(format!(
+                "the box filter scans each tile row with one warp, so block.x must be a multiple of 32 (not {})",
+                job.block[0]
+            )));
+        }
         let functions = self.functions(job.filter);
         for (config, function) in self.launches(job).iter().zip(functions) {
             config.validate(&self.limits, function.attributes()).map_err(|e| {
