@@ -140,6 +140,7 @@ impl Session {
             for error in cuda.context.take_errors() {
                 ui::push_message(&mut self.panel, error.to_string());
             }
+            cuda.context.trace().end_frame();
         }
     }
 

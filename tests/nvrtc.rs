@@ -157,8 +157,9 @@ fn blur_formats_and_tile_widths_compile() {
             if !format.is_empty() {
                 options.push(format.to_owned());
             }
-            let (image, log) = compile_with_nvrtc(kernel.name, kernel.embedded, "sm_90", &options, version)
-                .unwrap_or_else(|e| panic!("{options:?}: {e}"));
+            let (image, log) =
+                compile_with_nvrtc(kernel.name, kernel.embedded, "sm_90", &options, version)
+                    .unwrap_or_else(|e| panic!("{options:?}: {e}"));
             assert!(image.starts_with(b"\x7fELF"), "{options:?}");
             assert!(!log.contains("warning"), "{options:?}: {log}");
         }

@@ -11,6 +11,7 @@ use cudarc::driver::sys;
 
 use super::device::DeviceInfo;
 use super::driver::{Driver, check};
+use super::trace::{Trace, TraceEntry};
 use crate::{Error, Result};
 
 /// A retained primary context, made current on the thread that created it.
@@ -21,6 +22,8 @@ pub struct Context {
     driver: Driver,
     /// Errors from `Drop` impls, which must not panic; the app shows them on the next frame.
     deferred_errors: RefCell<Vec<Error>>,
+    /// The driver calls made through this context.
+    trace: Trace,
 }
 
 impl std::fmt::Debug for Context {
@@ -36,18 +39,44 @@ impl Context {
     /// Retains device `ordinal`'s primary context (the one the runtime API would use too) and makes
     /// it current on this thread.
     pub fn new(driver: Driver, ordinal: i32) -> Result<Rc<Self>> {
+        let note = |call, detail: String, host_us| TraceEntry {
+            call,
+            detail,
+            host_us,
+            error: None,
+        };
+        let mut setup = vec![
+            note("cuInit", "flags 0".to_owned(), driver.init_us[0]),
+            note(
+                "cuDriverGetVersion",
+                format!("CUDA {}.{}", driver.version.0, driver.version.1),
+                driver.init_us[1],
+            ),
+        ];
+        let started = std::time::Instant::now();
         let info = DeviceInfo::query(ordinal)?;
+        setup.push(note(
+            "cuDeviceGetAttribute",
+            format!(
+                "×31 for device {ordinal} ({}), with cuDeviceGetName and cuDeviceTotalMem",
+                info.name
+            ),
+            started.elapsed().as_secs_f64() * 1e6,
+        ));
+        let trace = Trace::new(setup);
         let mut device = 0;
         // SAFETY: valid out-pointer; the driver is initialised (we hold a `Driver`).
-        check(
-            unsafe { sys::cuDeviceGet(&mut device, ordinal) },
+        trace.call(
             "cuDeviceGet",
+            || format!("ordinal {ordinal}"),
+            || unsafe { sys::cuDeviceGet(&mut device, ordinal) },
         )?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: valid out-pointer and device.
-        check(
-            unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device) },
+        trace.call(
             "cuDevicePrimaryCtxRetain",
+            || format!("device {device}"),
+            || unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device) },
         )?;
         let context = Rc::new(Self {
             raw,
@@ -55,6 +84,7 @@ impl Context {
             info,
             driver,
             deferred_errors: RefCell::new(Vec::new()),
+            trace,
         });
         context.make_current()?;
         Ok(context)
@@ -63,7 +93,11 @@ impl Context {
     /// Makes this context current on the calling thread.
     pub fn make_current(&self) -> Result<()> {
         // SAFETY: `raw` is a retained primary context, valid until `Drop`.
-        check(unsafe { sys::cuCtxSetCurrent(self.raw) }, "cuCtxSetCurrent")
+        self.trace.call(
+            "cuCtxSetCurrent",
+            || format!("{:?}", self.raw),
+            || unsafe { sys::cuCtxSetCurrent(self.raw) },
+        )
     }
 
     /// The device's attributes.
@@ -85,23 +119,29 @@ impl Context {
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         let (mut free, mut total) = (0usize, 0usize);
         // SAFETY: valid out-pointers; this context is current on the app's thread.
-        check(
-            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
-            "cuMemGetInfo",
-        )?;
+        self.trace.call("cuMemGetInfo", String::new, || unsafe {
+            sys::cuMemGetInfo_v2(&mut free, &mut total)
+        })?;
         Ok((free, total))
     }
 
     /// Waits for all work in this context (used before tearing things down and in tests).
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: no arguments; this context is current.
-        check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+        self.trace.call("cuCtxSynchronize", String::new, || unsafe {
+            sys::cuCtxSynchronize()
+        })
     }
 
     /// Keeps an error raised where it could not be returned (a `Drop`), for [`Self::take_errors`].
     pub fn defer_error(&self, error: Error) {
         log::error!("{error}");
         self.deferred_errors.borrow_mut().push(error);
+    }
+
+    /// The driver-call trace of this context.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
     }
 
     /// Errors recorded since the last call; the app shows them to the user.

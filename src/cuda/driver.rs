@@ -19,6 +19,8 @@ pub const ENTRY_POINT_VERSION: i32 = 12000;
 pub struct Driver {
     /// `cuDriverGetVersion`: the newest CUDA version the driver supports, e.g. `(13, 0)`.
     pub version: (i32, i32),
+    /// Host time of `cuInit` and `cuDriverGetVersion`, µs (for the setup trace).
+    pub init_us: [f64; 2],
 }
 
 /// Whether `libcuda.so.1` can be loaded (without initialising anything).
@@ -38,8 +40,11 @@ pub fn load() -> Result<Driver> {
     if !driver_library_present() {
         return Err(Error::NoCudaDriver);
     }
+    let started = std::time::Instant::now();
     // SAFETY: the library is present (checked above), so cudarc's lazy loader will not panic.
     check(unsafe { sys::cuInit(0) }, "cuInit")?;
+    let init_us = started.elapsed().as_secs_f64() * 1e6;
+    let started = std::time::Instant::now();
     let mut version = 0;
     // SAFETY: `version` is a valid out-pointer.
     check(
@@ -48,6 +53,7 @@ pub fn load() -> Result<Driver> {
     )?;
     Ok(Driver {
         version: split_version(version),
+        init_us: [init_us, started.elapsed().as_secs_f64() * 1e6],
     })
 }
 
@@ -78,6 +84,16 @@ pub fn check(status: sys::CUresult, call: &'static str) -> Result<()> {
 
 /// The [`Error`] for a failed driver call.
 pub fn cuda_error(status: sys::CUresult, call: &'static str) -> Error {
+    if !driver_library_present() {
+        // Only reachable from tests that fabricate a status without a driver.
+        return Error::Cuda {
+            call,
+            code: status as u32,
+            name: format!("{status:?}"),
+            description: String::new(),
+            hint: hint(status, call),
+        };
+    }
     let mut name_ptr: *const std::ffi::c_char = std::ptr::null();
     let mut text_ptr: *const std::ffi::c_char = std::ptr::null();
     // SAFETY: a CUresult exists only if the library was loaded; both are valid out-pointers, and

@@ -8,7 +8,6 @@ use cudarc::driver::sys;
 use serde::{Deserialize, Serialize};
 
 use super::device::DeviceInfo;
-use super::driver::check;
 use super::module::{Function, FunctionAttributes};
 use super::stream::Stream;
 use crate::Result;
@@ -232,8 +231,18 @@ impl Function {
             self.set_max_dynamic_shared_bytes(config.shared_memory_bytes as i32)?;
         }
         // SAFETY: the configuration was validated; the caller vouches for the arguments.
-        check(
-            unsafe {
+        self.context().trace().call(
+            "cuLaunchKernel",
+            || {
+                format!(
+                    "{} grid {:?} block {:?} shared {} B",
+                    self.name(),
+                    config.grid,
+                    config.block,
+                    config.shared_memory_bytes
+                )
+            },
+            || unsafe {
                 sys::cuLaunchKernel(
                     self.raw(),
                     config.grid[0],
@@ -248,7 +257,6 @@ impl Function {
                     std::ptr::null_mut(),
                 )
             },
-            "cuLaunchKernel",
         )
     }
 }

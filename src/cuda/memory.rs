@@ -6,7 +6,6 @@ use std::rc::Rc;
 use cudarc::driver::sys;
 
 use super::context::Context;
-use super::driver::check;
 use super::stream::Stream;
 use crate::{Error, Result};
 
@@ -30,9 +29,10 @@ impl DeviceBuffer {
     pub fn new(context: &Rc<Context>, bytes: usize) -> Result<Self> {
         let mut ptr = 0;
         // SAFETY: valid out-pointer; the context is current.
-        check(
-            unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) },
+        context.trace().call(
             "cuMemAlloc",
+            || format!("{bytes} bytes"),
+            || unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) },
         )?;
         Ok(Self {
             span: DeviceSpan { ptr, bytes },
@@ -61,17 +61,16 @@ impl DeviceBuffer {
         ensure_len(data.len(), self.span.bytes)?;
         // SAFETY: the destination has `bytes` ≥ data.len() bytes; the source slice is alive for the
         // call; a pageable source makes cuMemcpyHtoDAsync return after the source was read.
-        check(
-            unsafe {
+        self.context
+            .trace()
+            .call("cuMemcpyHtoDAsync", String::new, || unsafe {
                 sys::cuMemcpyHtoDAsync_v2(
                     self.span.ptr,
                     data.as_ptr().cast(),
                     data.len(),
                     stream.raw(),
                 )
-            },
-            "cuMemcpyHtoDAsync",
-        )?;
+            })?;
         stream.synchronize()
     }
 
@@ -80,26 +79,26 @@ impl DeviceBuffer {
         ensure_len(out.len(), self.span.bytes)?;
         // SAFETY: `out` is a live, writable host slice of out.len() ≤ bytes; we synchronise before
         // returning so the slice outlives the copy.
-        check(
-            unsafe {
+        self.context
+            .trace()
+            .call("cuMemcpyDtoHAsync", String::new, || unsafe {
                 sys::cuMemcpyDtoHAsync_v2(
                     out.as_mut_ptr().cast(),
                     self.span.ptr,
                     out.len(),
                     stream.raw(),
                 )
-            },
-            "cuMemcpyDtoHAsync",
-        )?;
+            })?;
         stream.synchronize()
     }
 
     /// Fills the buffer with `byte` (used to poison outputs in tests).
     pub fn fill(&mut self, stream: &Stream, byte: u8) -> Result<()> {
         // SAFETY: the range is exactly this allocation.
-        check(
-            unsafe { sys::cuMemsetD8Async(self.span.ptr, byte, self.span.bytes, stream.raw()) },
+        self.context.trace().call(
             "cuMemsetD8Async",
+            || format!("{} bytes to {byte:#04x}", self.span.bytes),
+            || unsafe { sys::cuMemsetD8Async(self.span.ptr, byte, self.span.bytes, stream.raw()) },
         )
     }
 }
@@ -107,7 +106,13 @@ impl DeviceBuffer {
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         // SAFETY: allocated by cuMemAlloc in `new`, freed once here; the context is alive.
-        if let Err(error) = check(unsafe { sys::cuMemFree_v2(self.span.ptr) }, "cuMemFree") {
+        if let Err(error) = self
+            .context
+            .trace()
+            .call("cuMemFree", String::new, || unsafe {
+                sys::cuMemFree_v2(self.span.ptr)
+            })
+        {
             self.context.defer_error(error);
         }
     }
@@ -126,9 +131,10 @@ impl PinnedBuffer {
     pub fn new(context: &Rc<Context>, bytes: usize) -> Result<Self> {
         let mut ptr = std::ptr::null_mut();
         // SAFETY: valid out-pointer; the context is current.
-        check(
-            unsafe { sys::cuMemHostAlloc(&mut ptr, bytes.max(1), 0) },
+        context.trace().call(
             "cuMemHostAlloc",
+            || format!("{bytes} bytes, pinned"),
+            || unsafe { sys::cuMemHostAlloc(&mut ptr, bytes.max(1), 0) },
         )?;
         let ptr = ptr.cast::<u8>();
         // SAFETY: the allocation has at least `bytes` bytes; zeroing makes every byte initialised.
@@ -159,39 +165,40 @@ impl PinnedBuffer {
         // SAFETY: the destination is pinned memory owned by self with ≥ source.bytes bytes. Callers
         // synchronise `stream` before reading or freeing it (documented above); until then the
         // bytes may change under a reader, which for plain bytes means stale data, not invalid values.
-        check(
-            unsafe {
+        self.context
+            .trace()
+            .call("cuMemcpyDtoHAsync", String::new, || unsafe {
                 sys::cuMemcpyDtoHAsync_v2(self.ptr.cast(), source.ptr, source.bytes, stream.raw())
-            },
-            "cuMemcpyDtoHAsync",
-        )
+            })
     }
 
     /// Queues a host-to-device copy of this buffer's first `destination.bytes` bytes.
     pub fn upload_async(&self, stream: &Stream, destination: DeviceSpan) -> Result<()> {
         ensure_len(destination.bytes, self.bytes)?;
         // SAFETY: source has ≥ destination.bytes pinned bytes owned by self.
-        check(
-            unsafe {
+        self.context
+            .trace()
+            .call("cuMemcpyHtoDAsync", String::new, || unsafe {
                 sys::cuMemcpyHtoDAsync_v2(
                     destination.ptr,
                     self.ptr.cast(),
                     destination.bytes,
                     stream.raw(),
                 )
-            },
-            "cuMemcpyHtoDAsync",
-        )
+            })
     }
 }
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
         // SAFETY: allocated by cuMemHostAlloc in `new`, freed once here.
-        if let Err(error) = check(
-            unsafe { sys::cuMemFreeHost(self.ptr.cast()) },
-            "cuMemFreeHost",
-        ) {
+        if let Err(error) = self
+            .context
+            .trace()
+            .call("cuMemFreeHost", String::new, || unsafe {
+                sys::cuMemFreeHost(self.ptr.cast())
+            })
+        {
             self.context.defer_error(error);
         }
     }

@@ -16,6 +16,7 @@ pub mod module;
 pub mod stream;
 pub mod surface;
 pub mod timing;
+pub mod trace;
 
 pub use self::context::Context;
 pub use self::device::DeviceInfo;

@@ -374,11 +374,30 @@ impl Module {
         if compiled.kind == ImageKind::Ptx && image.last() != Some(&0) {
             image.push(0);
         }
+        let trace = context.trace();
+        if compiled.from_cache {
+            trace.note(
+                "kernel cache",
+                format!(
+                    "{} for {} (no NVRTC needed)",
+                    compiled.origin, compiled.target
+                ),
+                0.0,
+            );
+        } else {
+            let ms = compiled.compile_time.as_secs_f64();
+            trace.note(
+                "nvrtcCompileProgram",
+                format!("{} for {}", compiled.origin, compiled.target),
+                ms * 1e6,
+            );
+        }
         let mut raw = std::ptr::null_mut();
         // SAFETY: `image` is a complete CUBIN or NUL-terminated PTX that outlives the call.
-        check(
-            unsafe { sys::cuModuleLoadData(&mut raw, image.as_ptr().cast()) },
+        trace.call(
             "cuModuleLoadData",
+            || format!("{} bytes of {:?}", image.len(), compiled.kind),
+            || unsafe { sys::cuModuleLoadData(&mut raw, image.as_ptr().cast()) },
         )?;
         Ok(Rc::new(Self {
             raw,
@@ -415,7 +434,13 @@ impl Module {
 impl Drop for Module {
     fn drop(&mut self) {
         // SAFETY: loaded in `load`, unloaded once; no Function outlives it (they hold an Rc).
-        if let Err(error) = check(unsafe { sys::cuModuleUnload(self.raw) }, "cuModuleUnload") {
+        if let Err(error) = self
+            .context
+            .trace()
+            .call("cuModuleUnload", String::new, || unsafe {
+                sys::cuModuleUnload(self.raw)
+            })
+        {
             self.context.defer_error(error);
         }
     }
@@ -501,15 +526,16 @@ impl Function {
     /// Lets launches ask for up to `bytes` of dynamic shared memory (beyond the 48 KiB default).
     pub fn set_max_dynamic_shared_bytes(&mut self, bytes: i32) -> Result<()> {
         // SAFETY: live function handle.
-        check(
-            unsafe {
+        self.module.context.trace().call(
+            "cuFuncSetAttribute",
+            || format!("{}: max dynamic shared memory {bytes} B", self.name),
+            || unsafe {
                 sys::cuFuncSetAttribute(
                     self.raw,
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     bytes,
                 )
             },
-            "cuFuncSetAttribute",
         )?;
         self.attributes.max_dynamic_shared_bytes = bytes;
         Ok(())
@@ -523,8 +549,10 @@ impl Function {
     ) -> Result<i32> {
         let mut blocks = 0;
         // SAFETY: live function; valid out-pointer.
-        check(
-            unsafe {
+        self.module.context.trace().call(
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            String::new,
+            || unsafe {
                 sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
                     &mut blocks,
                     self.raw,
@@ -532,7 +560,6 @@ impl Function {
                     dynamic_shared_bytes as usize,
                 )
             },
-            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
         )?;
         Ok(blocks)
     }

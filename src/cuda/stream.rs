@@ -20,11 +20,12 @@ impl Stream {
     pub fn new(context: &Rc<Context>) -> Result<Self> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: valid out-pointer; the context is current on this thread.
-        check(
-            unsafe {
+        context.trace().call(
+            "cuStreamCreate",
+            || "CU_STREAM_NON_BLOCKING".to_owned(),
+            || unsafe {
                 sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
             },
-            "cuStreamCreate",
         )?;
         Ok(Self {
             raw,
@@ -45,20 +46,24 @@ impl Stream {
     /// Blocks the host until all work queued so far has finished.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: `raw` is a live stream.
-        check(
-            unsafe { sys::cuStreamSynchronize(self.raw) },
-            "cuStreamSynchronize",
-        )
+        self.context
+            .trace()
+            .call("cuStreamSynchronize", String::new, || unsafe {
+                sys::cuStreamSynchronize(self.raw)
+            })
     }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
         // SAFETY: `raw` is a live stream owned by us; the context is alive (we hold an Rc).
-        if let Err(error) = check(
-            unsafe { sys::cuStreamDestroy_v2(self.raw) },
-            "cuStreamDestroy",
-        ) {
+        if let Err(error) = self
+            .context
+            .trace()
+            .call("cuStreamDestroy", String::new, || unsafe {
+                sys::cuStreamDestroy_v2(self.raw)
+            })
+        {
             self.context.defer_error(error);
         }
     }
@@ -79,10 +84,11 @@ impl Event {
     pub fn new(context: &Rc<Context>) -> Result<Self> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: valid out-pointer; context current.
-        check(
-            unsafe { sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32) },
-            "cuEventCreate",
-        )?;
+        context
+            .trace()
+            .call("cuEventCreate", String::new, || unsafe {
+                sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
+            })?;
         Ok(Self {
             raw,
             context: context.clone(),
@@ -92,10 +98,11 @@ impl Event {
     /// Records the event at the current end of `stream`.
     pub fn record(&self, stream: &Stream) -> Result<()> {
         // SAFETY: both handles are live.
-        check(
-            unsafe { sys::cuEventRecord(self.raw, stream.raw()) },
-            "cuEventRecord",
-        )
+        self.context
+            .trace()
+            .call("cuEventRecord", String::new, || unsafe {
+                sys::cuEventRecord(self.raw, stream.raw())
+            })
     }
 
     /// Whether the work before the event has finished (never blocks).
@@ -111,10 +118,11 @@ impl Event {
     /// Blocks until the event has completed.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: live event.
-        check(
-            unsafe { sys::cuEventSynchronize(self.raw) },
-            "cuEventSynchronize",
-        )
+        self.context
+            .trace()
+            .call("cuEventSynchronize", String::new, || unsafe {
+                sys::cuEventSynchronize(self.raw)
+            })
     }
 
     /// Milliseconds between `start` and `self`, both completed.
@@ -147,10 +155,13 @@ fn elapsed_time_fn() -> Result<ElapsedTimeFn> {
 impl Drop for Event {
     fn drop(&mut self) {
         // SAFETY: live event owned by us.
-        if let Err(error) = check(
-            unsafe { sys::cuEventDestroy_v2(self.raw) },
-            "cuEventDestroy",
-        ) {
+        if let Err(error) = self
+            .context
+            .trace()
+            .call("cuEventDestroy", String::new, || unsafe {
+                sys::cuEventDestroy_v2(self.raw)
+            })
+        {
             self.context.defer_error(error);
         }
     }

@@ -6,7 +6,6 @@ use std::rc::Rc;
 use cudarc::driver::sys;
 
 use super::context::Context;
-use super::driver::check;
 use crate::Result;
 
 /// A `CUsurfObject` over a CUDA array, destroyed on drop. The array must outlive it.
@@ -25,10 +24,11 @@ impl SurfaceObject {
         let mut raw = 0;
         // SAFETY: valid out-pointer; the description names a live array (caller's contract, and
         // the driver rejects a bad one).
-        check(
-            unsafe { sys::cuSurfObjectCreate(&mut raw, &description) },
-            "cuSurfObjectCreate",
-        )?;
+        context
+            .trace()
+            .call("cuSurfObjectCreate", String::new, || unsafe {
+                sys::cuSurfObjectCreate(&mut raw, &description)
+            })?;
         Ok(Self {
             raw,
             context: context.clone(),
@@ -44,10 +44,13 @@ impl SurfaceObject {
 impl Drop for SurfaceObject {
     fn drop(&mut self) {
         // SAFETY: created in `new`, destroyed once.
-        if let Err(error) = check(
-            unsafe { sys::cuSurfObjectDestroy(self.raw) },
-            "cuSurfObjectDestroy",
-        ) {
+        if let Err(error) =
+            self.context
+                .trace()
+                .call("cuSurfObjectDestroy", String::new, || unsafe {
+                    sys::cuSurfObjectDestroy(self.raw)
+                })
+        {
             self.context.defer_error(error);
         }
     }

@@ -41,7 +41,7 @@ use cudarc::driver::sys as cu;
 
 pub use self::sys::GlEntryPoints;
 use super::context::Context;
-use super::driver::{check, cuda_error};
+use super::driver::cuda_error;
 use super::memory::DeviceSpan;
 use super::stream::Stream;
 use crate::{Error, Result};
@@ -137,9 +137,10 @@ impl GraphicsResource {
         let flags = cu::CUgraphicsRegisterFlags::CU_GRAPHICS_REGISTER_FLAGS_NONE as u32;
         // SAFETY: valid out-pointer; `buffer` is a GL buffer name of the current context (an
         // invalid one makes the driver return an error).
-        check(
-            unsafe { (entry_points.register_buffer)(&mut raw, buffer, flags) },
+        context.trace().call(
             "cuGraphicsGLRegisterBuffer",
+            || format!("GL buffer {buffer}"),
+            || unsafe { (entry_points.register_buffer)(&mut raw, buffer, flags) },
         )?;
         Ok(Self {
             raw,
@@ -160,9 +161,10 @@ impl GraphicsResource {
         let mut raw = std::ptr::null_mut();
         let flags = cu::CUgraphicsRegisterFlags::CU_GRAPHICS_REGISTER_FLAGS_SURFACE_LDST as u32;
         // SAFETY: valid out-pointer; `texture`/`target` name a GL texture of the current context.
-        check(
-            unsafe { (entry_points.register_image)(&mut raw, texture, target, flags) },
+        context.trace().call(
             "cuGraphicsGLRegisterImage",
+            || format!("GL texture {texture}, SURFACE_LDST"),
+            || unsafe { (entry_points.register_image)(&mut raw, texture, target, flags) },
         )?;
         Ok(Self {
             raw,
@@ -185,9 +187,10 @@ impl GraphicsResource {
         if flags != self.map_flags {
             // SAFETY: live, unmapped resource (mapped ones are borrowed by a `Mapped` guard, so
             // this `&mut self` can't exist while they are mapped).
-            check(
-                unsafe { cu::cuGraphicsResourceSetMapFlags_v2(self.raw, flags) },
+            self.context.trace().call(
                 "cuGraphicsResourceSetMapFlags",
+                || format!("flags {flags}"),
+                || unsafe { cu::cuGraphicsResourceSetMapFlags_v2(self.raw, flags) },
             )?;
             self.map_flags = flags;
         }
@@ -199,10 +202,13 @@ impl Drop for GraphicsResource {
     fn drop(&mut self) {
         // SAFETY: registered in a constructor, unregistered once; never mapped here (a `Mapped`
         // guard borrowing it would still be alive otherwise).
-        if let Err(error) = check(
-            unsafe { cu::cuGraphicsUnregisterResource(self.raw) },
-            "cuGraphicsUnregisterResource",
-        ) {
+        if let Err(error) =
+            self.context
+                .trace()
+                .call("cuGraphicsUnregisterResource", String::new, || unsafe {
+                    cu::cuGraphicsUnregisterResource(self.raw)
+                })
+        {
             self.context.defer_error(error);
         }
     }
@@ -246,9 +252,10 @@ pub fn map<'a, 's: 'a, 'r: 'a>(
     let count = resources.len();
     // SAFETY: `raws[..count]` are live registered resources, none mapped (each is borrowed
     // mutably here, so no other guard holds it); the stream is live.
-    check(
-        unsafe { cu::cuGraphicsMapResources(count as u32, raws.as_mut_ptr(), stream.raw()) },
+    stream.context().trace().call(
         "cuGraphicsMapResources",
+        || format!("{count} resource(s) on stream {:?}", stream.raw()),
+        || unsafe { cu::cuGraphicsMapResources(count as u32, raws.as_mut_ptr(), stream.raw()) },
     )?;
     Ok(Mapped {
         raws,
@@ -266,11 +273,12 @@ impl Mapped<'_> {
         self.expect(index, |o| matches!(o, GlObject::Buffer { .. }), "a buffer")?;
         let (mut ptr, mut bytes) = (0, 0usize);
         // SAFETY: the resource is mapped (this guard exists) and is a buffer.
-        check(
-            unsafe {
+        self.stream.context().trace().call(
+            "cuGraphicsResourceGetMappedPointer",
+            || format!("resource {index}"),
+            || unsafe {
                 cu::cuGraphicsResourceGetMappedPointer_v2(&mut ptr, &mut bytes, self.raws[index])
             },
-            "cuGraphicsResourceGetMappedPointer",
         )?;
         Ok(DeviceSpan { ptr, bytes })
     }
@@ -280,9 +288,12 @@ impl Mapped<'_> {
         self.expect(index, |o| matches!(o, GlObject::Image { .. }), "an image")?;
         let mut array = std::ptr::null_mut();
         // SAFETY: the resource is mapped and is an image.
-        check(
-            unsafe { cu::cuGraphicsSubResourceGetMappedArray(&mut array, self.raws[index], 0, 0) },
+        self.stream.context().trace().call(
             "cuGraphicsSubResourceGetMappedArray",
+            || format!("resource {index}, level 0"),
+            || unsafe {
+                cu::cuGraphicsSubResourceGetMappedArray(&mut array, self.raws[index], 0, 0)
+            },
         )?;
         Ok(array)
     }
@@ -312,15 +323,16 @@ impl Mapped<'_> {
         }
         self.unmapped = true;
         // SAFETY: exactly the resources mapped in `map`, on the same stream, unmapped once.
-        check(
-            unsafe {
+        self.stream.context().trace().call(
+            "cuGraphicsUnmapResources",
+            || format!("{} resource(s)", self.count),
+            || unsafe {
                 cu::cuGraphicsUnmapResources(
                     self.count as u32,
                     self.raws.as_mut_ptr(),
                     self.stream.raw(),
                 )
             },
-            "cuGraphicsUnmapResources",
         )
     }
 }
