@@ -329,3 +329,61 @@ fn launch_limits_come_from_the_device_and_the_kernel() {
         assert!(error.contains(expected), "{:?}: {error}", settings.block);
     }
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn trace_of_a_wave_frame_lists_map_launch_unmap_in_order() {
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let cuda = selection.cuda.clone().expect("cuda");
+    let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: TransferKind::Interop, shaders_dir: None };
+    let mut wave = Wave::new(&env, WaveSettings::default()).expect("wave");
+    let trace = cuda.context.trace();
+    trace.end_frame(); // the setup list ends here
+    let setup: Vec<&str> = trace.setup().iter().map(|e| e.call).collect();
+    for call in ["cuInit", "cuDevicePrimaryCtxRetain", "cuModuleLoadData", "cuModuleGetFunction", "cuGraphicsGLRegisterBuffer"] {
+        assert!(setup.contains(&call), "setup lists {call}: {setup:?}");
+    }
+    assert!(setup.contains(&"nvrtcCompileProgram") || setup.contains(&"kernel cache"), "{setup:?}");
+    wave.step(&gl, 0, 0.0).expect("step without recording");
+    trace.end_frame();
+    assert!(trace.last_frame().is_empty(), "off by default: nothing recorded per frame");
+    trace.set_per_frame(true);
+    wave.step(&gl, 1, 0.0).expect("step");
+    trace.end_frame();
+    let calls: Vec<&str> = trace.last_frame().iter().map(|e| e.call).collect();
+    let at = |call: &str| calls.iter().position(|c| *c == call).unwrap_or_else(|| panic!("{call} missing from {calls:?}"));
+    let order = [at("cuGraphicsMapResources"), at("cuGraphicsResourceGetMappedPointer"), at("cuLaunchKernel"), at("cuGraphicsUnmapResources")];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "map → pointer → launch → unmap: {calls:?}");
+    let launch = &trace.last_frame()[order[2]];
+    assert!(launch.detail.contains("wave grid [16, 16, 1] block [16, 16, 1]"), "{}", launch.detail);
+    trace.set_per_frame(false);
+    Box::new(wave).destroy(&gl);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn inspector_occupancy_is_what_the_driver_and_the_limits_say() {
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let cuda = selection.cuda.clone().expect("cuda");
+    let device = cuda.context.device().clone();
+    for block in [[16u32, 16u32], [32, 8], [8, 4], [32, 32]] {
+        let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: TransferKind::Interop, shaders_dir: None };
+        let wave = Wave::new(&env, WaveSettings { block, ..WaveSettings::default() }).expect("wave");
+        let info = wave.kernel_info().expect("kernel info");
+        let occupancy = info.occupancy.expect("occupancy");
+        // The same by hand: blocks per SM are limited by the block count, threads and registers
+        // (registers are allocated per warp in units of 256; the wave kernel has no shared memory).
+        let threads = (block[0] * block[1]) as i32;
+        let warps = (threads + 31) / 32;
+        let registers_per_warp = (info.attributes.registers * 32 + 255) / 256 * 256;
+        let expected = device
+            .max_blocks_per_multiprocessor
+            .min(device.max_threads_per_multiprocessor / threads)
+            .min(device.registers_per_multiprocessor / (registers_per_warp * warps).max(1));
+        assert_eq!(occupancy.blocks_per_multiprocessor, expected, "block {block:?}: {occupancy:?} {:?}", info.attributes);
+        assert!(occupancy.suggested_block > 0 && occupancy.suggested_block as u32 <= device.max_threads_per_block as u32);
+        Box::new(wave).destroy(&gl);
+    }
+}

@@ -563,6 +563,70 @@ impl Function {
         )?;
         Ok(blocks)
     }
+
+    /// `cuOccupancyMaxPotentialBlockSize`: the block size with the highest occupancy for a fixed
+    /// amount of dynamic shared memory per block, and the smallest grid that reaches it.
+    pub fn suggested_block_size(&self, dynamic_shared_bytes: u32) -> Result<(i32, i32)> {
+        let (mut min_grid, mut block) = (0, 0);
+        // SAFETY: live function; valid out-pointers; no per-block-size shared memory callback.
+        self.module.context.trace().call(
+            "cuOccupancyMaxPotentialBlockSize",
+            || format!("{} B dynamic shared", dynamic_shared_bytes),
+            || unsafe {
+                sys::cuOccupancyMaxPotentialBlockSize(
+                    &mut min_grid,
+                    &mut block,
+                    self.raw,
+                    None,
+                    dynamic_shared_bytes as usize,
+                    0,
+                )
+            },
+        )?;
+        Ok((block, min_grid))
+    }
+
+    /// What the occupancy API says about launching with `config`.
+    pub fn occupancy(&self, config: &super::LaunchConfig) -> Result<Occupancy> {
+        let device = self.module.context.device();
+        let threads = config.block_threads() as u32;
+        let blocks_per_multiprocessor =
+            self.max_active_blocks_per_multiprocessor(threads, config.shared_memory_bytes)?;
+        let warps_per_block = threads.div_ceil(device.warp_size.max(1) as u32) as i32;
+        let most_warps = device.max_threads_per_multiprocessor / device.warp_size.max(1);
+        let (suggested_block, suggested_grid) =
+            self.suggested_block_size(config.shared_memory_bytes)?;
+        Ok(Occupancy {
+            blocks_per_multiprocessor,
+            warps_per_multiprocessor: blocks_per_multiprocessor * warps_per_block,
+            max_warps_per_multiprocessor: most_warps,
+            suggested_block,
+            suggested_grid,
+        })
+    }
+}
+
+/// Theoretical occupancy of a launch, from the driver's occupancy API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Occupancy {
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor` at this block size and shared memory.
+    pub blocks_per_multiprocessor: i32,
+    /// Resident warps per SM that gives.
+    pub warps_per_multiprocessor: i32,
+    /// The SM's limit.
+    pub max_warps_per_multiprocessor: i32,
+    /// `cuOccupancyMaxPotentialBlockSize`'s block size.
+    pub suggested_block: i32,
+    /// ... and the minimum grid that fills the device with it.
+    pub suggested_grid: i32,
+}
+
+impl Occupancy {
+    /// Resident warps over the SM's maximum.
+    pub fn fraction(&self) -> f64 {
+        f64::from(self.warps_per_multiprocessor)
+            / f64::from(self.max_warps_per_multiprocessor.max(1))
+    }
 }
 
 #[cfg(test)]

@@ -64,6 +64,33 @@ pub struct KernelInfo {
     pub launch: LaunchConfig,
     /// `cuFuncGetAttribute` values.
     pub attributes: FunctionAttributes,
+    /// The occupancy API's view of this launch.
+    pub occupancy: Option<crate::cuda::module::Occupancy>,
+}
+
+/// Remembers the occupancy of the last launch configuration asked about, so the panel can show
+/// it every frame without asking the driver every frame.
+#[derive(Debug, Default)]
+pub struct OccupancyCache(
+    std::cell::RefCell<Option<(LaunchConfig, crate::cuda::module::Occupancy)>>,
+);
+
+impl OccupancyCache {
+    /// The occupancy of `function` launched with `config`.
+    pub fn get(
+        &self,
+        function: &crate::cuda::Function,
+        config: &LaunchConfig,
+    ) -> Option<crate::cuda::module::Occupancy> {
+        if let Some((cached, occupancy)) = *self.0.borrow()
+            && cached == *config
+        {
+            return Some(occupancy);
+        }
+        let occupancy = function.occupancy(config).ok()?;
+        *self.0.borrow_mut() = Some((*config, occupancy));
+        Some(occupancy)
+    }
 }
 
 /// One demo.

@@ -25,6 +25,8 @@ pub struct PanelState {
     pub messages: Vec<String>,
     /// Width of the panel in points, measured when it was last drawn (the scene is drawn right of it).
     pub width_points: f32,
+    /// The trace view shows the setup calls instead of the last frame's.
+    pub trace_setup: bool,
 }
 
 /// What the user asked for in the panel; the app carries it out after the frame.
@@ -76,6 +78,8 @@ pub fn side_panel(
                     });
                 ui.separator();
                 timings(ui, input.history);
+                inspector(ui, &input);
+                trace_section(ui, &input, state);
                 device_section(ui, &input);
                 messages(ui, state);
             });
@@ -291,20 +295,6 @@ fn device_section(ui: &mut egui::Ui, input: &PanelInput<'_>) {
                         ui.end_row();
                     }
                 });
-            if let Some(kernel) = input.demo.kernel_info() {
-                ui.separator();
-                ui.label(format!("kernel {} from {}", kernel.name, kernel.origin));
-                let a = kernel.attributes;
-                ui.label(format!(
-                    "{} registers, {} B static shared, {} B local, PTX {}.{}, SASS sm_{}",
-                    a.registers,
-                    a.static_shared_bytes,
-                    a.local_bytes,
-                    a.ptx_version / 10,
-                    a.ptx_version % 10,
-                    a.binary_version
-                ));
-            }
         });
 }
 
@@ -328,4 +318,114 @@ pub fn push_message(state: &mut PanelState, message: String) {
     }
     let excess = state.messages.len().saturating_sub(6);
     state.messages.drain(..excess);
+}
+
+fn inspector(ui: &mut egui::Ui, input: &PanelInput<'_>) {
+    let Some(kernel) = input.demo.kernel_info() else {
+        return;
+    };
+    egui::CollapsingHeader::new("Kernel inspector").default_open(false).show(ui, |ui| {
+        ui.label(egui::RichText::new(&kernel.name).strong());
+        ui.label(egui::RichText::new(format!("from {}", kernel.origin)).small().weak());
+        let a = kernel.attributes;
+        let l = kernel.launch;
+        let rows = [
+            ("launch", format!("grid {:?} × block {:?}", l.grid, l.block)),
+            ("registers / thread", a.registers.to_string()),
+            ("shared memory", format!("{} B static + {} B dynamic", a.static_shared_bytes, l.shared_memory_bytes)),
+            ("local memory / thread", format!("{} B", a.local_bytes)),
+            ("max threads / block", format!("{} (for this kernel)", a.max_threads_per_block)),
+            ("PTX / SASS", format!("{}.{} / sm_{}", a.ptx_version / 10, a.ptx_version % 10, a.binary_version)),
+        ];
+        egui::Grid::new("kernel_attributes").striped(true).show(ui, |ui| {
+            for (name, value) in rows {
+                ui.label(name);
+                ui.label(value);
+                ui.end_row();
+            }
+            if let Some(o) = kernel.occupancy {
+                ui.label("occupancy");
+                ui.label(format!(
+                    "{} blocks/SM, {} of {} warps ({:.0} %)",
+                    o.blocks_per_multiprocessor,
+                    o.warps_per_multiprocessor,
+                    o.max_warps_per_multiprocessor,
+                    100.0 * o.fraction()
+                ));
+                ui.end_row();
+                ui.label("suggested block");
+                ui.label(format!("{} threads (a grid of ≥ {} blocks fills the GPU)", o.suggested_block, o.suggested_grid));
+                ui.end_row();
+            }
+        });
+        ui.label(
+            egui::RichText::new(
+                "Occupancy from cuOccupancyMaxActiveBlocksPerMultiprocessor, the suggestion from \
+                 cuOccupancyMaxPotentialBlockSize. More resident warps hide more latency; it is not \
+                 always faster.",
+            )
+            .small()
+            .weak(),
+        );
+    });
+}
+
+fn trace_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &mut PanelState) {
+    let Some(cuda) = &input.selection.cuda else {
+        return;
+    };
+    let trace = cuda.context.trace();
+    egui::CollapsingHeader::new("Driver calls")
+        .default_open(false)
+        .show(ui, |ui| {
+            let mut per_frame = trace.per_frame();
+            if ui.checkbox(&mut per_frame, "record every frame").changed() {
+                trace.set_per_frame(per_frame);
+            }
+            ui.horizontal(|ui| {
+                ui.radio_value(&mut state.trace_setup, false, "last frame");
+                ui.radio_value(&mut state.trace_setup, true, "setup (first frame)");
+            });
+            let entries = if state.trace_setup {
+                trace.setup()
+            } else {
+                trace.last_frame()
+            };
+            if entries.is_empty() {
+                ui.label(if state.trace_setup {
+                    "no setup calls recorded"
+                } else {
+                    "turn recording on to see each frame's calls"
+                });
+                return;
+            }
+            let total: f64 = entries.iter().map(|e| e.host_us).sum();
+            ui.label(format!(
+                "{} calls, {:.0} µs of host time",
+                entries.len(),
+                total
+            ));
+            egui::ScrollArea::vertical()
+                .max_height(240.0)
+                .id_salt("trace_scroll")
+                .show(ui, |ui| {
+                    egui::Grid::new("trace_entries")
+                        .striped(true)
+                        .show(ui, |ui| {
+                            for entry in &entries {
+                                let call = egui::RichText::new(entry.call).monospace();
+                                ui.label(if entry.error.is_some() {
+                                    call.color(egui::Color32::LIGHT_RED)
+                                } else {
+                                    call
+                                });
+                                ui.label(format!("{:.1} µs", entry.host_us));
+                                ui.label(
+                                    entry.error.clone().unwrap_or_else(|| entry.detail.clone()),
+                                );
+                                ui.end_row();
+                            }
+                        });
+                });
+        });
 }

@@ -112,6 +112,11 @@ impl BlurKernels {
         })
     }
 
+    /// The first kernel `filter` runs.
+    pub fn first_function(&self, filter: Filter) -> &Function {
+        self.functions(filter)[0]
+    }
+
     /// Attributes of the first kernel `filter` runs (for the panel).
     pub fn attributes(&self, filter: Filter) -> &FunctionAttributes {
         match filter {

@@ -222,6 +222,7 @@ pub struct Blur {
     path: String,
     pass_us: Vec<[f64; 2]>,
     message: Option<String>,
+    occupancy: super::OccupancyCache,
 }
 
 impl Blur {
@@ -300,6 +301,7 @@ impl Blur {
             path,
             pass_us: Vec::new(),
             message: None,
+            occupancy: super::OccupancyCache::default(),
         })
     }
 
@@ -720,6 +722,7 @@ impl Demo for Blur {
         match &self.engine {
             Engine::Cuda { kernels, .. } => {
                 let job = self.settings.job(self.size());
+                let launch = kernels.launches(&job)[0];
                 Some(KernelInfo {
                     name: format!(
                         "blur {} ({})",
@@ -727,8 +730,11 @@ impl Demo for Blur {
                         self.settings.format.name()
                     ),
                     origin: kernels.origin.clone(),
-                    launch: kernels.launches(&job)[0],
+                    launch,
                     attributes: *kernels.attributes(self.settings.filter),
+                    occupancy: self
+                        .occupancy
+                        .get(kernels.first_function(self.settings.filter), &launch),
                 })
             }
             Engine::Cpu { .. } => None,

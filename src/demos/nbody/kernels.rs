@@ -209,6 +209,11 @@ impl Kernels {
         })
     }
 
+    /// The forces kernel.
+    pub fn forces_function(&self) -> &Function {
+        &self.forces
+    }
+
     /// The forces kernel's attributes.
     pub fn forces_attributes(&self) -> &FunctionAttributes {
         self.forces.attributes()

@@ -246,6 +246,7 @@ pub struct NBody {
     pending: Vec<Change>,
     edit: Edit,
     message: Option<String>,
+    occupancy: super::OccupancyCache,
 }
 
 impl NBody {
@@ -315,6 +316,7 @@ impl NBody {
             pending: Vec::new(),
             edit,
             message: None,
+            occupancy: super::OccupancyCache::default(),
         };
         if let Err(error) = demo
             .bind_vertex_arrays(gl)
@@ -1122,18 +1124,20 @@ impl Demo for NBody {
         match &self.engine {
             Engine::Cuda { simulation, .. } => {
                 let kernels = simulation.kernels();
+                let launch = kernels.forces_config(
+                    simulation.len(),
+                    sim::slice_length(
+                        simulation.len(),
+                        simulation.slices(),
+                        kernels.variant.tile_size,
+                    ),
+                );
                 Some(KernelInfo {
                     name: format!("nbody_forces ({})", kernels.variant.label()),
                     origin: kernels.origin.clone(),
-                    launch: kernels.forces_config(
-                        simulation.len(),
-                        sim::slice_length(
-                            simulation.len(),
-                            simulation.slices(),
-                            kernels.variant.tile_size,
-                        ),
-                    ),
+                    launch,
                     attributes: *kernels.forces_attributes(),
+                    occupancy: self.occupancy.get(kernels.forces_function(), &launch),
                 })
             }
             Engine::Cpu(_) => None,

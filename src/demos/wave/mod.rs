@@ -151,6 +151,7 @@ pub struct Wave {
     /// A grid size chosen in the panel, applied at the next step (which has the GL context).
     pending_resize: Option<[u32; 2]>,
     message: Option<String>,
+    occupancy: super::OccupancyCache,
 }
 
 impl Wave {
@@ -212,6 +213,7 @@ impl Wave {
             phase: 0.0,
             pending_resize: None,
             message: None,
+            occupancy: super::OccupancyCache::default(),
         };
         if let Err(error) = wave.bind_vertex_array(gl) {
             Box::new(wave).destroy(gl);
@@ -517,6 +519,7 @@ impl Demo for Wave {
             origin: kernel.origin.clone(),
             launch: self.launch,
             attributes: *kernel.function.attributes(),
+            occupancy: self.occupancy.get(&kernel.function, &self.launch),
         })
     }
 
