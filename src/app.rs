@@ -52,15 +52,8 @@ pub fn run(options: WindowOptions) -> Result<WindowReport> {
         ))
     })?;
     event_loop.set_control_flow(ControlFlow::Poll);
-    let mut app = App {
-        options,
-        running: None,
-        error: None,
-        frames: 0,
-    };
-    event_loop
-        .run_app(&mut app)
-        .map_err(|e| Error::Window(e.to_string()))?;
+    let mut app = App { options, running: None, error: None, frames: 0 };
+    event_loop.run_app(&mut app).map_err(|e| Error::Window(e.to_string()))?;
     match app.error {
         Some(error) => Err(error),
         None => Ok(WindowReport { frames: app.frames }),
@@ -114,33 +107,17 @@ impl ApplicationHandler for App {
         }
     }
 
-    fn window_event(
-        &mut self,
-        event_loop: &ActiveEventLoop,
-        _window: WindowId,
-        event: WindowEvent,
-    ) {
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _window: WindowId, event: WindowEvent) {
         let Some(running) = self.running.as_mut() else {
             return;
         };
-        let egui_consumed = running
-            .egui
-            .state
-            .on_window_event(running.window.window(), &event)
-            .consumed;
+        let egui_consumed = running.egui.state.on_window_event(running.window.window(), &event).consumed;
         match event {
             WindowEvent::CloseRequested => self.close(event_loop),
             WindowEvent::Resized(_) => running.window.resize(),
             WindowEvent::RedrawRequested => {
-                let screenshot = self
-                    .options
-                    .max_frames
-                    .is_some_and(|max| self.frames + 1 >= max);
-                match running.redraw(
-                    screenshot
-                        .then_some(self.options.screenshot.as_deref())
-                        .flatten(),
-                ) {
+                let screenshot = self.options.max_frames.is_some_and(|max| self.frames + 1 >= max);
+                match running.redraw(screenshot.then_some(self.options.screenshot.as_deref()).flatten()) {
                     Ok(()) => self.frames += 1,
                     Err(error) => {
                         self.error = Some(error);
@@ -154,37 +131,26 @@ impl ApplicationHandler for App {
             }
             WindowEvent::ModifiersChanged(modifiers) => running.input.modifiers = modifiers.state(),
             WindowEvent::DroppedFile(path) => {
-                let result = running
-                    .session
-                    .demo()
-                    .and_then(|demo| demo.open_file(&path));
+                let result = running.session.demo().and_then(|demo| demo.open_file(&path));
                 if let Err(error) = result {
                     ui::push_message(&mut running.session.panel, error.to_string());
                 }
             }
             WindowEvent::KeyboardInput { event, .. }
-                if !egui_consumed
-                    && event.state == ElementState::Pressed
-                    && running.key(&event.logical_key) =>
+                if !egui_consumed && event.state == ElementState::Pressed && running.key(&event.logical_key) =>
             {
                 self.close(event_loop);
             }
-            WindowEvent::MouseInput { state, button, .. }
-                if !egui_consumed || state == ElementState::Released =>
-            {
+            WindowEvent::MouseInput { state, button, .. } if !egui_consumed || state == ElementState::Released => {
                 let pressed = state == ElementState::Pressed;
                 match button {
-                    MouseButton::Left if running.input.modifiers.shift_key() => {
-                        running.input.panning = pressed
-                    }
+                    MouseButton::Left if running.input.modifiers.shift_key() => running.input.panning = pressed,
                     MouseButton::Left => running.input.orbiting = pressed,
                     MouseButton::Right | MouseButton::Middle => running.input.panning = pressed,
                     _ => {}
                 }
             }
-            WindowEvent::CursorMoved { position, .. } => {
-                running.cursor_moved(position.x, position.y)
-            }
+            WindowEvent::CursorMoved { position, .. } => running.cursor_moved(position.x, position.y),
             WindowEvent::MouseWheel { delta, .. } if !egui_consumed => {
                 let steps = match delta {
                     MouseScrollDelta::LineDelta(_, y) => y,
@@ -225,7 +191,7 @@ impl Running {
         let title = format!("interop-lab — {}", options.spec.name());
         let window = WindowGl::new(event_loop, &title, options.size, options.vsync, true)?;
         let gl = window.gl().clone();
-        let selection = runtime::select(&options.cuda);
+        let selection = runtime::select(&options.cuda, &gl, &|name| window.proc_address(name));
         let mut session = Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())?;
         session.panel.vsync = Some(options.vsync);
         if let Some(unmet) = session.selection().unmet_request.clone() {
@@ -249,11 +215,7 @@ impl Running {
         );
         Ok(Self {
             session,
-            egui: EguiWindow {
-                context,
-                state,
-                painter,
-            },
+            egui: EguiWindow { context, state, painter },
             input: Input::default(),
             last_frame: Instant::now(),
             window,
@@ -270,35 +232,18 @@ impl Running {
 
         gl::bind_default_framebuffer(&gl);
         let scale = self.window.window().scale_factor() as f32;
-        let panel_px =
-            ((self.session.panel.width_points * scale) as u32).min(size[0].saturating_sub(1));
-        let view = View {
-            origin: [panel_px, 0],
-            size: [size[0] - panel_px, size[1]],
-        };
+        let panel_px = ((self.session.panel.width_points * scale) as u32).min(size[0].saturating_sub(1));
+        let view = View { origin: [panel_px, 0], size: [size[0] - panel_px, size[1]] };
         self.session.frame(&gl, view, dt);
 
         let raw_input = self.egui.state.take_egui_input(self.window.window());
         let session = &mut self.session;
         let mut actions = Vec::new();
-        let output = self
-            .egui
-            .context
-            .run_ui(raw_input, |ui| actions = session.panel(ui, &gl));
-        self.egui
-            .state
-            .handle_platform_output(self.window.window(), output.platform_output);
-        let primitives = self
-            .egui
-            .context
-            .tessellate(output.shapes, output.pixels_per_point);
+        let output = self.egui.context.run_ui(raw_input, |ui| actions = session.panel(ui, &gl));
+        self.egui.state.handle_platform_output(self.window.window(), output.platform_output);
+        let primitives = self.egui.context.tessellate(output.shapes, output.pixels_per_point);
         let mut textures = output.textures_delta;
-        self.egui.painter.paint_and_update_textures(
-            size,
-            output.pixels_per_point,
-            &primitives,
-            &mut textures,
-        );
+        self.egui.painter.paint_and_update_textures(size, output.pixels_per_point, &primitives, &mut textures);
 
         for action in actions {
             if let PanelAction::SetVsync(on) = action {
@@ -377,30 +322,17 @@ pub fn probe_window_context(query_cuda: bool) -> crate::doctor::GlCheck {
     impl ApplicationHandler for Probe {
         fn resumed(&mut self, event_loop: &ActiveEventLoop) {
             let kind = "window".to_owned();
-            self.result = Some(
-                match WindowGl::new(event_loop, "interop-lab doctor", [64, 64], false, false) {
-                    Ok(window) => {
-                        let info = crate::gl::GlInfo::query(window.gl());
-                        let (cuda_devices, error) = if self.query_cuda {
-                            crate::doctor::query_gl_devices()
-                        } else {
-                            (None, None)
-                        };
-                        crate::doctor::GlCheck {
-                            kind,
-                            info: Some(info),
-                            cuda_devices,
-                            error,
-                        }
-                    }
-                    Err(error) => crate::doctor::GlCheck {
-                        kind,
-                        info: None,
-                        cuda_devices: None,
-                        error: Some(error.to_string()),
-                    },
-                },
-            );
+            self.result = Some(match WindowGl::new(event_loop, "interop-lab doctor", [64, 64], false, false) {
+                Ok(window) => {
+                    let info = crate::gl::GlInfo::query(window.gl());
+                    let (cuda_devices, error) =
+                        if self.query_cuda { crate::doctor::query_gl_devices() } else { (None, None) };
+                    crate::doctor::GlCheck { kind, info: Some(info), cuda_devices, error }
+                }
+                Err(error) => {
+                    crate::doctor::GlCheck { kind, info: None, cuda_devices: None, error: Some(error.to_string()) }
+                }
+            });
             event_loop.exit();
         }
 
@@ -416,14 +348,9 @@ pub fn probe_window_context(query_cuda: bool) -> crate::doctor::GlCheck {
         Ok(event_loop) => event_loop,
         Err(error) => return failed(error.to_string()),
     };
-    let mut probe = Probe {
-        query_cuda,
-        result: None,
-    };
+    let mut probe = Probe { query_cuda, result: None };
     if let Err(error) = event_loop.run_app(&mut probe) {
         return failed(error.to_string());
     }
-    probe
-        .result
-        .unwrap_or_else(|| failed("the event loop ended before the window was created".to_owned()))
+    probe.result.unwrap_or_else(|| failed("the event loop ended before the window was created".to_owned()))
 }

@@ -89,53 +89,37 @@ pub struct BenchReport {
 /// Runs `bench nbody`: CUDA when it runs (or was asked for), else the CPU backend.
 pub fn nbody(options: &NBodyBench) -> Result<BenchReport> {
     if options.bodies.is_empty() {
-        return Err(Error::InvalidInput(
-            "--bodies needs at least one count".to_owned(),
-        ));
+        return Err(Error::InvalidInput("--bodies needs at least one count".to_owned()));
     }
     for &n in &options.bodies {
         crate::demos::nbody::validate_bodies(n)?;
     }
     if options.repeats == 0 {
-        return Err(Error::InvalidInput(
-            "--repeats must be at least 1".to_owned(),
-        ));
+        return Err(Error::InvalidInput("--repeats must be at least 1".to_owned()));
     }
     let report = match runtime::cuda_without_gl(&options.cuda) {
         Ok(cuda) => nbody_cuda(options, &cuda)?,
-        Err(error)
-            if options.cuda.backend == BackendRequest::Auto
-                || options.cuda.backend == BackendRequest::Cpu =>
-        {
+        Err(error) if options.cuda.backend == BackendRequest::Auto || options.cuda.backend == BackendRequest::Cpu => {
             log::info!("bench on the CPU backend: {error}");
             nbody_cpu(options)?
         }
         Err(error) => return Err(error),
     };
     if let Some(path) = &options.json {
-        let text = serde_json::to_string_pretty(&report.json)
-            .map_err(|e| Error::InvalidInput(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&report.json).map_err(|e| Error::InvalidInput(e.to_string()))?;
         std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
     }
     Ok(report)
 }
 
 fn sweep(values: &[u32], default: &[u32]) -> Vec<u32> {
-    if values.is_empty() {
-        default.to_vec()
-    } else {
-        values.to_vec()
-    }
+    if values.is_empty() { default.to_vec() } else { values.to_vec() }
 }
 
 fn candidates(options: &NBodyBench) -> Vec<Variant> {
     let mut variants = Vec::new();
     for &block_size in &sweep(&options.block_sizes, &[128, 256, 512]) {
-        let tiles = if options.tile_sizes.is_empty() {
-            vec![block_size]
-        } else {
-            options.tile_sizes.clone()
-        };
+        let tiles = if options.tile_sizes.is_empty() { vec![block_size] } else { options.tile_sizes.clone() };
         for &tile_size in &tiles {
             for &unroll in &sweep(&options.unrolls, &[4, 16]) {
                 for &bodies_per_thread in &sweep(&options.bodies_per_thread, &[1, 2, 4]) {
@@ -155,14 +139,9 @@ fn candidates(options: &NBodyBench) -> Vec<Variant> {
 
 fn to_vectors(bodies: &Bodies, precision: Precision) -> Vec<u8> {
     match precision {
-        Precision::F32 => bytemuck::cast_slice(
-            &bodies
-                .positions
-                .iter()
-                .map(|p| p.map(|v| v as f32))
-                .collect::<Vec<_>>(),
-        )
-        .to_vec(),
+        Precision::F32 => {
+            bytemuck::cast_slice(&bodies.positions.iter().map(|p| p.map(|v| v as f32)).collect::<Vec<_>>()).to_vec()
+        }
         Precision::F64 => bytemuck::cast_slice(&bodies.positions).to_vec(),
     }
 }
@@ -185,14 +164,7 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime) -> Result<BenchReport> {
     );
     table.push_str(&format!(
         "{:>9} {:<44} {:>6} {:>10} {:>14} {:>9} {:>7} {:>10}\n",
-        "bodies",
-        "best variant",
-        "slices",
-        "forces ms",
-        "interactions/s",
-        "GFLOP/s",
-        "% peak",
-        "frames/s"
+        "bodies", "best variant", "slices", "forces ms", "interactions/s", "GFLOP/s", "% peak", "frames/s"
     ));
     let mut sizes = Vec::new();
     for &n in &options.bodies {
@@ -210,12 +182,7 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime) -> Result<BenchReport> {
         let mut failures = Vec::new();
         for variant in candidates(options) {
             let slice_counts = if options.slices.is_empty() {
-                vec![sim::auto_slices(
-                    device.multiprocessors,
-                    variant.bodies_per_block(),
-                    variant.tile_size,
-                    n,
-                )]
+                vec![sim::auto_slices(device.multiprocessors, variant.bodies_per_block(), variant.tile_size, n)]
             } else {
                 options.slices.clone()
             };
@@ -229,24 +196,13 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime) -> Result<BenchReport> {
             for slices in slice_counts {
                 let slice_length = sim::slice_length(n, slices, variant.tile_size);
                 let slices = n.div_ceil(slice_length);
-                let partial =
-                    DeviceBuffer::new(&cuda.context, slices as usize * n as usize * vector)?;
-                match time_forces(
-                    &mut kernels,
-                    &stream,
-                    &positions,
-                    &partial,
-                    n,
-                    slice_length,
-                    &params,
-                    options,
-                ) {
+                let partial = DeviceBuffer::new(&cuda.context, slices as usize * n as usize * vector)?;
+                match time_forces(&mut kernels, &stream, &positions, &partial, n, slice_length, &params, options) {
                     Ok(times) => {
                         let Some(forces_us) = Percentiles::of(times.into_iter()) else {
                             continue;
                         };
-                        let interactions_per_s =
-                            f64::from(n) * f64::from(n) / (forces_us.median * 1e-6);
+                        let interactions_per_s = f64::from(n) * f64::from(n) / (forces_us.median * 1e-6);
                         let gflops = interactions_per_s * FLOPS_PER_INTERACTION / 1e9;
                         results.push(VariantResult {
                             variant,
@@ -259,27 +215,18 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime) -> Result<BenchReport> {
                             percent_of_peak: peak.map(|p| 100.0 * gflops * 1e9 / p),
                         });
                     }
-                    Err(error) => failures.push(
-                        json!({ "variant": variant, "slices": slices, "error": error.to_string() }),
-                    ),
+                    Err(error) => {
+                        failures.push(json!({ "variant": variant, "slices": slices, "error": error.to_string() }))
+                    }
                 }
             }
         }
-        let Some(best) = results
-            .iter()
-            .max_by(|a, b| a.interactions_per_s.total_cmp(&b.interactions_per_s))
-            .cloned()
+        let Some(best) = results.iter().max_by(|a, b| a.interactions_per_s.total_cmp(&b.interactions_per_s)).cloned()
         else {
-            return Err(Error::Unavailable(format!(
-                "no forces variant ran for {n} bodies: {failures:?}"
-            )));
+            return Err(Error::Unavailable(format!("no forces variant ran for {n} bodies: {failures:?}")));
         };
         let step_us = time_step(cuda, &stream, &bodies, &best, &params, options)?;
-        let frame = if options.frames > 0 {
-            Some(frame_benchmark(options, n, &best)?)
-        } else {
-            None
-        };
+        let frame = if options.frames > 0 { Some(frame_benchmark(options, n, &best)?) } else { None };
         let frames_per_second = frame.as_ref().and_then(|f| f["steps_per_s"].as_f64());
         table.push_str(&format!(
             "{:>9} {:<44} {:>6} {:>10.3} {:>14.3e} {:>9.0} {:>7} {:>10}\n",
@@ -289,12 +236,8 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime) -> Result<BenchReport> {
             best.forces_us.median / 1e3,
             best.interactions_per_s,
             best.gflops,
-            best.percent_of_peak
-                .map(|p| format!("{p:.1}"))
-                .unwrap_or_else(|| "?".to_owned()),
-            frames_per_second
-                .map(|f| format!("{f:.0}"))
-                .unwrap_or_else(|| "–".to_owned()),
+            best.percent_of_peak.map(|p| format!("{p:.1}")).unwrap_or_else(|| "?".to_owned()),
+            frames_per_second.map(|f| format!("{f:.0}")).unwrap_or_else(|| "–".to_owned()),
         ));
         let mut sorted = results.clone();
         sorted.sort_by(|a, b| b.interactions_per_s.total_cmp(&a.interactions_per_s));
@@ -336,36 +279,19 @@ fn time_forces(
     options: &NBodyBench,
 ) -> Result<Vec<f64>> {
     for _ in 0..options.warmup {
-        kernels.forces(
-            stream,
-            positions.span(),
-            partial.span(),
-            n,
-            slice_length,
-            params,
-        )?;
+        kernels.forces(stream, positions.span(), partial.span(), n, slice_length, params)?;
     }
     let context = stream.context();
     let mut events = Vec::with_capacity(options.repeats as usize);
     for _ in 0..options.repeats {
         let (start, end) = (Event::new(context)?, Event::new(context)?);
         start.record(stream)?;
-        kernels.forces(
-            stream,
-            positions.span(),
-            partial.span(),
-            n,
-            slice_length,
-            params,
-        )?;
+        kernels.forces(stream, positions.span(), partial.span(), n, slice_length, params)?;
         end.record(stream)?;
         events.push((start, end));
     }
     stream.synchronize()?;
-    events
-        .iter()
-        .map(|(start, end)| Ok(f64::from(end.elapsed_ms_since(start)?) * 1e3))
-        .collect()
+    events.iter().map(|(start, end)| Ok(f64::from(end.elapsed_ms_since(start)?) * 1e3)).collect()
 }
 
 /// Median time of a whole step (drift, forces, kick) with the best variant, µs.
@@ -408,41 +334,19 @@ fn time_step(
             n,
             params,
         )?;
-        kernels.forces(
-            stream,
-            positions[to].span(),
-            partial.span(),
-            n,
-            slice_length,
-            params,
-        )?;
-        kernels.kick(
-            stream,
-            velocities.span(),
-            accelerations.span(),
-            partial.span(),
-            None,
-            n,
-            slices,
-            params,
-        )?;
+        kernels.forces(stream, positions[to].span(), partial.span(), n, slice_length, params)?;
+        kernels.kick(stream, velocities.span(), accelerations.span(), partial.span(), None, n, slices, params)?;
         end.record(stream)?;
         end.synchronize()?;
         if round >= options.warmup {
             times.push(f64::from(end.elapsed_ms_since(&start)?) * 1e3);
         }
     }
-    Ok(Percentiles::of(times.into_iter())
-        .map(|p| p.median)
-        .unwrap_or(f64::NAN))
+    Ok(Percentiles::of(times.into_iter()).map(|p| p.median).unwrap_or(f64::NAN))
 }
 
 /// Full headless frames (map, step, unmap, draw) with `variant`, through the app itself.
-fn frame_benchmark(
-    options: &NBodyBench,
-    n: u32,
-    best: &VariantResult,
-) -> Result<serde_json::Value> {
+fn frame_benchmark(options: &NBodyBench, n: u32, best: &VariantResult) -> Result<serde_json::Value> {
     let settings = NBodySettings {
         bodies: Some(n),
         preset: options.preset,
@@ -454,12 +358,7 @@ fn frame_benchmark(
     frame_run(options, n, DemoSpec::NBody(settings), options.cuda.clone())
 }
 
-fn frame_run(
-    options: &NBodyBench,
-    n: u32,
-    spec: DemoSpec,
-    cuda: CudaOptions,
-) -> Result<serde_json::Value> {
+fn frame_run(options: &NBodyBench, n: u32, spec: DemoSpec, cuda: CudaOptions) -> Result<serde_json::Value> {
     let headless = HeadlessOptions {
         spec,
         frames: options.frames,
@@ -507,24 +406,18 @@ fn nbody_cpu(options: &NBodyBench) -> Result<BenchReport> {
             Precision::F32 => time_cpu::<f32>(&bodies, &params, options),
             Precision::F64 => time_cpu::<f64>(&bodies, &params, options),
         };
-        let forces_us = Percentiles::of(times.into_iter())
-            .ok_or_else(|| Error::InvalidInput("no CPU timings".to_owned()))?;
+        let forces_us =
+            Percentiles::of(times.into_iter()).ok_or_else(|| Error::InvalidInput("no CPU timings".to_owned()))?;
         let interactions_per_s = f64::from(n) * f64::from(n) / (forces_us.median * 1e-6);
         let frame = if options.frames > 0 {
             let settings = NBodySettings {
                 bodies: Some(n),
                 preset: options.preset,
-                variant: Variant {
-                    precision: options.precision,
-                    ..Variant::default()
-                },
+                variant: Variant { precision: options.precision, ..Variant::default() },
                 energy_every: 0,
                 ..NBodySettings::default()
             };
-            let cpu = CudaOptions {
-                backend: BackendRequest::Cpu,
-                ..options.cuda.clone()
-            };
+            let cpu = CudaOptions { backend: BackendRequest::Cpu, ..options.cuda.clone() };
             Some(frame_run(options, n, DemoSpec::NBody(settings), cpu)?)
         } else {
             None
@@ -536,9 +429,7 @@ fn nbody_cpu(options: &NBodyBench) -> Result<BenchReport> {
             forces_us.median / 1e3,
             interactions_per_s,
             interactions_per_s * FLOPS_PER_INTERACTION / 1e9,
-            frames_per_second
-                .map(|f| format!("{f:.1}"))
-                .unwrap_or_else(|| "–".to_owned())
+            frames_per_second.map(|f| format!("{f:.1}")).unwrap_or_else(|| "–".to_owned())
         ));
         sizes.push(json!({
             "bodies": n,
@@ -563,11 +454,7 @@ fn nbody_cpu(options: &NBodyBench) -> Result<BenchReport> {
 }
 
 fn time_cpu<T: cpu::Real>(bodies: &Bodies, params: &Params, options: &NBodyBench) -> Vec<f64> {
-    let positions: Vec<[T; 4]> = bodies
-        .positions
-        .iter()
-        .map(|p| p.map(T::from_f64))
-        .collect();
+    let positions: Vec<[T; 4]> = bodies.positions.iter().map(|p| p.map(T::from_f64)).collect();
     let mut out = vec![[T::ZERO; 4]; bodies.len()];
     let mut scratch = Scratch::default();
     for _ in 0..options.warmup.min(2) {
@@ -615,18 +502,11 @@ const NAIVE_BENCH_RADIUS: u32 = 16;
 /// Runs `bench blur`: kernels alone (CUDA events around both passes), then full headless frames
 /// per route at the σ closest to 10 with the fastest filter there.
 pub fn blur(options: &BlurBench) -> Result<BenchReport> {
-    crate::demos::blur::image::check_size(options.size[0], options.size[1])
-        .map_err(Error::InvalidInput)?;
+    crate::demos::blur::image::check_size(options.size[0], options.size[1]).map_err(Error::InvalidInput)?;
     if options.sigmas.is_empty() || options.repeats == 0 {
-        return Err(Error::InvalidInput(
-            "bench blur needs at least one σ and one repeat".to_owned(),
-        ));
+        return Err(Error::InvalidInput("bench blur needs at least one σ and one repeat".to_owned()));
     }
-    let filters = if options.filters.is_empty() {
-        Filter::ALL.to_vec()
-    } else {
-        options.filters.clone()
-    };
+    let filters = if options.filters.is_empty() { Filter::ALL.to_vec() } else { options.filters.clone() };
     let cuda = match runtime::cuda_without_gl(&options.cuda) {
         Ok(cuda) => cuda,
         Err(error) if options.cuda.backend != BackendRequest::Cuda => {
@@ -668,22 +548,17 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
             pixels_per_thread: options.pixels_per_thread,
             ..BlurSettings::default()
         };
-        let weights: Vec<f32> = blur_cpu::gaussian_weights(sigma, settings.radius() as usize)
-            .iter()
-            .map(|&w| w as f32)
-            .collect();
+        let weights: Vec<f32> =
+            blur_cpu::gaussian_weights(sigma, settings.radius() as usize).iter().map(|&w| w as f32).collect();
         let mut weights_buffer = DeviceBuffer::new(&cuda.context, weights.len() * 4)?;
         weights_buffer.upload(&stream, bytemuck::cast_slice(&weights))?;
         for &filter in &filters {
-            let settings = BlurSettings {
-                filter,
-                ..settings.clone()
-            };
+            let settings = BlurSettings { filter, ..settings.clone() };
             let skip = match (filter, settings.validate()) {
                 (_, Err(error)) => Some(error.to_string()),
-                (Filter::Naive, Ok(())) if settings.radius() > NAIVE_BENCH_RADIUS => Some(format!(
-                    "naive not timed beyond radius {NAIVE_BENCH_RADIUS}: (2r+1)² taps per pixel"
-                )),
+                (Filter::Naive, Ok(())) if settings.radius() > NAIVE_BENCH_RADIUS => {
+                    Some(format!("naive not timed beyond radius {NAIVE_BENCH_RADIUS}: (2r+1)² taps per pixel"))
+                }
                 _ => None,
             };
             if let Some(reason) = skip {
@@ -692,30 +567,25 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
             }
             let job = settings.job(options.size);
             if let Err(error) = kernels.validate(&job) {
-                results.push(
-                    json!({ "sigma": sigma, "filter": filter, "skipped": error.to_string() }),
-                );
+                results.push(json!({ "sigma": sigma, "filter": filter, "skipped": error.to_string() }));
                 continue;
             }
             let context = stream.context();
-            let run =
-                |kernels: &mut BlurKernels,
-                 marks: Option<(&crate::cuda::timing::Marks<'_>, usize)>| {
-                    kernels.run(
-                        &stream,
-                        &job,
-                        input.span(),
-                        scratch.span(),
-                        weights_buffer.span(),
-                        BlurOutput::Buffer(output.span()),
-                        marks,
-                    )
-                };
+            let run = |kernels: &mut BlurKernels, marks: Option<(&crate::cuda::timing::Marks<'_>, usize)>| {
+                kernels.run(
+                    &stream,
+                    &job,
+                    input.span(),
+                    scratch.span(),
+                    weights_buffer.span(),
+                    BlurOutput::Buffer(output.span()),
+                    marks,
+                )
+            };
             for _ in 0..options.warmup {
                 run(&mut kernels, None)?;
             }
-            let mut ring =
-                crate::cuda::timing::EventRing::new(context, options.repeats as usize, 3)?;
+            let mut ring = crate::cuda::timing::EventRing::new(context, options.repeats as usize, 3)?;
             for repeat in 0..options.repeats {
                 let marks = ring.begin();
                 marks.mark(0, &stream)?;
@@ -764,12 +634,8 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
         }
     }
     // Full frames at the σ closest to 10 with the filter that was fastest there.
-    let frame_sigma = options
-        .sigmas
-        .iter()
-        .copied()
-        .min_by(|a, b| (a - 10.0).abs().total_cmp(&(b - 10.0).abs()))
-        .unwrap_or(10.0);
+    let frame_sigma =
+        options.sigmas.iter().copied().min_by(|a, b| (a - 10.0).abs().total_cmp(&(b - 10.0).abs())).unwrap_or(10.0);
     let fastest = results
         .iter()
         .filter(|r| r["sigma"].as_f64() == Some(frame_sigma) && r["total_us"].is_object())
@@ -786,14 +652,8 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
             "\nfull headless frames (blur + interop + draw), σ {frame_sigma}, {}:\n",
             filter.name()
         ));
-        let image_path =
-            std::env::temp_dir().join(format!("interop-lab-bench-{}.png", std::process::id()));
-        crate::demos::blur::image::save_png(
-            &image_path,
-            options.size,
-            PixelFormat::Rgba8,
-            &source.rgba8,
-        )?;
+        let image_path = std::env::temp_dir().join(format!("interop-lab-bench-{}.png", std::process::id()));
+        crate::demos::blur::image::save_png(&image_path, options.size, PixelFormat::Rgba8, &source.rgba8)?;
         for (route, transfer) in [
             (Route::Texture, TransferRequest::Interop),
             (Route::Pbo, TransferRequest::Interop),
@@ -817,22 +677,12 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
                 screenshot: None,
                 stats: None,
                 panel: false,
-                cuda: CudaOptions {
-                    transfer,
-                    ..options.cuda.clone()
-                },
+                cuda: CudaOptions { transfer, ..options.cuda.clone() },
                 shaders_dir: None,
             };
             let report = headless::run(&headless)?;
-            let label = format!(
-                "{} / {}",
-                report.json["transfer"].as_str().unwrap_or("?"),
-                route.label()
-            );
-            table.push_str(&format!(
-                "  {label:<48} {:>8.0} frames/s\n",
-                report.frames_per_second
-            ));
+            let label = format!("{} / {}", report.json["transfer"].as_str().unwrap_or("?"), route.label());
+            table.push_str(&format!("  {label:<48} {:>8.0} frames/s\n", report.frames_per_second));
             frames.push(json!({ "route": route, "transfer": report.json["transfer"], "frames_per_second": report.frames_per_second, "timings_us": report.summary }));
         }
         std::fs::remove_file(&image_path).ok();
@@ -869,15 +719,8 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
     let mut results = Vec::new();
     for &sigma in &options.sigmas {
         for &filter in filters {
-            let settings = BlurSettings {
-                sigma,
-                filter,
-                format: options.format,
-                ..BlurSettings::default()
-            };
-            if settings.validate().is_err()
-                || (filter == Filter::Naive && settings.radius() > NAIVE_BENCH_RADIUS)
-            {
+            let settings = BlurSettings { sigma, filter, format: options.format, ..BlurSettings::default() };
+            if settings.validate().is_err() || (filter == Filter::Naive && settings.radius() > NAIVE_BENCH_RADIUS) {
                 continue;
             }
             let times: Vec<f64> = (0..options.repeats.min(5))
@@ -887,8 +730,8 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
                     started.elapsed().as_secs_f64() * 1e6
                 })
                 .collect();
-            let total = Percentiles::of(times.into_iter())
-                .ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
+            let total =
+                Percentiles::of(times.into_iter()).ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
             table.push_str(&format!(
                 "  σ {sigma:>6} {:<10} {:>10.0} µs {:>8.1} Mpixel/s\n",
                 filter.name(),
@@ -905,8 +748,7 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
 
 fn write_json(path: &Option<PathBuf>, json: &serde_json::Value) -> Result<()> {
     if let Some(path) = path {
-        let text =
-            serde_json::to_string_pretty(json).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        let text = serde_json::to_string_pretty(json).map_err(|e| Error::InvalidInput(e.to_string()))?;
         std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
     }
     Ok(())

@@ -20,13 +20,7 @@ pub struct OrbitCamera {
 impl OrbitCamera {
     /// A camera at `distance` from the origin, looking slightly down.
     pub fn new(distance: f32) -> Self {
-        Self {
-            target: Vec3::ZERO,
-            yaw: 0.6,
-            pitch: 0.5,
-            distance,
-            fov_y: 45f32.to_radians(),
-        }
+        Self { target: Vec3::ZERO, yaw: 0.6, pitch: 0.5, distance, fov_y: 45f32.to_radians() }
     }
 
     /// The eye position.
@@ -45,8 +39,7 @@ impl OrbitCamera {
     pub fn view_projection(&self, aspect: f32) -> Mat4 {
         let near = (self.distance * 0.001).max(1e-4);
         let far = self.distance * 100.0 + 100.0;
-        let projection =
-            glam::camera::rh::proj::opengl::perspective(self.fov_y, aspect.max(1e-3), near, far);
+        let projection = glam::camera::rh::proj::opengl::perspective(self.fov_y, aspect.max(1e-3), near, far);
         projection * self.view()
     }
 
@@ -83,10 +76,7 @@ mod tests {
         let clip = camera.view_projection(1.6) * camera.target.extend(1.0);
         let ndc = clip.truncate() / clip.w;
         assert!(ndc.x.abs() < 1e-5 && ndc.y.abs() < 1e-5, "{ndc:?}");
-        assert!(
-            ndc.z > -1.0 && ndc.z < 1.0,
-            "inside the depth range: {ndc:?}"
-        );
+        assert!(ndc.z > -1.0 && ndc.z < 1.0, "inside the depth range: {ndc:?}");
         let before = camera.distance;
         camera.zoom(1.0);
         assert!(camera.distance < before);

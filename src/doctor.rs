@@ -101,10 +101,7 @@ const PRIME_FIX: &str = "on a laptop with an integrated GPU, start the app on th
 pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>) -> Report {
     let mut problems = Vec::new();
     let problem = |problems: &mut Vec<Problem>, problem: String, fix: &str| {
-        problems.push(Problem {
-            problem,
-            fix: fix.to_owned(),
-        })
+        problems.push(Problem { problem, fix: fix.to_owned() })
     };
 
     let driver = if options.backend == runtime::BackendRequest::Cpu {
@@ -123,11 +120,7 @@ pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>
             }
         }
     };
-    let devices = if driver.is_some() {
-        device::all_devices().unwrap_or_default()
-    } else {
-        Vec::new()
-    };
+    let devices = if driver.is_some() { device::all_devices().unwrap_or_default() } else { Vec::new() };
     if driver.is_some() && devices.is_empty() {
         problem(
             &mut problems,
@@ -158,13 +151,8 @@ pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>
 
     // The window's context first: GLX refuses to make a context current (BadAccess) on a thread
     // where an EGL context was current before.
-    let display_present =
-        std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
-    let window_gl = if display_present {
-        window_check.map(|check| check())
-    } else {
-        None
-    };
+    let display_present = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    let window_gl = if display_present { window_check.map(|check| check()) } else { None };
     let egl_devices = headless::list_devices().unwrap_or_default();
     let preferred = devices.first().map(|d| options.device.unwrap_or(d.ordinal));
     let headless_gl = check_headless(preferred, driver.is_some());
@@ -175,10 +163,7 @@ pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>
             "install Mesa's EGL (libegl1 libegl-mesa0 libgl1-mesa-dri) or the NVIDIA driver's GL libraries",
         );
     }
-    if let Some(GlCheck {
-        error: Some(error), ..
-    }) = &window_gl
-    {
+    if let Some(GlCheck { error: Some(error), .. }) = &window_gl {
         problem(
             &mut problems,
             format!("no GL context for a window: {error}"),
@@ -187,21 +172,10 @@ pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>
     }
 
     // The context the app would draw with: the window's when there is a display, else headless.
-    let app_gl = window_gl
-        .as_ref()
-        .filter(|w| w.info.is_some())
-        .unwrap_or(&headless_gl);
-    let interop_device = app_gl
-        .cuda_devices
-        .as_ref()
-        .and_then(|devices| devices.first().copied());
-    if driver.is_some() && !devices.is_empty() && app_gl.info.is_some() && interop_device.is_none()
-    {
-        let renderer = app_gl
-            .info
-            .as_ref()
-            .map(|i| format!("{} / {}", i.vendor, i.renderer))
-            .unwrap_or_default();
+    let app_gl = window_gl.as_ref().filter(|w| w.info.is_some()).unwrap_or(&headless_gl);
+    let interop_device = app_gl.cuda_devices.as_ref().and_then(|devices| devices.first().copied());
+    if driver.is_some() && !devices.is_empty() && app_gl.info.is_some() && interop_device.is_none() {
+        let renderer = app_gl.info.as_ref().map(|i| format!("{} / {}", i.vendor, i.renderer)).unwrap_or_default();
         let fix = if app_gl.kind.starts_with("window") {
             PRIME_FIX
         } else {
@@ -220,29 +194,16 @@ pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>
     let (kernels, kernel_cache) = check_kernels(driver, &devices, options, &mut problems);
 
     let (transfer, reason) = if driver.is_none() || devices.is_empty() || nvrtc.is_err() {
-        (
-            TransferKind::Cpu,
-            "CUDA is not usable here (see the problems above)".to_owned(),
-        )
+        (TransferKind::Cpu, "CUDA is not usable here (see the problems above)".to_owned())
     } else if kernels.iter().any(|k| k.error.is_some()) {
-        (
-            TransferKind::Cpu,
-            "the kernels do not compile or load on this device".to_owned(),
-        )
+        (TransferKind::Cpu, "the kernels do not compile or load on this device".to_owned())
     } else if interop_device.is_some() && options.transfer != runtime::TransferRequest::Copy {
         (
             TransferKind::Interop,
-            format!(
-                "the {} GL context runs on CUDA device {}",
-                app_gl.kind,
-                interop_device.unwrap_or(0)
-            ),
+            format!("the {} GL context runs on CUDA device {}", app_gl.kind, interop_device.unwrap_or(0)),
         )
     } else {
-        (
-            TransferKind::HostCopy,
-            "CUDA works but the GL context is not on a CUDA device".to_owned(),
-        )
+        (TransferKind::HostCopy, "CUDA works but the GL context is not on a CUDA device".to_owned())
     };
     let exit_code = if app_gl.info.is_none() {
         2
@@ -270,11 +231,7 @@ pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>
         session_type: session_type.to_owned(),
         environment: ENVIRONMENT
             .iter()
-            .filter_map(|name| {
-                std::env::var(name)
-                    .ok()
-                    .map(|value| ((*name).to_owned(), value))
-            })
+            .filter_map(|name| std::env::var(name).ok().map(|value| ((*name).to_owned(), value)))
             .collect(),
         transfer,
         reason,
@@ -287,17 +244,8 @@ fn check_headless(cuda_device: Option<i32>, cuda: bool) -> GlCheck {
     match HeadlessGl::new(cuda_device) {
         Ok(context) => {
             let info = GlInfo::query(context.gl());
-            let (cuda_devices, error) = if cuda {
-                query_gl_devices()
-            } else {
-                (None, None)
-            };
-            GlCheck {
-                kind: "headless (EGL device)".to_owned(),
-                info: Some(info),
-                cuda_devices,
-                error,
-            }
+            let (cuda_devices, error) = if cuda { query_gl_devices() } else { (None, None) };
+            GlCheck { kind: "headless (EGL device)".to_owned(), info: Some(info), cuda_devices, error }
         }
         Err(error) => GlCheck {
             kind: "headless (EGL device)".to_owned(),
@@ -322,11 +270,7 @@ fn check_kernels(
     options: &CudaOptions,
     problems: &mut Vec<Problem>,
 ) -> (Vec<KernelCheck>, Option<String>) {
-    let cache_dir = if options.no_cache {
-        None
-    } else {
-        module::default_cache_dir()
-    };
+    let cache_dir = if options.no_cache { None } else { module::default_cache_dir() };
     let cache = cache_dir.as_ref().map(|d| d.display().to_string());
     let (Some(driver), Some(device)) = (driver, devices.first()) else {
         return (Vec::new(), cache);
@@ -338,24 +282,14 @@ fn check_kernels(
     let context = match Context::new(driver, ordinal) {
         Ok(context) => context,
         Err(error) => {
-            problems.push(Problem {
-                problem: error.to_string(),
-                fix: "see the message".to_owned(),
-            });
+            problems.push(Problem { problem: error.to_string(), fix: "see the message".to_owned() });
             return (Vec::new(), cache);
         }
     };
-    let compiler = match Compiler::new(
-        context.device().compute_capability,
-        options.kernels_dir.clone(),
-        cache_dir,
-    ) {
+    let compiler = match Compiler::new(context.device().compute_capability, options.kernels_dir.clone(), cache_dir) {
         Ok(compiler) => compiler,
         Err(error) => {
-            problems.push(Problem {
-                problem: error.to_string(),
-                fix: "install a matching NVRTC".to_owned(),
-            });
+            problems.push(Problem { problem: error.to_string(), fix: "install a matching NVRTC".to_owned() });
             return (Vec::new(), cache);
         }
     };
@@ -364,32 +298,17 @@ fn check_kernels(
         .map(|file| {
             let compiled = compiler.compile(file, &[]);
             let (target, cached, compile_ms) = match &compiled {
-                Ok(c) => (
-                    Some(c.target.clone()),
-                    c.from_cache,
-                    c.compile_time.as_secs_f64() * 1e3,
-                ),
+                Ok(c) => (Some(c.target.clone()), c.from_cache, c.compile_time.as_secs_f64() * 1e3),
                 Err(_) => (None, false, 0.0),
             };
-            let error = compiled
-                .and_then(|c| Module::load(&context, &c))
-                .err()
-                .map(|e| e.to_string());
+            let error = compiled.and_then(|c| Module::load(&context, &c)).err().map(|e| e.to_string());
             if let Some(error) = &error {
                 problems.push(Problem {
                     problem: format!("{}: {error}", file.name),
-                    fix:
-                        "fix the kernel (the log above has file:line), or match NVRTC to the driver"
-                            .to_owned(),
+                    fix: "fix the kernel (the log above has file:line), or match NVRTC to the driver".to_owned(),
                 });
             }
-            KernelCheck {
-                file: file.name.to_owned(),
-                target,
-                cached,
-                compile_ms,
-                error,
-            }
+            KernelCheck { file: file.name.to_owned(), target, cached, compile_ms, error }
         })
         .collect();
     (checks, cache)
@@ -436,45 +355,27 @@ pub fn render(report: &Report) -> String {
             out,
             "   EGL device {}: {}{}{}",
             e.index,
-            e.name
-                .as_deref()
-                .or(e.vendor.as_deref())
-                .unwrap_or("unnamed"),
-            e.cuda_device
-                .map(|c| format!(", CUDA device {c}"))
-                .unwrap_or_default(),
+            e.name.as_deref().or(e.vendor.as_deref()).unwrap_or("unnamed"),
+            e.cuda_device.map(|c| format!(", CUDA device {c}")).unwrap_or_default(),
             if e.software { ", software" } else { "" }
         );
     }
     for check in std::iter::once(&report.headless_gl).chain(report.window_gl.as_ref()) {
         match &check.info {
             Some(info) => {
-                let _ = writeln!(
-                    out,
-                    "ok GL {}: {} / {} / {}",
-                    check.kind, info.vendor, info.renderer, info.version
-                );
+                let _ = writeln!(out, "ok GL {}: {} / {} / {}", check.kind, info.vendor, info.renderer, info.version);
                 match &check.cuda_devices {
                     Some(devices) if !devices.is_empty() => {
-                        let _ = writeln!(
-                            out,
-                            "ok   cuGLGetDevices: CUDA device(s) {devices:?} own this context"
-                        );
+                        let _ = writeln!(out, "ok   cuGLGetDevices: CUDA device(s) {devices:?} own this context");
                     }
                     Some(_) => {
-                        let _ =
-                            writeln!(out, "--   cuGLGetDevices: no CUDA device owns this context");
+                        let _ = writeln!(out, "--   cuGLGetDevices: no CUDA device owns this context");
                     }
                     None => {}
                 }
             }
             None => {
-                let _ = writeln!(
-                    out,
-                    "-- GL {}: {}",
-                    check.kind,
-                    check.error.as_deref().unwrap_or("not created")
-                );
+                let _ = writeln!(out, "-- GL {}: {}", check.kind, check.error.as_deref().unwrap_or("not created"));
             }
         }
     }
@@ -499,12 +400,7 @@ pub fn render(report: &Report) -> String {
     for (name, value) in &report.environment {
         let _ = writeln!(out, "   {name}={value}");
     }
-    let _ = writeln!(
-        out,
-        "\ntransfer path: {} ({})",
-        report.transfer.label(),
-        report.reason
-    );
+    let _ = writeln!(out, "\ntransfer path: {} ({})", report.transfer.label(), report.reason);
     if report.problems.is_empty() {
         let _ = writeln!(out, "no problems found");
     }

@@ -66,9 +66,7 @@ pub enum Error {
     Launch(#[from] LaunchError),
 
     /// A kernel's module does not contain the function we asked for.
-    #[error(
-        "kernel `{function}` was not found in {file}: check its name and that it is declared extern \"C\""
-    )]
+    #[error("kernel `{function}` was not found in {file}: check its name and that it is declared extern \"C\"")]
     MissingKernel {
         /// Kernel file.
         file: String,
@@ -123,9 +121,6 @@ fn hint_suffix(hint: &Option<&'static str>) -> String {
 impl Error {
     /// An I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io {
-            path: path.into(),
-            source,
-        }
+        Self::Io { path: path.into(), source }
     }
 }

@@ -53,25 +53,19 @@ pub struct HeadlessReport {
 /// Runs the demo headless.
 pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     if options.frames == 0 {
-        return Err(Error::InvalidInput(
-            "--frames must be at least 1".to_owned(),
-        ));
+        return Err(Error::InvalidInput("--frames must be at least 1".to_owned()));
     }
     if !(options.dt.is_finite() && options.dt >= 0.0) {
-        return Err(Error::InvalidInput(format!(
-            "time step {} must be a finite number ≥ 0",
-            options.dt
-        )));
+        return Err(Error::InvalidInput(format!("time step {} must be a finite number ≥ 0", options.dt)));
     }
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&options.cuda))?;
     let gl = context.gl().clone();
-    let selection = runtime::select(&options.cuda);
+    let selection = runtime::select(&options.cuda, &gl, &|name| context.proc_address(name));
     if let Some(unmet) = &selection.unmet_request {
         return Err(Error::Unavailable(unmet.clone()));
     }
     let framebuffer = Framebuffer::new(&gl, options.size)?;
-    let mut session = match Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())
-    {
+    let mut session = match Session::new(&gl, selection, &options.spec, options.shaders_dir.clone()) {
         Ok(session) => session,
         Err(error) => {
             let mut framebuffer = framebuffer;
@@ -79,19 +73,8 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
             return Err(error);
         }
     };
-    let mut overlay = if options.panel {
-        Some(PanelOverlay::new(gl.clone())?)
-    } else {
-        None
-    };
-    let result = render(
-        &gl,
-        &mut session,
-        &framebuffer,
-        overlay.as_mut(),
-        options,
-        context.device(),
-    );
+    let mut overlay = if options.panel { Some(PanelOverlay::new(gl.clone())?) } else { None };
+    let result = render(&gl, &mut session, &framebuffer, overlay.as_mut(), options, context.device());
     if let Some(overlay) = overlay.as_mut() {
         overlay.painter.destroy();
     }
@@ -113,14 +96,9 @@ fn render(
     let started = Instant::now();
     for _ in 0..options.frames {
         framebuffer.bind(gl);
-        let panel_px = overlay
-            .as_ref()
-            .map(|o| o.panel_width_px(session))
-            .unwrap_or(0);
-        let view = View {
-            origin: [panel_px.min(size[0] - 1), 0],
-            size: [size[0].saturating_sub(panel_px).max(1), size[1]],
-        };
+        let panel_px = overlay.as_ref().map(|o| o.panel_width_px(session)).unwrap_or(0);
+        let view =
+            View { origin: [panel_px.min(size[0] - 1), 0], size: [size[0].saturating_sub(panel_px).max(1), size[1]] };
         session.frame(gl, view, options.dt);
         if let Some(overlay) = overlay.as_deref_mut() {
             overlay.paint(gl, session, size);
@@ -129,9 +107,7 @@ fn render(
     session.finish(gl)?;
     let wall = started.elapsed().as_secs_f64();
     if let Some(message) = session.panel.messages.first() {
-        return Err(Error::Unavailable(format!(
-            "the run reported an error: {message}"
-        )));
+        return Err(Error::Unavailable(format!("the run reported an error: {message}")));
     }
     let pixels = framebuffer.read_rgba(gl)?;
     gl::bind_default_framebuffer(gl);
@@ -140,25 +116,12 @@ fn render(
     }
     let summary = session.history().summary(None);
     let frames_per_second = f64::from(options.frames) / wall;
-    let json = report_json(
-        session,
-        options,
-        &summary,
-        wall,
-        frames_per_second,
-        egl_device,
-    )?;
+    let json = report_json(session, options, &summary, wall, frames_per_second, egl_device)?;
     if let Some(path) = &options.stats {
-        let text =
-            serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
         std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
     }
-    Ok(HeadlessReport {
-        json,
-        summary,
-        pixels,
-        frames_per_second,
-    })
+    Ok(HeadlessReport { json, summary, pixels, frames_per_second })
 }
 
 fn report_json(
@@ -170,10 +133,7 @@ fn report_json(
     egl_device: &crate::context::headless::EglDeviceInfo,
 ) -> Result<serde_json::Value> {
     let selection = session.selection();
-    let device = selection
-        .cuda
-        .as_ref()
-        .map(|cuda| cuda.context.device().clone());
+    let device = selection.cuda.as_ref().map(|cuda| cuda.context.device().clone());
     let gl_info = session.gl_info().clone();
     let demo = session.demo()?;
     let kernel = demo.kernel_info().map(|k| {
@@ -205,16 +165,11 @@ fn report_json(
 
 /// Writes tightly packed RGBA8 pixels as a PNG.
 pub fn write_png(path: &std::path::Path, size: [u32; 2], pixels: &[u8]) -> Result<()> {
-    let image = image::RgbaImage::from_raw(size[0], size[1], pixels.to_vec()).ok_or_else(|| {
-        Error::Image {
-            path: path.to_owned(),
-            message: "pixel buffer does not match the size".to_owned(),
-        }
-    })?;
-    image.save(path).map_err(|e| Error::Image {
+    let image = image::RgbaImage::from_raw(size[0], size[1], pixels.to_vec()).ok_or_else(|| Error::Image {
         path: path.to_owned(),
-        message: e.to_string(),
-    })
+        message: "pixel buffer does not match the size".to_owned(),
+    })?;
+    image.save(path).map_err(|e| Error::Image { path: path.to_owned(), message: e.to_string() })
 }
 
 /// The side panel painted into offscreen frames (for screenshots of the whole app).
@@ -226,13 +181,8 @@ struct PanelOverlay {
 
 impl PanelOverlay {
     fn new(gl: std::sync::Arc<glow::Context>) -> Result<Self> {
-        let painter =
-            egui_glow::Painter::new(gl, "", None, false).map_err(|e| Error::Gl(e.to_string()))?;
-        Ok(Self {
-            context: egui::Context::default(),
-            painter,
-            started: Instant::now(),
-        })
+        let painter = egui_glow::Painter::new(gl, "", None, false).map_err(|e| Error::Gl(e.to_string()))?;
+        Ok(Self { context: egui::Context::default(), painter, started: Instant::now() })
     }
 
     fn panel_width_px(&self, session: &Session) -> u32 {
@@ -242,25 +192,15 @@ impl PanelOverlay {
 
     fn paint(&mut self, gl: &glow::Context, session: &mut Session, size: [u32; 2]) {
         let input = egui::RawInput {
-            screen_rect: Some(egui::Rect::from_min_size(
-                egui::Pos2::ZERO,
-                egui::vec2(size[0] as f32, size[1] as f32),
-            )),
+            screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(size[0] as f32, size[1] as f32))),
             time: Some(self.started.elapsed().as_secs_f64()),
             ..Default::default()
         };
         let output = self.context.run_ui(input, |ui| {
             let _ = session.panel(ui, gl);
         });
-        let primitives = self
-            .context
-            .tessellate(output.shapes, output.pixels_per_point);
+        let primitives = self.context.tessellate(output.shapes, output.pixels_per_point);
         let mut textures = output.textures_delta;
-        self.painter.paint_and_update_textures(
-            size,
-            output.pixels_per_point,
-            &primitives,
-            &mut textures,
-        );
+        self.painter.paint_and_update_textures(size, output.pixels_per_point, &primitives, &mut textures);
     }
 }

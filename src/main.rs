@@ -353,14 +353,9 @@ struct DoctorArgs {
 }
 
 fn parse_pair(text: &str) -> std::result::Result<[u32; 2], String> {
-    let (a, b) = text
-        .split_once(['x', 'X'])
-        .ok_or_else(|| format!("{text:?} is not of the form AxB, e.g. 1280x800"))?;
-    let number = |s: &str| {
-        s.trim()
-            .parse::<u32>()
-            .map_err(|_| format!("{s:?} in {text:?} is not a whole number"))
-    };
+    let (a, b) =
+        text.split_once(['x', 'X']).ok_or_else(|| format!("{text:?} is not of the form AxB, e.g. 1280x800"))?;
+    let number = |s: &str| s.trim().parse::<u32>().map_err(|_| format!("{s:?} in {text:?} is not a whole number"));
     Ok([number(a)?, number(b)?])
 }
 
@@ -430,10 +425,7 @@ impl NBodyArgs {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("warn,interop_lab=info"),
-    )
-    .init();
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn,interop_lab=info")).init();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -490,9 +482,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if run.stats.is_some() {
-        return Err(Error::InvalidInput(
-            "--stats is written by headless runs: add --headless".to_owned(),
-        ));
+        return Err(Error::InvalidInput("--stats is written by headless runs: add --headless".to_owned()));
     }
     let report = app::run(app::WindowOptions {
         spec,
@@ -509,16 +499,8 @@ fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
 
 fn print_headless(report: &headless::HeadlessReport, options: &HeadlessOptions) {
     let json = &report.json;
-    let text = |key: &str| {
-        json.get(key)
-            .and_then(|v| v.as_str())
-            .unwrap_or("?")
-            .to_owned()
-    };
-    let device = json
-        .pointer("/device/name")
-        .and_then(|v| v.as_str())
-        .unwrap_or("no CUDA device");
+    let text = |key: &str| json.get(key).and_then(|v| v.as_str()).unwrap_or("?").to_owned();
+    let device = json.pointer("/device/name").and_then(|v| v.as_str()).unwrap_or("no CUDA device");
     println!(
         "{} on {} ({}), transfer {}: {} frames at {}x{}, {:.0} frames/s",
         text("demo"),
@@ -530,29 +512,17 @@ fn print_headless(report: &headless::HeadlessReport, options: &HeadlessOptions) 
         options.size[1],
         report.frames_per_second
     );
-    println!(
-        "{:<9} {:>22} {:>22}",
-        "stage", "host µs median / p90", "GPU µs median / p90"
-    );
+    println!("{:<9} {:>22} {:>22}", "stage", "host µs median / p90", "GPU µs median / p90");
     for stage in Stage::ALL {
         let Some(times) = report.summary.stage(stage) else {
             continue;
         };
         let cell = |p: Option<interop_lab::stats::Percentiles>| {
-            p.map(|p| format!("{:.1} / {:.1}", p.median, p.p90))
-                .unwrap_or_else(|| "–".to_owned())
+            p.map(|p| format!("{:.1} / {:.1}", p.median, p.p90)).unwrap_or_else(|| "–".to_owned())
         };
-        println!(
-            "{:<9} {:>22} {:>22}",
-            stage.name(),
-            cell(times.host_us),
-            cell(times.gpu_us)
-        );
+        println!("{:<9} {:>22} {:>22}", stage.name(), cell(times.host_us), cell(times.gpu_us));
     }
-    for (what, path) in [
-        ("screenshot", &options.screenshot),
-        ("stats", &options.stats),
-    ] {
+    for (what, path) in [("screenshot", &options.screenshot), ("stats", &options.stats)] {
         if let Some(path) = path {
             println!("{what}: {}", path.display());
         }
@@ -560,8 +530,7 @@ fn print_headless(report: &headless::HeadlessReport, options: &HeadlessOptions) 
 }
 
 fn run_nbody_bench(args: &NBodyBenchArgs) -> Result<ExitCode> {
-    let cpu = args.cuda.backend == BackendRequest::Cpu
-        || !interop_lab::cuda::driver::driver_library_present();
+    let cpu = args.cuda.backend == BackendRequest::Cpu || !interop_lab::cuda::driver::driver_library_present();
     let bodies = if !args.bodies.is_empty() {
         args.bodies.clone()
     } else if cpu {
@@ -595,8 +564,7 @@ fn run_nbody_bench(args: &NBodyBenchArgs) -> Result<ExitCode> {
 
 fn run_doctor(args: &DoctorArgs) -> ExitCode {
     let options = args.cuda.options();
-    let query_cuda = options.backend != BackendRequest::Cpu
-        && interop_lab::cuda::driver::driver_library_present();
+    let query_cuda = options.backend != BackendRequest::Cpu && interop_lab::cuda::driver::driver_library_present();
     let window_check = move || app::probe_window_context(query_cuda);
     let report = doctor::examine(&options, Some(&window_check));
     if args.json {

@@ -59,10 +59,7 @@ mod tests {
         let samples: Vec<f64> = (0..n).map(|_| rng.normal()).collect();
         let mean = samples.iter().sum::<f64>() / n as f64;
         let variance = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
-        assert!(
-            mean.abs() < 0.01 && (variance - 1.0).abs() < 0.02,
-            "mean {mean}, variance {variance}"
-        );
+        assert!(mean.abs() < 0.01 && (variance - 1.0).abs() < 0.02, "mean {mean}, variance {variance}");
         let u: f64 = (0..n).map(|_| rng.uniform()).sum::<f64>() / n as f64;
         assert!((u - 0.5).abs() < 0.005, "{u}");
     }

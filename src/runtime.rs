@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::cuda::interop::{self, GlEntryPoints};
 use crate::cuda::{Compiler, Context, driver, module};
+use crate::gl::external::{GlMemoryObjects, Loader};
 use crate::transfer::TransferKind;
 use crate::{Error, Result};
 
@@ -37,6 +38,10 @@ pub enum TransferRequest {
     Interop,
     /// Copy through pinned host memory.
     Copy,
+    /// Copy through pageable host memory.
+    Pageable,
+    /// Memory CUDA exports and GL imports (no map / unmap).
+    External,
 }
 
 /// Options that decide how CUDA is set up.
@@ -63,6 +68,8 @@ pub struct CudaRuntime {
     pub compiler: Compiler,
     /// `cudaGL.h` entry points, present when interop is possible.
     pub interop: Option<GlEntryPoints>,
+    /// GL's memory-object entry points, present when GL can import memory CUDA exports.
+    pub external: Option<GlMemoryObjects>,
 }
 
 /// The outcome of the start-up choice.
@@ -81,13 +88,18 @@ pub struct Selection {
 impl Selection {
     /// Transfer paths that can run with this selection.
     pub fn available_transfers(&self) -> Vec<TransferKind> {
-        match &self.cuda {
-            None => vec![TransferKind::Cpu],
-            Some(cuda) if cuda.interop.is_some() => {
-                vec![TransferKind::Interop, TransferKind::HostCopy]
+        let mut kinds = Vec::new();
+        if let Some(cuda) = &self.cuda {
+            if cuda.interop.is_some() {
+                kinds.push(TransferKind::Interop);
             }
-            Some(_) => vec![TransferKind::HostCopy],
+            if cuda.external.is_some() {
+                kinds.push(TransferKind::External);
+            }
+            kinds.extend([TransferKind::HostCopy, TransferKind::HostCopyPageable]);
         }
+        kinds.push(TransferKind::Cpu);
+        kinds
     }
 }
 
@@ -103,56 +115,39 @@ pub fn preferred_cuda_device(options: &CudaOptions) -> Option<i32> {
 
 /// Chooses backend and transfer path. A GL context must be current on this thread: interop is
 /// decided by asking the driver which CUDA devices that context runs on.
-pub fn select(options: &CudaOptions) -> Selection {
+pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> Selection {
     if options.backend == BackendRequest::Cpu {
         let reason = "CPU backend requested (--backend cpu)".to_owned();
         log::info!("{reason}");
-        return Selection {
-            cuda: None,
-            transfer: TransferKind::Cpu,
-            reason,
-            unmet_request: None,
-        };
+        return Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request: None };
     }
-    match set_up_cuda(options) {
+    match set_up_cuda(options, gl, loader) {
         Ok((cuda, transfer, reason, unmet_request)) => {
             log::info!("transfer path: {}: {reason}", transfer.label());
             if let Some(message) = &unmet_request {
                 log::warn!("{message}");
             }
-            Selection {
-                cuda: Some(Rc::new(cuda)),
-                transfer,
-                reason,
-                unmet_request,
-            }
+            Selection { cuda: Some(Rc::new(cuda)), transfer, reason, unmet_request }
         }
         Err(error) => {
             let reason = format!("CPU backend, because CUDA can't run here: {error}");
             log::warn!("{reason}");
             let unmet_request = (options.backend == BackendRequest::Cuda)
                 .then(|| format!("--backend cuda was asked for, but CUDA can't run here: {error}"));
-            Selection {
-                cuda: None,
-                transfer: TransferKind::Cpu,
-                reason,
-                unmet_request,
-            }
+            Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request }
         }
     }
 }
 
 type CudaSetup = (CudaRuntime, TransferKind, String, Option<String>);
 
-fn set_up_cuda(options: &CudaOptions) -> Result<CudaSetup> {
+fn set_up_cuda(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> Result<CudaSetup> {
     let loaded = driver::load()?;
     // NVRTC is checked before any context is made: without it no kernel can run.
     driver::nvrtc_version()?;
     let device_count = crate::cuda::device::device_count()?;
     if device_count == 0 {
-        return Err(Error::Unavailable(
-            "the driver reports no CUDA device: check `nvidia-smi`".to_owned(),
-        ));
+        return Err(Error::Unavailable("the driver reports no CUDA device: check `nvidia-smi`".to_owned()));
     }
 
     // Which CUDA devices does the current GL context run on?
@@ -175,16 +170,8 @@ fn set_up_cuda(options: &CudaOptions) -> Result<CudaSetup> {
     };
     let context = Context::new(loaded, ordinal)?;
     let on_gl_device = gl_devices.contains(&context.raw_device());
-    let cache_dir = if options.no_cache {
-        None
-    } else {
-        module::default_cache_dir()
-    };
-    let compiler = Compiler::new(
-        context.device().compute_capability,
-        options.kernels_dir.clone(),
-        cache_dir,
-    )?;
+    let cache_dir = if options.no_cache { None } else { module::default_cache_dir() };
+    let compiler = Compiler::new(context.device().compute_capability, options.kernels_dir.clone(), cache_dir)?;
     let device_name = context.device().name.clone();
 
     let why_no_interop = if on_gl_device {
@@ -194,17 +181,36 @@ fn set_up_cuda(options: &CudaOptions) -> Result<CudaSetup> {
     } else if gl_devices.is_empty() {
         Some("cuGLGetDevices says the GL context is not on a CUDA device (it runs on another GPU or a software renderer)".to_owned())
     } else {
-        Some(format!(
-            "the GL context is on CUDA device(s) {gl_devices:?}, not on device {ordinal}"
-        ))
+        Some(format!("the GL context is on CUDA device(s) {gl_devices:?}, not on device {ordinal}"))
     };
 
+    let interop = if why_no_interop.is_none() { entry_points } else { None };
+    // Importing CUDA's memory into GL needs both on the same GPU, the extensions, and a device
+    // that exports file descriptors.
+    let external =
+        if interop.is_some() && context.device().posix_fd_export { GlMemoryObjects::load(gl, loader) } else { None };
+    let copy = |why: &str| (TransferKind::HostCopy, format!("host copy on {device_name}: {why}"));
     let (transfer, reason, unmet) = match (options.transfer, &why_no_interop) {
-        (TransferRequest::Copy, _) => (
-            TransferKind::HostCopy,
-            format!("host copy requested (--transfer copy) on {device_name}"),
+        (TransferRequest::Copy, _) => {
+            (TransferKind::HostCopy, format!("host copy requested (--transfer copy) on {device_name}"), None)
+        }
+        (TransferRequest::Pageable, _) => (
+            TransferKind::HostCopyPageable,
+            format!("pageable host copy requested (--transfer pageable) on {device_name}"),
             None,
         ),
+        (TransferRequest::External, None) if external.is_some() => (
+            TransferKind::External,
+            format!("external memory requested (--transfer external): {device_name} exports, GL imports"),
+            None,
+        ),
+        (TransferRequest::External, why) => {
+            let why = why.clone().unwrap_or_else(|| {
+                "GL lacks GL_EXT_memory_object_fd or the device does not export file descriptors".to_owned()
+            });
+            let (kind, reason) = copy(&why);
+            (kind, reason, Some(format!("--transfer external was asked for, but {why}")))
+        }
         (_, None) => (
             TransferKind::Interop,
             format!(
@@ -212,37 +218,23 @@ fn set_up_cuda(options: &CudaOptions) -> Result<CudaSetup> {
             ),
             None,
         ),
-        (request, Some(why)) => (
-            TransferKind::HostCopy,
-            format!("host copy on {device_name}: {why}"),
-            (request == TransferRequest::Interop)
-                .then(|| format!("--transfer interop was asked for, but {why}")),
-        ),
+        (request, Some(why)) => {
+            let (kind, reason) = copy(why);
+            (
+                kind,
+                reason,
+                (request == TransferRequest::Interop).then(|| format!("--transfer interop was asked for, but {why}")),
+            )
+        }
     };
-    let interop = if why_no_interop.is_none() {
-        entry_points
-    } else {
-        None
-    };
-    Ok((
-        CudaRuntime {
-            context,
-            compiler,
-            interop,
-        },
-        transfer,
-        reason,
-        unmet,
-    ))
+    Ok((CudaRuntime { context, compiler, interop, external }, transfer, reason, unmet))
 }
 
 /// CUDA without any GL context (benchmarks of kernels alone): the context of `--device` (or 0)
 /// and the compiler; no interop entry points.
 pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
     if options.backend == BackendRequest::Cpu {
-        return Err(Error::Unavailable(
-            "CPU backend requested (--backend cpu)".to_owned(),
-        ));
+        return Err(Error::Unavailable("CPU backend requested (--backend cpu)".to_owned()));
     }
     let loaded = driver::load()?;
     driver::nvrtc_version()?;
@@ -254,19 +246,7 @@ pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
         )));
     }
     let context = Context::new(loaded, ordinal)?;
-    let cache_dir = if options.no_cache {
-        None
-    } else {
-        module::default_cache_dir()
-    };
-    let compiler = Compiler::new(
-        context.device().compute_capability,
-        options.kernels_dir.clone(),
-        cache_dir,
-    )?;
-    Ok(CudaRuntime {
-        context,
-        compiler,
-        interop: None,
-    })
+    let cache_dir = if options.no_cache { None } else { module::default_cache_dir() };
+    let compiler = Compiler::new(context.device().compute_capability, options.kernels_dir.clone(), cache_dir)?;
+    Ok(CudaRuntime { context, compiler, interop: None, external: None })
 }

@@ -99,9 +99,7 @@ impl Session {
     /// panel; a failing step pauses the demo so it stays on its last good frame.
     pub fn frame(&mut self, gl: &glow::Context, view: View, dt: f32) {
         let started = Instant::now();
-        let frame_us = self
-            .last_frame_start
-            .map(|t| (started - t).as_secs_f64() * 1e6);
+        let frame_us = self.last_frame_start.map(|t| (started - t).as_secs_f64() * 1e6);
         self.last_frame_start = Some(started);
         let frame = self.frame;
         self.frame += 1;
@@ -130,11 +128,7 @@ impl Session {
             ui::push_message(&mut self.panel, error.to_string());
         }
 
-        self.history.push(FrameSample {
-            frame,
-            frame_us: frame_us.unwrap_or(f64::NAN),
-            stages,
-        });
+        self.history.push(FrameSample { frame, frame_us: frame_us.unwrap_or(f64::NAN), stages });
         self.collect_late_times(gl);
         if let Some(cuda) = &self.selection.cuda {
             for error in cuda.context.take_errors() {
@@ -180,12 +174,7 @@ impl Session {
         let Some(demo) = self.demo.as_deref_mut() else {
             return Vec::new();
         };
-        let input = PanelInput {
-            demo,
-            selection: &self.selection,
-            history: &self.history,
-            gl_info: &self.gl_info,
-        };
+        let input = PanelInput { demo, selection: &self.selection, history: &self.history, gl_info: &self.gl_info };
         let actions = ui::side_panel(ui, input, &mut self.panel);
         let mut unhandled = Vec::new();
         for action in actions {
@@ -215,11 +204,7 @@ impl Session {
 
     /// Replaces the demo; if the new one can't start, the old one keeps running.
     pub fn switch_demo(&mut self, gl: &glow::Context, spec: &DemoSpec) -> Result<()> {
-        let transfer = self
-            .demo
-            .as_deref()
-            .map(|d| d.transfer_kind())
-            .unwrap_or(self.selection.transfer);
+        let transfer = self.demo.as_deref().map(|d| d.transfer_kind()).unwrap_or(self.selection.transfer);
         let env = DemoEnv {
             gl,
             cuda: self.selection.cuda.as_ref().map(Rc::clone),

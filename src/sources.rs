@@ -25,10 +25,7 @@ impl SourceFile {
                 return Ok((text, path.display().to_string()));
             }
         }
-        Ok((
-            self.embedded.to_owned(),
-            format!("{} (embedded)", self.name),
-        ))
+        Ok((self.embedded.to_owned(), format!("{} (embedded)", self.name)))
     }
 }
 
@@ -63,10 +60,7 @@ mod tests {
 
     #[test]
     fn disk_copy_replaces_the_embedded_one() {
-        let file = SourceFile {
-            name: "probe.cu",
-            embedded: "embedded text",
-        };
+        let file = SourceFile { name: "probe.cu", embedded: "embedded text" };
         let dir = std::env::temp_dir().join(format!("interop-lab-sources-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         assert_eq!(file.read(Some(&dir)).expect("read").0, "embedded text");

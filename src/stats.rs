@@ -16,22 +16,18 @@ pub enum Stage {
     Unmap,
     /// `cuMemcpyDtoHAsync` into pinned memory + stream sync (host-copy path).
     Download,
-    /// `glBufferSubData` from host memory (host-copy and CPU paths).
+    /// `glBufferSubData` from host memory (host-copy and CPU paths), or a GPU copy from a pixel buffer.
     Upload,
+    /// Waiting for GL before the kernel and for the kernel before GL (external-memory path).
+    Sync,
     /// The GL draw calls of the demo.
     Draw,
 }
 
 impl Stage {
     /// Every stage, in frame order.
-    pub const ALL: [Stage; 6] = [
-        Stage::Map,
-        Stage::Kernel,
-        Stage::Unmap,
-        Stage::Download,
-        Stage::Upload,
-        Stage::Draw,
-    ];
+    pub const ALL: [Stage; 7] =
+        [Stage::Map, Stage::Kernel, Stage::Unmap, Stage::Download, Stage::Upload, Stage::Sync, Stage::Draw];
 
     /// Short lowercase name, as in JSON.
     pub fn name(self) -> &'static str {
@@ -41,6 +37,7 @@ impl Stage {
             Stage::Unmap => "unmap",
             Stage::Download => "download",
             Stage::Upload => "upload",
+            Stage::Sync => "sync",
             Stage::Draw => "draw",
         }
     }
@@ -54,8 +51,8 @@ impl Stage {
 /// GPU time is not known (yet).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StageTimes {
-    host_us: [Option<f64>; 6],
-    gpu_us: [Option<f64>; 6],
+    host_us: [Option<f64>; 7],
+    gpu_us: [Option<f64>; 7],
 }
 
 impl StageTimes {
@@ -81,7 +78,7 @@ impl StageTimes {
 
     /// Copies every value `other` has into `self`.
     pub fn merge(&mut self, other: &StageTimes) {
-        for i in 0..6 {
+        for i in 0..Stage::ALL.len() {
             if other.host_us[i].is_some() {
                 self.host_us[i] = other.host_us[i];
             }
@@ -122,10 +119,7 @@ pub struct FrameHistory {
 impl FrameHistory {
     /// Keeps at most `capacity` frames.
     pub fn new(capacity: usize) -> Self {
-        Self {
-            samples: VecDeque::with_capacity(capacity),
-            capacity: capacity.max(1),
-        }
+        Self { samples: VecDeque::with_capacity(capacity), capacity: capacity.max(1) }
     }
 
     /// Appends a frame, dropping the oldest when full.
@@ -138,12 +132,7 @@ impl FrameHistory {
 
     /// Attaches GPU times that arrived late to their frame (ignored if it already left the history).
     pub fn add_late(&mut self, late: LateGpuTimes) {
-        if let Some(sample) = self
-            .samples
-            .iter_mut()
-            .rev()
-            .find(|s| s.frame == late.frame)
-        {
+        if let Some(sample) = self.samples.iter_mut().rev().find(|s| s.frame == late.frame) {
             sample.stages.merge(&late.times);
         }
     }
@@ -165,28 +154,18 @@ impl FrameHistory {
 
     /// Summary of the last `last` frames (all when `None`).
     pub fn summary(&self, last: Option<usize>) -> Summary {
-        let skip = last
-            .map(|n| self.samples.len().saturating_sub(n))
-            .unwrap_or(0);
+        let skip = last.map(|n| self.samples.len().saturating_sub(n)).unwrap_or(0);
         let window: Vec<&FrameSample> = self.samples.iter().skip(skip).collect();
         let stages = Stage::ALL
             .iter()
             .filter_map(|&stage| {
                 let host = Percentiles::of(window.iter().filter_map(|s| s.stages.host(stage)));
                 let gpu = Percentiles::of(window.iter().filter_map(|s| s.stages.gpu(stage)));
-                (host.is_some() || gpu.is_some()).then_some(StageSummary {
-                    stage,
-                    host_us: host,
-                    gpu_us: gpu,
-                })
+                (host.is_some() || gpu.is_some()).then_some(StageSummary { stage, host_us: host, gpu_us: gpu })
             })
             .collect();
         let frame_us = Percentiles::of(window.iter().map(|s| s.frame_us));
-        Summary {
-            frames: window.len(),
-            frame_us,
-            stages,
-        }
+        Summary { frames: window.len(), frame_us, stages }
     }
 }
 
@@ -209,11 +188,7 @@ impl Percentiles {
             return None;
         }
         sorted.sort_by(f64::total_cmp);
-        Some(Self {
-            median: percentile(&sorted, 0.5),
-            p90: percentile(&sorted, 0.9),
-            samples: sorted.len(),
-        })
+        Some(Self { median: percentile(&sorted, 0.5), p90: percentile(&sorted, 0.9), samples: sorted.len() })
     }
 }
 
@@ -276,21 +251,14 @@ mod tests {
         for frame in 0..4 {
             let mut stages = StageTimes::default();
             stages.set_host(Stage::Kernel, frame as f64);
-            history.push(FrameSample {
-                frame,
-                frame_us: 1000.0,
-                stages,
-            });
+            history.push(FrameSample { frame, frame_us: 1000.0, stages });
         }
         assert_eq!(history.len(), 3, "capacity is respected");
         let mut times = StageTimes::default();
         times.set_gpu(Stage::Kernel, 42.0);
         history.add_late(LateGpuTimes { frame: 2, times });
         history.add_late(LateGpuTimes { frame: 0, times }); // already dropped: ignored
-        let kernel_gpu: Vec<Option<f64>> = history
-            .samples()
-            .map(|s| s.stages.gpu(Stage::Kernel))
-            .collect();
+        let kernel_gpu: Vec<Option<f64>> = history.samples().map(|s| s.stages.gpu(Stage::Kernel)).collect();
         assert_eq!(kernel_gpu, vec![None, Some(42.0), None]);
         let summary = history.summary(None);
         let kernel = summary.stage(Stage::Kernel).expect("kernel ran");

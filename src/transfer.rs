@@ -15,11 +15,15 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::cuda::external::ExportableMemory;
 use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
+use crate::cuda::memory::{copy_from_device, copy_to_device};
 use crate::cuda::surface::SurfaceObject;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceBuffer, DeviceSpan, PinnedBuffer, Stream};
 use crate::gl;
+use crate::gl::external::GlMemoryObjects;
+use crate::runtime::CudaRuntime;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
 
@@ -31,6 +35,10 @@ pub enum TransferKind {
     Interop,
     /// CUDA writes device memory; it is copied through pinned host memory into GL.
     HostCopy,
+    /// As `HostCopy`, through ordinary (pageable) host memory: what a naive copy costs.
+    HostCopyPageable,
+    /// CUDA writes memory it exported and GL imported (`GL_EXT_memory_object_fd`): no map, no unmap.
+    External,
     /// The CPU computes and uploads; no CUDA.
     Cpu,
 }
@@ -40,7 +48,9 @@ impl TransferKind {
     pub fn label(self) -> &'static str {
         match self {
             Self::Interop => "GL interop",
-            Self::HostCopy => "host copy",
+            Self::HostCopy => "host copy (pinned)",
+            Self::HostCopyPageable => "host copy (pageable)",
+            Self::External => "external memory",
             Self::Cpu => "CPU",
         }
     }
@@ -56,10 +66,22 @@ impl TransferKind {
                 "The kernel writes CUDA memory, which is copied to pinned host memory and then uploaded into \
                  the GL buffer: two trips over PCIe per frame."
             }
-            Self::Cpu => {
-                "No CUDA: the CPU computes the data and uploads it into the GL buffer with glBufferSubData."
+            Self::HostCopyPageable => {
+                "As host copy, but through ordinary pageable memory: the driver stages each copy through its \
+                 own pinned buffer, so it is slower still."
             }
+            Self::External => {
+                "CUDA allocates exportable memory (cuMemCreate), hands GL a file descriptor, and GL builds the \
+                 buffer on that memory: both see the same bytes with no map or unmap. Ordering is the app's \
+                 job: wait for GL before the kernel, for the kernel before GL draws."
+            }
+            Self::Cpu => "No CUDA: the CPU computes the data and uploads it into the GL buffer with glBufferSubData.",
         }
+    }
+
+    /// Whether the path computes with CUDA.
+    pub fn uses_cuda(self) -> bool {
+        !matches!(self, Self::Cpu)
     }
 }
 
@@ -103,11 +125,24 @@ pub struct SharedBuffer {
 
 enum Link {
     Interop(GraphicsResource),
-    HostCopy {
-        device: DeviceBuffer,
-        staging: PinnedBuffer,
-    },
+    HostCopy { device: DeviceBuffer, staging: Staging },
+    External { memory: ExportableMemory, gl_memory: GlMemoryObjects, object: u32 },
     Cpu(HostBytes),
+}
+
+/// Host memory a host-copy path copies through.
+enum Staging {
+    Pinned(PinnedBuffer),
+    Pageable(Vec<u8>),
+}
+
+impl Staging {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Staging::Pinned(pinned) => pinned.as_slice(),
+            Staging::Pageable(bytes) => bytes,
+        }
+    }
 }
 
 /// Host memory aligned for any element type a demo views it as (up to 8-byte `f64`).
@@ -120,10 +155,7 @@ impl HostBytes {
     fn new(data: &[u8]) -> Self {
         let mut words = vec![0u64; data.len().div_ceil(8)];
         bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..data.len()].copy_from_slice(data);
-        Self {
-            words,
-            len: data.len(),
-        }
+        Self { words, len: data.len() }
     }
 
     fn bytes(&self) -> &[u8] {
@@ -176,12 +208,20 @@ impl SharedBuffer {
 
     /// Releases the CUDA side, then deletes the GL buffer. The GL context must be current.
     pub fn destroy(self, gl: &glow::Context) {
-        let SharedBuffer {
-            link,
-            gl: mut buffer,
-        } = self;
-        drop(link);
-        buffer.destroy(gl);
+        let SharedBuffer { link, gl: mut buffer } = self;
+        match link {
+            // GL's buffer and memory object go first; the CUDA allocation stays alive for GL until
+            // its import is released, so the order is safe either way, but this one reads right.
+            Link::External { memory, gl_memory, object } => {
+                buffer.destroy(gl);
+                gl_memory.delete(object);
+                drop(memory);
+            }
+            other => {
+                drop(other);
+                buffer.destroy(gl);
+            }
+        }
     }
 }
 
@@ -251,10 +291,7 @@ pub trait Transfer {
         _image: &mut SharedImage,
         _compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
     ) -> Result<StageTimes> {
-        Err(Error::Unavailable(format!(
-            "the {} path cannot write textures directly",
-            self.kind().label()
-        )))
+        Err(Error::Unavailable(format!("the {} path cannot write textures directly", self.kind().label())))
     }
 }
 
@@ -274,10 +311,7 @@ impl SharedImage {
 
     /// Unregisters, then deletes the texture. The GL context must be current.
     pub fn destroy(self, gl: &glow::Context) {
-        let SharedImage {
-            resource,
-            mut texture,
-        } = self;
+        let SharedImage { resource, mut texture } = self;
         drop(resource);
         texture.destroy(gl);
     }
@@ -297,42 +331,38 @@ pub struct ImageTarget<'a> {
 /// the GL entry points.
 pub fn create(
     kind: TransferKind,
-    context: Option<&Rc<Context>>,
+    cuda: Option<&CudaRuntime>,
     stream: Option<&Rc<Stream>>,
-    entry_points: Option<&GlEntryPoints>,
 ) -> Result<Box<dyn Transfer>> {
-    let needs_cuda = || {
-        Error::Unavailable(format!(
-            "the {} path needs CUDA, which is not running",
-            kind.label()
-        ))
-    };
-    match kind {
-        TransferKind::Cpu => Ok(Box::new(CpuPath)),
-        TransferKind::HostCopy => {
-            let (context, stream) = context.zip(stream).ok_or_else(needs_cuda)?;
-            Ok(Box::new(HostCopy {
-                context: context.clone(),
-                stream: stream.clone(),
-                events: EventRing::new(context, EVENT_FRAMES, 4)?,
-            }))
-        }
+    let needs_cuda = || Error::Unavailable(format!("the {} path needs CUDA, which is not running", kind.label()));
+    if kind == TransferKind::Cpu {
+        return Ok(Box::new(CpuPath));
+    }
+    let (cuda, stream) = cuda.zip(stream).ok_or_else(needs_cuda)?;
+    let context = &cuda.context;
+    let events = EventRing::new(context, EVENT_FRAMES, 4)?;
+    let (context, stream) = (context.clone(), stream.clone());
+    Ok(match kind {
+        TransferKind::HostCopy => Box::new(HostCopy { context, stream, events, pinned: true }),
+        TransferKind::HostCopyPageable => Box::new(HostCopy { context, stream, events, pinned: false }),
         TransferKind::Interop => {
-            let (context, stream) = context.zip(stream).ok_or_else(needs_cuda)?;
-            let entry_points = *entry_points.ok_or_else(|| {
+            let entry_points = cuda.interop.ok_or_else(|| {
+                Error::Unavailable("GL interop is not available: the GL context is not on this CUDA device".to_owned())
+            })?;
+            Box::new(Interop { context, stream, entry_points, events })
+        }
+        TransferKind::External => {
+            let gl_memory = cuda.external.ok_or_else(|| {
                 Error::Unavailable(
-                    "GL interop is not available: the GL context is not on this CUDA device"
+                    "external memory needs GL_EXT_memory_object_fd on the CUDA device's GL context and a device that \
+                     exports file descriptors"
                         .to_owned(),
                 )
             })?;
-            Ok(Box::new(Interop {
-                context: context.clone(),
-                stream: stream.clone(),
-                entry_points,
-                events: EventRing::new(context, EVENT_FRAMES, 4)?,
-            }))
+            Box::new(External { context, stream, gl_memory, events })
         }
-    }
+        TransferKind::Cpu => Box::new(CpuPath),
+    })
 }
 
 /// The interop path.
@@ -351,10 +381,7 @@ impl Transfer for Interop {
     fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
         let mut buffer = gl::Buffer::new(gl, initial)?;
         match GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.name()) {
-            Ok(resource) => Ok(SharedBuffer {
-                link: Link::Interop(resource),
-                gl: buffer,
-            }),
+            Ok(resource) => Ok(SharedBuffer { link: Link::Interop(resource), gl: buffer }),
             Err(error) => {
                 buffer.destroy(gl);
                 Err(error)
@@ -375,10 +402,7 @@ impl Transfer for Interop {
     ) -> Result<StageTimes> {
         let count = buffers.len();
         if count > interop::MAX_MAPPED {
-            return Err(Error::InvalidInput(format!(
-                "at most {} buffers per step",
-                interop::MAX_MAPPED
-            )));
+            return Err(Error::InvalidInput(format!("at most {} buffers per step", interop::MAX_MAPPED)));
         }
         let mut resources = Vec::with_capacity(count);
         for (buffer, access) in buffers.iter_mut() {
@@ -397,23 +421,13 @@ impl Transfer for Interop {
                 }
                 Ok(spans)
             },
-            |spans, stream| {
-                compute(Target::Device {
-                    buffers: &spans[..count],
-                    stream,
-                })
-            },
+            |spans, stream| compute(Target::Device { buffers: &spans[..count], stream }),
         )
     }
 
     fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
         let mut texture = texture;
-        match GraphicsResource::register_image(
-            &self.context,
-            &self.entry_points,
-            texture.name(),
-            glow::TEXTURE_2D,
-        ) {
+        match GraphicsResource::register_image(&self.context, &self.entry_points, texture.name(), glow::TEXTURE_2D) {
             Ok(resource) => Ok(SharedImage { resource, texture }),
             Err(error) => {
                 texture.destroy(gl);
@@ -437,13 +451,7 @@ impl Transfer for Interop {
             &mut resources,
             // A surface object per frame: the array behind a mapped texture may change between maps.
             |mapped| SurfaceObject::new(&context, mapped.array(0)?),
-            |surface, stream| {
-                compute(ImageTarget {
-                    surface: surface.raw(),
-                    size,
-                    stream,
-                })
-            },
+            |surface, stream| compute(ImageTarget { surface: surface.raw(), size, stream }),
         )
     }
 
@@ -497,22 +505,24 @@ pub struct HostCopy {
     context: Rc<Context>,
     stream: Rc<Stream>,
     events: EventRing,
+    pinned: bool,
 }
 
 impl Transfer for HostCopy {
     fn kind(&self) -> TransferKind {
-        TransferKind::HostCopy
+        if self.pinned { TransferKind::HostCopy } else { TransferKind::HostCopyPageable }
     }
 
     fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
         let mut device = DeviceBuffer::new(&self.context, initial.len())?;
         device.upload(&self.stream, initial)?;
-        let staging = PinnedBuffer::new(&self.context, initial.len())?;
+        let staging = if self.pinned {
+            Staging::Pinned(PinnedBuffer::new(&self.context, initial.len())?)
+        } else {
+            Staging::Pageable(vec![0u8; initial.len()])
+        };
         let buffer = gl::Buffer::new(gl, initial)?;
-        Ok(SharedBuffer {
-            link: Link::HostCopy { device, staging },
-            gl: buffer,
-        })
+        Ok(SharedBuffer { link: Link::HostCopy { device, staging }, gl: buffer })
     }
 
     fn read_buffer(&mut self, _gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
@@ -522,7 +532,102 @@ impl Transfer for HostCopy {
                 device.download(&self.stream, &mut data)?;
                 Ok(data)
             }
-            _ => Err(mismatch(TransferKind::HostCopy)),
+            _ => Err(mismatch(self.kind())),
+        }
+    }
+
+    fn run(
+        &mut self,
+        gl: &glow::Context,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        let kind = self.kind();
+        let mut times = StageTimes::default();
+        let stream = &*self.stream;
+        if buffers.len() > interop::MAX_MAPPED {
+            return Err(Error::InvalidInput(format!("at most {} buffers per step", interop::MAX_MAPPED)));
+        }
+        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
+        for ((buffer, _), span) in buffers.iter().zip(spans.iter_mut()) {
+            match &buffer.link {
+                Link::HostCopy { device, .. } => *span = device.span(),
+                _ => return Err(mismatch(kind)),
+            }
+        }
+        let timing = self.events.begin();
+
+        let started = Instant::now();
+        timing.mark(0, stream)?;
+        compute(Target::Device { buffers: &spans[..buffers.len()], stream })?;
+        timing.mark(1, stream)?;
+        times.set_host(Stage::Kernel, micros_since(started));
+
+        let started = Instant::now();
+        for (buffer, access) in buffers.iter_mut() {
+            if let (Link::HostCopy { device, staging }, true) = (&mut buffer.link, access.writes()) {
+                match staging {
+                    Staging::Pinned(pinned) => pinned.download_async(stream, device.span())?,
+                    // A pageable destination makes the copy synchronous for the host.
+                    Staging::Pageable(bytes) => device.download(stream, bytes)?,
+                }
+            }
+        }
+        timing.mark(2, stream)?;
+        self.events.commit(frame);
+        // The CPU must not read the staging memory before the copies land.
+        stream.synchronize()?;
+        times.set_host(Stage::Download, micros_since(started));
+
+        let started = Instant::now();
+        for (buffer, access) in buffers.iter() {
+            if let (Link::HostCopy { staging, .. }, true) = (&buffer.link, access.writes()) {
+                buffer.gl.write(gl, staging.bytes())?;
+            }
+        }
+        times.set_host(Stage::Upload, micros_since(started));
+        Ok(times)
+    }
+
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        poll_stages(&mut self.events, &[Stage::Kernel, Stage::Download])
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.stream.synchronize()
+    }
+}
+
+/// The external-memory path.
+pub struct External {
+    context: Rc<Context>,
+    stream: Rc<Stream>,
+    gl_memory: GlMemoryObjects,
+    events: EventRing,
+}
+
+impl Transfer for External {
+    fn kind(&self) -> TransferKind {
+        TransferKind::External
+    }
+
+    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
+        let memory = ExportableMemory::new(&self.context, initial.len())?;
+        copy_to_device(&self.stream, memory.span(), initial)?;
+        let fd = memory.export_fd()?;
+        let (object, buffer) = self.gl_memory.import_buffer(gl, fd, memory.allocation_size(), initial.len())?;
+        Ok(SharedBuffer { link: Link::External { memory, gl_memory: self.gl_memory, object }, gl: buffer })
+    }
+
+    fn read_buffer(&mut self, _gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+        match &buffer.link {
+            Link::External { memory, .. } => {
+                let mut data = vec![0u8; memory.span().bytes];
+                copy_from_device(&self.stream, memory.span(), &mut data)?;
+                Ok(data)
+            }
+            _ => Err(mismatch(TransferKind::External)),
         }
     }
 
@@ -536,54 +641,39 @@ impl Transfer for HostCopy {
         let mut times = StageTimes::default();
         let stream = &*self.stream;
         if buffers.len() > interop::MAX_MAPPED {
-            return Err(Error::InvalidInput(format!(
-                "at most {} buffers per step",
-                interop::MAX_MAPPED
-            )));
+            return Err(Error::InvalidInput(format!("at most {} buffers per step", interop::MAX_MAPPED)));
         }
         let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
         for ((buffer, _), span) in buffers.iter().zip(spans.iter_mut()) {
             match &buffer.link {
-                Link::HostCopy { device, .. } => *span = device.span(),
-                _ => return Err(mismatch(TransferKind::HostCopy)),
+                Link::External { memory, .. } => *span = memory.span(),
+                _ => return Err(mismatch(TransferKind::External)),
             }
         }
-        let timing = self.events.begin();
+        // Nothing maps or unmaps here, so nothing orders GL and CUDA but the app: GL must be done
+        // with the buffers (last frame's draw) before the kernel writes them...
+        let started = Instant::now();
+        gl::wait_for_gl(gl)?;
+        let mut sync_us = micros_since(started);
 
+        let timing = self.events.begin();
         let started = Instant::now();
         timing.mark(0, stream)?;
-        compute(Target::Device {
-            buffers: &spans[..buffers.len()],
-            stream,
-        })?;
+        compute(Target::Device { buffers: &spans[..buffers.len()], stream })?;
         timing.mark(1, stream)?;
+        self.events.commit(frame);
         times.set_host(Stage::Kernel, micros_since(started));
 
+        // ... and the kernel must be done before GL draws them.
         let started = Instant::now();
-        for (buffer, access) in buffers.iter_mut() {
-            if let (Link::HostCopy { device, staging }, true) = (&mut buffer.link, access.writes())
-            {
-                staging.download_async(stream, device.span())?;
-            }
-        }
-        timing.mark(2, stream)?;
-        self.events.commit(frame);
-        // The CPU must not read the staging memory before the copies land.
         stream.synchronize()?;
-        times.set_host(Stage::Download, micros_since(started));
-
-        let started = Instant::now();
-        for (buffer, access) in buffers.iter() {
-            if let (Link::HostCopy { staging, .. }, true) = (&buffer.link, access.writes()) {
-                buffer.gl.write(gl, staging.as_slice())?;
-            }
-        }
-        times.set_host(Stage::Upload, micros_since(started));
+        sync_us += micros_since(started);
+        times.set_host(Stage::Sync, sync_us);
         Ok(times)
     }
 
     fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
-        poll_stages(&mut self.events, &[Stage::Kernel, Stage::Download])
+        poll_stages(&mut self.events, &[Stage::Kernel])
     }
 
     fn synchronize(&mut self) -> Result<()> {
@@ -600,10 +690,7 @@ impl Transfer for CpuPath {
     }
 
     fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
-        Ok(SharedBuffer {
-            link: Link::Cpu(HostBytes::new(initial)),
-            gl: gl::Buffer::new(gl, initial)?,
-        })
+        Ok(SharedBuffer { link: Link::Cpu(HostBytes::new(initial)), gl: gl::Buffer::new(gl, initial)? })
     }
 
     fn read_buffer(&mut self, _gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
@@ -630,9 +717,7 @@ impl Transfer for CpuPath {
                     _ => return Err(mismatch(TransferKind::Cpu)),
                 }
             }
-            compute(Target::Host {
-                buffers: &mut slices,
-            })?;
+            compute(Target::Host { buffers: &mut slices })?;
         }
         times.set_host(Stage::Kernel, micros_since(started));
 
@@ -656,10 +741,7 @@ impl Transfer for CpuPath {
 }
 
 fn mismatch(kind: TransferKind) -> Error {
-    Error::InvalidInput(format!(
-        "a buffer made for another transfer path was passed to the {} path",
-        kind.label()
-    ))
+    Error::InvalidInput(format!("a buffer made for another transfer path was passed to the {} path", kind.label()))
 }
 
 fn micros_since(started: Instant) -> f64 {

@@ -22,20 +22,12 @@ fn random_source(width: u32, height: u32, random: &mut common::Random) -> Source
     for byte in pattern.rgba8.iter_mut() {
         *byte = (f64::from(*byte) + random.range(-40.0, 40.0)).clamp(0.0, 255.0) as u8;
     }
-    pattern.rgba32f = pattern
-        .rgba8
-        .iter()
-        .map(|&b| f32::from(b) / 255.0)
-        .collect();
+    pattern.rgba32f = pattern.rgba8.iter().map(|&b| f32::from(b) / 255.0).collect();
     pattern
 }
 
 fn as_f64(image: &Image<f32>) -> Image<f64> {
-    Image {
-        width: image.width,
-        height: image.height,
-        pixels: image.pixels.iter().map(|p| p.map(f64::from)).collect(),
-    }
+    Image { width: image.width, height: image.height, pixels: image.pixels.iter().map(|p| p.map(f64::from)).collect() }
 }
 
 #[test]
@@ -70,21 +62,14 @@ fn headless_cpu_output_matches_the_f64_reference() {
             .arg(&output)
             .output()
             .expect("run");
-        assert!(
-            status.status.success(),
-            "{variant}: {}",
-            String::from_utf8_lossy(&status.stderr)
-        );
+        assert!(status.status.success(), "{variant}: {}", String::from_utf8_lossy(&status.stderr));
         let out = image::load(&output).expect("output written");
         assert_eq!((out.width, out.height), (251, 97));
         let exact = source.to_float_image(PixelFormat::Rgba8);
         let reference = if variant == "box" {
             cpu::reference_boxes(&as_f64(&exact), cpu::box_radii(sigma).0)
         } else {
-            cpu::reference_gaussian(
-                &as_f64(&exact),
-                &cpu::gaussian_weights(sigma, cpu::default_radius(sigma)),
-            )
+            cpu::reference_gaussian(&as_f64(&exact), &cpu::gaussian_weights(sigma, cpu::default_radius(sigma)))
         };
         let (mut max, mut sum) = (0.0f64, 0.0f64);
         for (o, r) in out.rgba8.chunks_exact(4).zip(&reference.pixels) {
@@ -96,10 +81,7 @@ fn headless_cpu_output_matches_the_f64_reference() {
         }
         let mean = sum / (reference.pixels.len() * 4) as f64;
         // RGBA8: f32 sums then rounding to the nearest level: at most one level off, rarely.
-        assert!(
-            max <= 1.0 && mean < 0.3,
-            "{variant}: max {max}, mean {mean}"
-        );
+        assert!(max <= 1.0 && mean < 0.3, "{variant}: max {max}, mean {mean}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -111,29 +93,14 @@ fn blur_bad_input_is_named_and_nothing_panics() {
     std::fs::write(dir.join("corrupt.jpg"), b"\xff\xd8\xff garbage").expect("write");
     let corrupt = dir.join("corrupt.jpg").display().to_string();
     let missing = dir.join("missing.png").display().to_string();
-    let base = [
-        "blur",
-        "--headless",
-        "--backend",
-        "cpu",
-        "--frames",
-        "1",
-        "--size",
-        "64x64",
-    ];
+    let base = ["blur", "--headless", "--backend", "cpu", "--frames", "1", "--size", "64x64"];
     let cases: [(&[&str], &str); 8] = [
         (&["--sigma", "0"], "σ must be a number in 0.3..=2000"),
         (&["--sigma", "-2"], "σ must be a number in 0.3..=2000"),
         (&["--sigma", "NaN"], "σ must be a number in 0.3..=2000"),
         (&["--radius", "100000"], "radius must be 1..=4096"),
-        (
-            &["--variant", "naive", "--sigma", "50"],
-            "beyond its limit of 100",
-        ),
-        (
-            &["--variant", "box", "--sigma", "1"],
-            "box cascade needs σ ≥ 2",
-        ),
+        (&["--variant", "naive", "--sigma", "50"], "beyond its limit of 100"),
+        (&["--variant", "box", "--sigma", "1"], "box cascade needs σ ≥ 2"),
         (&["--image", &corrupt], "not a readable PNG or JPEG image"),
         (&["--image", &missing], "missing.png"),
     ];
@@ -141,15 +108,8 @@ fn blur_bad_input_is_named_and_nothing_panics() {
         let output = binary().args(base).args(extra).output().expect("run");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{extra:?} must fail");
-        assert_ne!(
-            output.status.code(),
-            Some(101),
-            "{extra:?} panicked: {stderr}"
-        );
-        assert!(
-            stderr.contains(expected),
-            "{extra:?}: {stderr:?} should say {expected:?}"
-        );
+        assert_ne!(output.status.code(), Some(101), "{extra:?} panicked: {stderr}");
+        assert!(stderr.contains(expected), "{extra:?}: {stderr:?} should say {expected:?}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -38,18 +38,7 @@ fn lit_fraction(path: &std::path::Path, x_range: std::ops::Range<u32>) -> f64 {
 fn headless_cpu_wave_writes_a_picture_and_stats() {
     let dir = temp_dir("headless");
     let output = binary()
-        .args([
-            "wave",
-            "--headless",
-            "--backend",
-            "cpu",
-            "--frames",
-            "30",
-            "--size",
-            "400x300",
-            "--vertices",
-            "64x48",
-        ])
+        .args(["wave", "--headless", "--backend", "cpu", "--frames", "30", "--size", "400x300", "--vertices", "64x48"])
         .arg("--screenshot")
         .arg(dir.join("w.png"))
         .arg("--stats")
@@ -57,81 +46,31 @@ fn headless_cpu_wave_writes_a_picture_and_stats() {
         .output()
         .expect("run");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        stdout.contains("wave on cpu") && stdout.contains("kernel") && stdout.contains("upload"),
-        "{stdout}"
-    );
-    assert!(
-        lit_fraction(&dir.join("w.png"), 0..400) > 0.1,
-        "the picture is not blank"
-    );
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("wave on cpu") && stdout.contains("kernel") && stdout.contains("upload"), "{stdout}");
+    assert!(lit_fraction(&dir.join("w.png"), 0..400) > 0.1, "the picture is not blank");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("w.json")).expect("stats")).expect("JSON");
     assert_eq!(json["frames"], 30);
-    assert!(
-        json["timings_us"]["frame_us"]["median"]
-            .as_f64()
-            .is_some_and(|v| v > 0.0)
-    );
+    assert!(json["timings_us"]["frame_us"]["median"].as_f64().is_some_and(|v| v > 0.0));
     std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn bad_input_gets_a_message_not_a_panic() {
     let cases: [(&[&str], &str); 5] = [
-        (
-            &[
-                "wave",
-                "--headless",
-                "--backend",
-                "cpu",
-                "--vertices",
-                "0x10",
-            ],
-            "each side must be 1..=8192",
-        ),
-        (
-            &["wave", "--headless", "--backend", "cpu", "--vertices", "10"],
-            "is not of the form AxB",
-        ),
-        (
-            &["wave", "--headless", "--backend", "cpu", "--frames", "0"],
-            "--frames must be at least 1",
-        ),
-        (
-            &[
-                "wave",
-                "--headless",
-                "--backend",
-                "cpu",
-                "--amplitude",
-                "NaN",
-            ],
-            "amplitude NaN must be a finite number",
-        ),
-        (
-            &["wave", "--headless", "--backend", "cpu", "--size", "0x100"],
-            "has a zero side",
-        ),
+        (&["wave", "--headless", "--backend", "cpu", "--vertices", "0x10"], "each side must be 1..=8192"),
+        (&["wave", "--headless", "--backend", "cpu", "--vertices", "10"], "is not of the form AxB"),
+        (&["wave", "--headless", "--backend", "cpu", "--frames", "0"], "--frames must be at least 1"),
+        (&["wave", "--headless", "--backend", "cpu", "--amplitude", "NaN"], "amplitude NaN must be a finite number"),
+        (&["wave", "--headless", "--backend", "cpu", "--size", "0x100"], "has a zero side"),
     ];
     for (args, expected) in cases {
         let output = binary().args(args).output().expect("run");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{args:?} must fail");
-        assert_ne!(
-            output.status.code(),
-            Some(101),
-            "{args:?} panicked: {stderr}"
-        );
-        assert!(
-            stderr.contains(expected),
-            "{args:?}: {stderr:?} should say {expected:?}"
-        );
+        assert_ne!(output.status.code(), Some(101), "{args:?} panicked: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr:?} should say {expected:?}");
     }
 }
 
@@ -141,64 +80,33 @@ fn doctor_without_a_driver_explains_and_exits_1() {
         eprintln!("skipped: this machine has an NVIDIA driver (the GPU run checks doctor there)");
         return;
     }
-    let output = binary()
-        .arg("doctor")
-        .env_remove("DISPLAY")
-        .output()
-        .expect("run");
+    let output = binary().arg("doctor").env_remove("DISPLAY").output().expect("run");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("libcuda.so.1") && stdout.contains("install the NVIDIA driver"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("libcuda.so.1") && stdout.contains("install the NVIDIA driver"), "{stdout}");
     assert!(stdout.contains("transfer path: CPU"), "{stdout}");
-    let json = binary()
-        .args(["doctor", "--json"])
-        .env_remove("DISPLAY")
-        .output()
-        .expect("run");
-    let report: serde_json::Value =
-        serde_json::from_slice(&json.stdout).expect("doctor --json is JSON");
+    let json = binary().args(["doctor", "--json"]).env_remove("DISPLAY").output().expect("run");
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("doctor --json is JSON");
     assert_eq!(report["exit_code"], 1);
     assert_eq!(report["transfer"], "cpu");
-    assert!(
-        report["headless_gl"]["info"]["renderer"].is_string(),
-        "a GL context was made: {}",
-        report["headless_gl"]
-    );
+    assert!(report["headless_gl"]["info"]["renderer"].is_string(), "a GL context was made: {}", report["headless_gl"]);
 }
 
 #[test]
 fn window_opens_draws_the_panel_and_closes() {
-    let display =
-        std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    let display = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
     if !common::available(display, "a display (Xvfb)", "INTEROP_LAB_REQUIRE_DISPLAY") {
         return;
     }
     let dir = temp_dir("window");
     let shot = dir.join("window.png");
     let output = binary()
-        .args([
-            "wave",
-            "--backend",
-            "cpu",
-            "--frames",
-            "8",
-            "--size",
-            "900x600",
-            "--vsync",
-            "off",
-        ])
+        .args(["wave", "--backend", "cpu", "--frames", "8", "--size", "900x600", "--vsync", "off"])
         .arg("--screenshot")
         .arg(&shot)
         .output()
         .expect("run");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let image = image::open(&shot).expect("window screenshot").to_rgba8();
     assert_eq!(image.dimensions(), (900, 600));
     // The panel (left) has text and widgets; the scene (right) has the wave.
@@ -210,39 +118,18 @@ fn window_opens_draws_the_panel_and_closes() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn doctor_on_a_gpu_reports_interop_and_exits_0() {
-    let output = binary()
-        .args(["doctor", "--json"])
-        .env_remove("DISPLAY")
-        .output()
-        .expect("run");
+    let output = binary().args(["doctor", "--json"]).env_remove("DISPLAY").output().expect("run");
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(output.status.code(), Some(0), "{report:#}");
     assert_eq!(report["transfer"], "interop");
-    assert!(
-        report["headless_gl"]["cuda_devices"]
-            .as_array()
-            .is_some_and(|d| !d.is_empty()),
-        "{report:#}"
-    );
-    assert!(
-        report["kernels"]
-            .as_array()
-            .is_some_and(|k| k.iter().all(|k| k["error"].is_null())),
-        "{report:#}"
-    );
+    assert!(report["headless_gl"]["cuda_devices"].as_array().is_some_and(|d| !d.is_empty()), "{report:#}");
+    assert!(report["kernels"].as_array().is_some_and(|k| k.iter().all(|k| k["error"].is_null())), "{report:#}");
 }
 
 #[test]
 fn nbody_bad_input_is_named_and_state_files_round_trip() {
     let dir = temp_dir("nbody");
-    let base = [
-        "nbody",
-        "--headless",
-        "--backend",
-        "cpu",
-        "--size",
-        "160x100",
-    ];
+    let base = ["nbody", "--headless", "--backend", "cpu", "--size", "160x100"];
     let garbage = dir.join("garbage.state");
     std::fs::write(&garbage, b"this is not a state file").expect("write");
     let garbage = garbage.display().to_string();
@@ -252,30 +139,15 @@ fn nbody_bad_input_is_named_and_state_files_round_trip() {
         (&["--dt", "-0.01"], "dt must be a number in (0, 1]"),
         (&["--dt", "NaN"], "dt must be a number in (0, 1]"),
         (&["--softening", "0"], "softening must be in (0, 10]"),
-        (
-            &["--block-size", "100"],
-            "block size must be a multiple of 32",
-        ),
+        (&["--block-size", "100"], "block size must be a multiple of 32"),
         (&["--load", &garbage], "does not start with ILNBODY1"),
     ];
     for (extra, expected) in cases {
-        let output = binary()
-            .args(base)
-            .args(["--frames", "2"])
-            .args(extra)
-            .output()
-            .expect("run");
+        let output = binary().args(base).args(["--frames", "2"]).args(extra).output().expect("run");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{extra:?} must fail");
-        assert_ne!(
-            output.status.code(),
-            Some(101),
-            "{extra:?} panicked: {stderr}"
-        );
-        assert!(
-            stderr.contains(expected),
-            "{extra:?}: {stderr:?} should say {expected:?}"
-        );
+        assert_ne!(output.status.code(), Some(101), "{extra:?} panicked: {stderr}");
+        assert!(stderr.contains(expected), "{extra:?}: {stderr:?} should say {expected:?}");
     }
 
     let saved = dir.join("run.state");
@@ -286,11 +158,7 @@ fn nbody_bad_input_is_named_and_state_files_round_trip() {
         .arg(&saved)
         .output()
         .expect("run");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let state = interop_lab::demos::nbody::state::load(&saved).expect("the saved state loads");
     assert_eq!(state.bodies.len(), 300);
     assert_eq!(state.step, 5, "five frames, one step each");
@@ -303,11 +171,7 @@ fn nbody_bad_input_is_named_and_state_files_round_trip() {
         .arg(dir.join("again.state"))
         .output()
         .expect("run");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let again = interop_lab::demos::nbody::state::load(&dir.join("again.state")).expect("loads");
     assert_eq!(again.step, 7, "continued from step 5");
     std::fs::remove_dir_all(&dir).ok();

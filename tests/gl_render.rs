@@ -28,12 +28,8 @@ fn points_from_a_buffer_land_on_the_expected_pixels() {
     let mut program = Program::new(&gl, "test", VERTEX, FRAGMENT).expect("program");
 
     // Pixel centres (x + 0.5, y + 0.5) in GL's bottom-up coordinates, each with its own colour.
-    let points: [([u32; 2], [u8; 3]); 4] = [
-        ([0, 0], [255, 0, 0]),
-        ([63, 0], [0, 255, 0]),
-        ([10, 20], [0, 0, 255]),
-        ([63, 47], [255, 255, 0]),
-    ];
+    let points: [([u32; 2], [u8; 3]); 4] =
+        [([0, 0], [255, 0, 0]), ([63, 0], [0, 255, 0]), ([10, 20], [0, 0, 255]), ([63, 47], [255, 255, 0])];
     let mut vertices: Vec<f32> = Vec::new();
     for ([x, y], [r, g, b]) in points {
         vertices.extend_from_slice(&[x as f32 + 0.5, y as f32 + 0.5, 0.0, 1.0]);
@@ -42,22 +38,10 @@ fn points_from_a_buffer_land_on_the_expected_pixels() {
     let mut buffer = gl::Buffer::new(&gl, bytemuck::cast_slice(&vertices)).expect("buffer");
     let mut vertex_array = VertexArray::new(&gl).expect("vertex array");
     let attributes = [
-        Attribute {
-            location: 0,
-            components: 4,
-            stride: 32,
-            offset: 0,
-        },
-        Attribute {
-            location: 1,
-            components: 4,
-            stride: 32,
-            offset: 16,
-        },
+        Attribute { location: 0, components: 4, stride: 32, offset: 0 },
+        Attribute { location: 1, components: 4, stride: 32, offset: 16 },
     ];
-    vertex_array
-        .set_attributes(&gl, &buffer, &attributes, None)
-        .expect("attributes");
+    vertex_array.set_attributes(&gl, &buffer, &attributes, None).expect("attributes");
 
     framebuffer.bind(&gl);
     gl::begin_scene(&gl, [0, 0], size, [0.0, 0.0, 0.0, 1.0], DrawState::Additive);
@@ -78,15 +62,9 @@ fn points_from_a_buffer_land_on_the_expected_pixels() {
         let at = (row * size[0] as usize + x as usize) * 4;
         expected[at..at + 3].copy_from_slice(&[r, g, b]);
     }
-    let wrong: Vec<usize> = (0..pixels.len() / 4)
-        .filter(|&i| pixels[i * 4..i * 4 + 4] != expected[i * 4..i * 4 + 4])
-        .collect();
-    assert!(
-        wrong.is_empty(),
-        "{} pixels differ, first at index {:?}",
-        wrong.len(),
-        wrong.first()
-    );
+    let wrong: Vec<usize> =
+        (0..pixels.len() / 4).filter(|&i| pixels[i * 4..i * 4 + 4] != expected[i * 4..i * 4 + 4]).collect();
+    assert!(wrong.is_empty(), "{} pixels differ, first at index {:?}", wrong.len(), wrong.first());
 
     // The buffer reads back exactly as written.
     let read = buffer.read(&gl).expect("read buffer");
@@ -103,16 +81,7 @@ fn shader_errors_carry_the_compiler_log() {
     let context = HeadlessGl::new(None).expect("an EGL device");
     let gl = context.gl().clone();
     let broken = "#version 330 core\nout vec4 colour;\nvoid main() { colour = undefined_name; }";
-    let error = Program::new(&gl, "broken", VERTEX, broken)
-        .err()
-        .expect("must not compile")
-        .to_string();
-    assert!(
-        error.contains("broken: fragment shader does not compile"),
-        "{error}"
-    );
-    assert!(
-        error.contains("undefined_name"),
-        "the GL log names the problem: {error}"
-    );
+    let error = Program::new(&gl, "broken", VERTEX, broken).err().expect("must not compile").to_string();
+    assert!(error.contains("broken: fragment shader does not compile"), "{error}");
+    assert!(error.contains("undefined_name"), "the GL log names the problem: {error}");
 }

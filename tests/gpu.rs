@@ -23,19 +23,10 @@ use interop_lab::transfer::TransferKind;
 const WAVE_BOUND: f64 = 1e-5;
 
 fn cuda_options() -> CudaOptions {
-    CudaOptions {
-        backend: BackendRequest::Cuda,
-        no_cache: false,
-        ..CudaOptions::default()
-    }
+    CudaOptions { backend: BackendRequest::Cuda, no_cache: false, ..CudaOptions::default() }
 }
 
-fn random_settings(
-    random: &mut common::Random,
-    width: u32,
-    height: u32,
-    block: [u32; 2],
-) -> WaveSettings {
+fn random_settings(random: &mut common::Random, width: u32, height: u32, block: [u32; 2]) -> WaveSettings {
     WaveSettings {
         width,
         height,
@@ -48,11 +39,7 @@ fn random_settings(
 
 /// Poisons the buffer, steps once at a random phase, reads the buffer back through GL (interop) or
 /// the path's own read, and compares with the reference.
-fn step_and_compare(
-    gl: &glow::Context,
-    wave: &mut Wave,
-    random: &mut common::Random,
-) -> Vec<[f32; 4]> {
+fn step_and_compare(gl: &glow::Context, wave: &mut Wave, random: &mut common::Random) -> Vec<[f32; 4]> {
     wave.poison_positions(gl).expect("poison");
     let phase = random.range(0.0, std::f64::consts::TAU);
     wave.set_phase(phase);
@@ -66,20 +53,9 @@ fn step_and_compare(
         frequency: s.frequency,
         amplitude: s.amplitude,
     };
-    assert!(
-        out.iter().flatten().all(|v| v.is_finite()),
-        "{}x{}: every vertex written",
-        s.width,
-        s.height
-    );
+    assert!(out.iter().flatten().all(|v| v.is_finite()), "{}x{}: every vertex written", s.width, s.height);
     let error = relative_error(&out, &reference(&frame));
-    assert!(
-        error < WAVE_BOUND,
-        "{}x{} on {}: ‖out − ref‖/‖ref‖ = {error:e}",
-        s.width,
-        s.height,
-        wave.transfer_kind()
-    );
+    assert!(error < WAVE_BOUND, "{}x{} on {}: ‖out − ref‖/‖ref‖ = {error:e}", s.width, s.height, wave.transfer_kind());
     out
 }
 
@@ -88,21 +64,10 @@ fn step_and_compare(
 fn gl_context_runs_on_the_cuda_device_and_interop_is_chosen() {
     let (_gl, selection) = common::gpu_setup(&cuda_options());
     let cuda = selection.cuda.as_ref().expect("cuda");
-    let entry_points = cuda
-        .interop
-        .as_ref()
-        .expect("cudaGL entry points resolved through cuGetProcAddress");
+    let entry_points = cuda.interop.as_ref().expect("cudaGL entry points resolved through cuGetProcAddress");
     let devices = interop::gl_devices(entry_points).expect("cuGLGetDevices");
-    assert!(
-        devices.contains(&cuda.context.raw_device()),
-        "cuGLGetDevices {devices:?}"
-    );
-    assert_eq!(
-        selection.transfer,
-        TransferKind::Interop,
-        "{}",
-        selection.reason
-    );
+    assert!(devices.contains(&cuda.context.raw_device()), "cuGLGetDevices {devices:?}");
+    assert_eq!(selection.transfer, TransferKind::Interop, "{}", selection.reason);
 }
 
 #[test]
@@ -111,30 +76,21 @@ fn interop_and_copy_paths_write_the_reference_values() {
     let (context, selection) = common::gpu_setup(&cuda_options());
     let gl = context.gl().clone();
     let mut random = common::Random::new();
-    for (width, height, block) in [
-        (257u32, 131u32, [32u32, 4u32]),
-        (1, 1000, [1, 256]),
-        (1023, 1, [128, 1]),
-        (512, 512, [16, 16]),
-    ] {
+    for (width, height, block) in
+        [(257u32, 131u32, [32u32, 4u32]), (1, 1000, [1, 256]), (1023, 1, [128, 1]), (512, 512, [16, 16])]
+    {
         let settings = random_settings(&mut random, width, height, block);
         let mut outputs = Vec::new();
-        for transfer in [TransferKind::Interop, TransferKind::HostCopy] {
-            let env = DemoEnv {
-                gl: &gl,
-                cuda: selection.cuda.clone(),
-                transfer,
-                shaders_dir: None,
-            };
-            let mut wave = Wave::new(&env, settings.clone()).expect("wave");
+        let paths = [TransferKind::Interop, TransferKind::External, TransferKind::HostCopy, TransferKind::HostCopyPageable];
+        for transfer in paths {
+            let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer, shaders_dir: None };
+            let mut wave = Wave::new(&env, settings.clone()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
             assert_eq!(wave.transfer_kind(), transfer);
-            outputs.push((
-                wave.launch_config(),
-                step_and_compare(&gl, &mut wave, &mut random),
-            ));
+            outputs.push((wave.launch_config(), step_and_compare(&gl, &mut wave, &mut random)));
             Box::new(wave).destroy(&gl);
         }
-        assert_eq!(outputs[0].0, outputs[1].0, "same launch on both paths");
+        assert!(outputs.iter().all(|o| o.0 == outputs[0].0), "same launch on every path");
+        assert!(outputs.iter().all(|o| o.1 == outputs[0].1), "same kernel, same bits on every path");
     }
 }
 
@@ -144,22 +100,14 @@ fn switching_paths_keeps_the_buffer_contents() {
     let (context, selection) = common::gpu_setup(&cuda_options());
     let gl = context.gl().clone();
     let mut random = common::Random::new();
-    let env = DemoEnv {
-        gl: &gl,
-        cuda: selection.cuda.clone(),
-        transfer: TransferKind::Interop,
-        shaders_dir: None,
-    };
+    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
     let mut wave = Wave::new(&env, random_settings(&mut random, 300, 200, [16, 16])).expect("wave");
     let written = step_and_compare(&gl, &mut wave, &mut random);
-    for transfer in [TransferKind::HostCopy, TransferKind::Interop] {
+    for transfer in [TransferKind::HostCopy, TransferKind::External, TransferKind::Cpu, TransferKind::HostCopyPageable, TransferKind::Interop] {
         wave.set_transfer(&gl, transfer).expect("switch");
         assert_eq!(wave.transfer_kind(), transfer);
         let carried = wave.read_positions(&gl).expect("read");
-        assert!(
-            carried == written,
-            "contents survive the switch to {transfer}"
-        );
+        assert!(carried == written, "contents survive the switch to {transfer}");
     }
     step_and_compare(&gl, &mut wave, &mut random);
     Box::new(wave).destroy(&gl);
@@ -173,22 +121,15 @@ fn reallocation_reregisters_and_leaks_no_device_memory() {
     let cuda = selection.cuda.clone().expect("cuda");
     let mut random = common::Random::new();
     for transfer in [TransferKind::Interop, TransferKind::HostCopy] {
-        let env = DemoEnv {
-            gl: &gl,
-            cuda: Some(cuda.clone()),
-            transfer,
-            shaders_dir: None,
-        };
-        let mut wave =
-            Wave::new(&env, random_settings(&mut random, 256, 256, [16, 16])).expect("wave");
+        let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer, shaders_dir: None };
+        let mut wave = Wave::new(&env, random_settings(&mut random, 256, 256, [16, 16])).expect("wave");
         step_and_compare(&gl, &mut wave, &mut random);
         let sizes = [[1024u32, 1024u32], [100, 700], [2048, 512], [256, 256]];
         let reallocate = |wave: &mut Wave, rounds: u64| {
             for round in 0..rounds {
                 for [width, height] in sizes {
                     wave.set_vertices(&gl, width, height).expect("re-allocate");
-                    wave.step(&gl, round, 1.0 / 60.0)
-                        .expect("step after re-allocation");
+                    wave.step(&gl, round, 1.0 / 60.0).expect("step after re-allocation");
                 }
             }
             gl::finish(&gl);
@@ -208,14 +149,8 @@ fn reallocation_reregisters_and_leaks_no_device_memory() {
         );
         // A leak of one buffer per re-allocation would lose over 100 MiB (the smallest grid is
         // 1.1 MB); 1 MiB leaves room for the driver's page granularity.
-        assert!(
-            lost < 1 << 20,
-            "{transfer}: {lost} bytes of device memory not returned"
-        );
-        assert!(
-            cuda.context.take_errors().is_empty(),
-            "no deferred errors from Drop"
-        );
+        assert!(lost < 1 << 20, "{transfer}: {lost} bytes of device memory not returned");
+        assert!(cuda.context.take_errors().is_empty(), "no deferred errors from Drop");
         Box::new(wave).destroy(&gl);
     }
 }
@@ -233,57 +168,28 @@ fn headless_interop_and_copy_render_the_same_picture() {
             screenshot: None,
             stats: None,
             panel: false,
-            cuda: CudaOptions {
-                transfer,
-                ..cuda_options()
-            },
+            cuda: CudaOptions { transfer, ..cuda_options() },
             shaders_dir: None,
         };
         let report = headless::run(&options).expect("headless run");
-        let stages: Vec<Stage> = report
-            .summary
-            .stages
-            .iter()
-            .filter(|s| s.gpu_us.is_some())
-            .map(|s| s.stage)
-            .collect();
+        let stages: Vec<Stage> = report.summary.stages.iter().filter(|s| s.gpu_us.is_some()).map(|s| s.stage).collect();
         match transfer {
             TransferRequest::Interop => {
                 assert_eq!(report.json["transfer"], "interop");
-                assert_eq!(
-                    stages,
-                    vec![Stage::Map, Stage::Kernel, Stage::Unmap, Stage::Draw],
-                    "GPU-timed stages"
-                );
+                assert_eq!(stages, vec![Stage::Map, Stage::Kernel, Stage::Unmap, Stage::Draw], "GPU-timed stages");
             }
             _ => {
                 assert_eq!(report.json["transfer"], "host_copy");
-                assert_eq!(
-                    stages,
-                    vec![Stage::Kernel, Stage::Download, Stage::Draw],
-                    "GPU-timed stages"
-                );
-                assert!(
-                    report
-                        .summary
-                        .stage(Stage::Upload)
-                        .is_some_and(|s| s.host_us.is_some())
-                );
+                assert_eq!(stages, vec![Stage::Kernel, Stage::Download, Stage::Draw], "GPU-timed stages");
+                assert!(report.summary.stage(Stage::Upload).is_some_and(|s| s.host_us.is_some()));
             }
         }
         let background = report.pixels[..4].to_vec();
-        let lit = report
-            .pixels
-            .chunks_exact(4)
-            .filter(|p| *p != background.as_slice())
-            .count();
+        let lit = report.pixels.chunks_exact(4).filter(|p| *p != background.as_slice()).count();
         assert!(lit * 10 > report.pixels.len() / 4, "not blank");
         pictures.push(report.pixels);
     }
-    assert!(
-        pictures[0] == pictures[1],
-        "the same kernel output draws the same picture on both paths"
-    );
+    assert!(pictures[0] == pictures[1], "the same kernel output draws the same picture on both paths");
 }
 
 #[test]
@@ -292,40 +198,13 @@ fn launch_limits_come_from_the_device_and_the_kernel() {
     let (context, selection) = common::gpu_setup(&cuda_options());
     let gl = context.gl().clone();
     let cases: [(WaveSettings, &str); 3] = [
-        (
-            WaveSettings {
-                block: [64, 32],
-                ..WaveSettings::default()
-            },
-            "threads per block",
-        ),
-        (
-            WaveSettings {
-                block: [2048, 1],
-                ..WaveSettings::default()
-            },
-            "MAX_BLOCK_DIM_X",
-        ),
-        (
-            WaveSettings {
-                block: [1, 1],
-                grid: Some([1, 70_000]),
-                ..WaveSettings::default()
-            },
-            "MAX_GRID_DIM_Y",
-        ),
+        (WaveSettings { block: [64, 32], ..WaveSettings::default() }, "threads per block"),
+        (WaveSettings { block: [2048, 1], ..WaveSettings::default() }, "MAX_BLOCK_DIM_X"),
+        (WaveSettings { block: [1, 1], grid: Some([1, 70_000]), ..WaveSettings::default() }, "MAX_GRID_DIM_Y"),
     ];
     for (settings, expected) in cases {
-        let env = DemoEnv {
-            gl: &gl,
-            cuda: selection.cuda.clone(),
-            transfer: TransferKind::Interop,
-            shaders_dir: None,
-        };
-        let error = Wave::new(&env, settings.clone())
-            .err()
-            .expect("invalid launch rejected")
-            .to_string();
+        let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+        let error = Wave::new(&env, settings.clone()).err().expect("invalid launch rejected").to_string();
         assert!(error.contains(expected), "{:?}: {error}", settings.block);
     }
 }
@@ -341,7 +220,9 @@ fn trace_of_a_wave_frame_lists_map_launch_unmap_in_order() {
     let trace = cuda.context.trace();
     trace.end_frame(); // the setup list ends here
     let setup: Vec<&str> = trace.setup().iter().map(|e| e.call).collect();
-    for call in ["cuInit", "cuDevicePrimaryCtxRetain", "cuModuleLoadData", "cuModuleGetFunction", "cuGraphicsGLRegisterBuffer"] {
+    for call in
+        ["cuInit", "cuDevicePrimaryCtxRetain", "cuModuleLoadData", "cuModuleGetFunction", "cuGraphicsGLRegisterBuffer"]
+    {
         assert!(setup.contains(&call), "setup lists {call}: {setup:?}");
     }
     assert!(setup.contains(&"nvrtcCompileProgram") || setup.contains(&"kernel cache"), "{setup:?}");
@@ -352,8 +233,14 @@ fn trace_of_a_wave_frame_lists_map_launch_unmap_in_order() {
     wave.step(&gl, 1, 0.0).expect("step");
     trace.end_frame();
     let calls: Vec<&str> = trace.last_frame().iter().map(|e| e.call).collect();
-    let at = |call: &str| calls.iter().position(|c| *c == call).unwrap_or_else(|| panic!("{call} missing from {calls:?}"));
-    let order = [at("cuGraphicsMapResources"), at("cuGraphicsResourceGetMappedPointer"), at("cuLaunchKernel"), at("cuGraphicsUnmapResources")];
+    let at =
+        |call: &str| calls.iter().position(|c| *c == call).unwrap_or_else(|| panic!("{call} missing from {calls:?}"));
+    let order = [
+        at("cuGraphicsMapResources"),
+        at("cuGraphicsResourceGetMappedPointer"),
+        at("cuLaunchKernel"),
+        at("cuGraphicsUnmapResources"),
+    ];
     assert!(order.windows(2).all(|w| w[0] < w[1]), "map → pointer → launch → unmap: {calls:?}");
     let launch = &trace.last_frame()[order[2]];
     assert!(launch.detail.contains("wave grid [16, 16, 1] block [16, 16, 1]"), "{}", launch.detail);
@@ -382,8 +269,14 @@ fn inspector_occupancy_is_what_the_driver_and_the_limits_say() {
             .max_blocks_per_multiprocessor
             .min(device.max_threads_per_multiprocessor / threads)
             .min(device.registers_per_multiprocessor / (registers_per_warp * warps).max(1));
-        assert_eq!(occupancy.blocks_per_multiprocessor, expected, "block {block:?}: {occupancy:?} {:?}", info.attributes);
-        assert!(occupancy.suggested_block > 0 && occupancy.suggested_block as u32 <= device.max_threads_per_block as u32);
+        assert_eq!(
+            occupancy.blocks_per_multiprocessor, expected,
+            "block {block:?}: {occupancy:?} {:?}",
+            info.attributes
+        );
+        assert!(
+            occupancy.suggested_block > 0 && occupancy.suggested_block as u32 <= device.max_threads_per_block as u32
+        );
         Box::new(wave).destroy(&gl);
     }
 }

@@ -14,30 +14,16 @@ use interop_lab::runtime::{BackendRequest, CudaOptions, Selection};
 use interop_lab::transfer::TransferKind;
 
 fn setup() -> (interop_lab::context::headless::HeadlessGl, Selection) {
-    common::gpu_setup(&CudaOptions {
-        backend: BackendRequest::Cuda,
-        ..CudaOptions::default()
-    })
+    common::gpu_setup(&CudaOptions { backend: BackendRequest::Cuda, ..CudaOptions::default() })
 }
 
 /// A fresh random image with hard edges, saved as PNG (16-bit, so RGBA32F keeps detail).
-fn random_image(
-    width: u32,
-    height: u32,
-    random: &mut common::Random,
-    path: &std::path::Path,
-) -> SourceImage {
+fn random_image(width: u32, height: u32, random: &mut common::Random, path: &std::path::Path) -> SourceImage {
     let mut pattern = image::test_pattern(width, height);
     for value in pattern.rgba32f.iter_mut() {
         *value = (*value + random.range(-0.15, 0.15) as f32).clamp(0.0, 1.0);
     }
-    image::save_png(
-        path,
-        [width, height],
-        PixelFormat::Rgba32f,
-        bytemuck::cast_slice(&pattern.rgba32f),
-    )
-    .expect("save");
+    image::save_png(path, [width, height], PixelFormat::Rgba32f, bytemuck::cast_slice(&pattern.rgba32f)).expect("save");
     image::load(path).expect("reload")
 }
 
@@ -50,21 +36,12 @@ fn blur_once(gl: &glow::Context, blur: &mut Blur) -> Vec<[f64; 4]> {
         blur.step(gl, 0, 0.0).expect("step");
         outputs.push(blur.read_output(gl).expect("read"));
     }
-    assert!(
-        outputs[0] == outputs[1],
-        "every output pixel is written (poisoned twice with different bytes)"
-    );
+    assert!(outputs[0] == outputs[1], "every output pixel is written (poisoned twice with different bytes)");
     match blur.settings().format {
-        PixelFormat::Rgba8 => outputs[0]
-            .chunks_exact(4)
-            .map(|p| [p[0], p[1], p[2], p[3]].map(f64::from))
-            .collect(),
+        PixelFormat::Rgba8 => outputs[0].chunks_exact(4).map(|p| [p[0], p[1], p[2], p[3]].map(f64::from)).collect(),
         PixelFormat::Rgba32f => {
             let floats: &[f32] = bytemuck::cast_slice(&outputs[0]);
-            floats
-                .chunks_exact(4)
-                .map(|p| [p[0], p[1], p[2], p[3]].map(f64::from))
-                .collect()
+            floats.chunks_exact(4).map(|p| [p[0], p[1], p[2], p[3]].map(f64::from)).collect()
         }
     }
 }
@@ -78,10 +55,7 @@ fn reference(source: &SourceImage, settings: &BlurSettings) -> Image<f64> {
     };
     match settings.filter {
         Filter::Box => cpu::reference_boxes(&input, cpu::box_radii(settings.sigma).0),
-        _ => cpu::reference_gaussian(
-            &input,
-            &cpu::gaussian_weights(settings.sigma, settings.radius() as usize),
-        ),
+        _ => cpu::reference_gaussian(&input, &cpu::gaussian_weights(settings.sigma, settings.radius() as usize)),
     }
 }
 
@@ -121,11 +95,7 @@ fn every_filter_format_route_and_path_matches_the_reference() {
         let path = dir.join(format!("in-{width}x{height}.png"));
         let source = random_image(width, height, &mut random, &path);
         for format in [PixelFormat::Rgba8, PixelFormat::Rgba32f] {
-            for (filter, sigma) in [
-                (Filter::Separable, 2.5),
-                (Filter::Box, 4.0),
-                (Filter::Naive, 1.2),
-            ] {
+            for (filter, sigma) in [(Filter::Separable, 2.5), (Filter::Box, 4.0), (Filter::Naive, 1.2)] {
                 for (transfer, route) in [
                     (TransferKind::Interop, Route::Texture),
                     (TransferKind::Interop, Route::Pbo),
@@ -140,12 +110,7 @@ fn every_filter_format_route_and_path_matches_the_reference() {
                         block: [64, 4],
                         ..BlurSettings::default()
                     };
-                    let env = DemoEnv {
-                        gl: &gl,
-                        cuda: selection.cuda.clone(),
-                        transfer,
-                        shaders_dir: None,
-                    };
+                    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer, shaders_dir: None };
                     let mut blur = Blur::new(&env, settings.clone()).expect("blur");
                     assert_eq!(blur.route(), route);
                     let out = blur_once(&gl, &mut blur);
@@ -169,51 +134,25 @@ fn large_sigma_and_the_box_approximation() {
     let (context, selection) = setup();
     let gl = context.gl().clone();
     let mut random = common::Random::new();
-    let dir =
-        std::env::temp_dir().join(format!("interop-lab-gpu-blur-large-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("interop-lab-gpu-blur-large-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("in.png");
     let source = random_image(640, 360, &mut random, &path);
-    for (filter, sigma, block) in [
-        (Filter::Separable, 100.0, [128u32, 1u32]),
-        (Filter::Box, 100.0, [128, 2]),
-        (Filter::Box, 25.0, [128, 4]),
-    ] {
-        let settings = BlurSettings {
-            image: Some(path.clone()),
-            sigma,
-            filter,
-            block,
-            ..BlurSettings::default()
-        };
-        let env = DemoEnv {
-            gl: &gl,
-            cuda: selection.cuda.clone(),
-            transfer: TransferKind::Interop,
-            shaders_dir: None,
-        };
+    for (filter, sigma, block) in
+        [(Filter::Separable, 100.0, [128u32, 1u32]), (Filter::Box, 100.0, [128, 2]), (Filter::Box, 25.0, [128, 4])]
+    {
+        let settings = BlurSettings { image: Some(path.clone()), sigma, filter, block, ..BlurSettings::default() };
+        let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
         let mut blur = Blur::new(&env, settings.clone()).expect("blur");
         let out = blur_once(&gl, &mut blur);
         let (max, mean) = errors(&out, &reference(&source, &settings));
-        assert!(
-            max <= 1.0 && mean <= 0.3,
-            "{filter:?} σ {sigma}: max {max} mean {mean}"
-        );
+        assert!(max <= 1.0 && mean <= 0.3, "{filter:?} σ {sigma}: max {max} mean {mean}");
         if filter == Filter::Box {
             // Against the exact Gaussian the cascade is an approximation (docs/blur-performance.md):
             // within 6 levels of 255 everywhere and 1.5 on average for σ ≥ 2.
-            let exact = reference(
-                &source,
-                &BlurSettings {
-                    filter: Filter::Separable,
-                    ..settings.clone()
-                },
-            );
+            let exact = reference(&source, &BlurSettings { filter: Filter::Separable, ..settings.clone() });
             let (max, mean) = errors(&out, &exact);
-            assert!(
-                max <= 6.0 && mean <= 1.5,
-                "box vs Gaussian σ {sigma}: max {max} mean {mean}"
-            );
+            assert!(max <= 6.0 && mean <= 1.5, "box vs Gaussian σ {sigma}: max {max} mean {mean}");
         }
         Box::new(blur).destroy(&gl);
     }
@@ -225,66 +164,26 @@ fn large_sigma_and_the_box_approximation() {
 fn cuda_and_cpu_backends_agree_and_bad_launches_are_named() {
     let (context, selection) = setup();
     let gl = context.gl().clone();
-    let settings = BlurSettings {
-        sigma: 5.0,
-        ..BlurSettings::default()
-    };
-    let env = DemoEnv {
-        gl: &gl,
-        cuda: selection.cuda.clone(),
-        transfer: TransferKind::Interop,
-        shaders_dir: None,
-    };
+    let settings = BlurSettings { sigma: 5.0, ..BlurSettings::default() };
+    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
     let mut gpu = Blur::new(&env, settings.clone()).expect("gpu blur");
     let gpu_out = blur_once(&gl, &mut gpu);
-    let cpu_env = DemoEnv {
-        gl: &gl,
-        cuda: None,
-        transfer: TransferKind::Cpu,
-        shaders_dir: None,
-    };
+    let cpu_env = DemoEnv { gl: &gl, cuda: None, transfer: TransferKind::Cpu, shaders_dir: None };
     let mut cpu_blur = Blur::new(&cpu_env, settings.clone()).expect("cpu blur");
     let cpu_out = blur_once(&gl, &mut cpu_blur);
-    let max = gpu_out
-        .iter()
-        .zip(&cpu_out)
-        .flat_map(|(a, b)| (0..4).map(move |c| (a[c] - b[c]).abs()))
-        .fold(0.0, f64::max);
+    let max =
+        gpu_out.iter().zip(&cpu_out).flat_map(|(a, b)| (0..4).map(move |c| (a[c] - b[c]).abs())).fold(0.0, f64::max);
     assert!(max <= 1.0, "CUDA and CPU differ by {max} levels");
     Box::new(cpu_blur).destroy(&gl);
 
     // 64 × 32 = 2048 threads per block: refused, the old settings keep running.
     let error = gpu
-        .change(BlurSettings {
-            block: [64, 32],
-            ..settings.clone()
-        })
+        .change(BlurSettings { block: [64, 32], ..settings.clone() })
         .and_then(|()| gpu.step(&gl, 1, 0.0).map(|_| ()));
-    assert!(
-        error.is_ok(),
-        "a bad edit is reported in the panel, not as a failed frame"
-    );
-    assert_eq!(
-        gpu.settings().block,
-        settings.block,
-        "the previous block is still in use"
-    );
-    let env = DemoEnv {
-        gl: &gl,
-        cuda: selection.cuda.clone(),
-        transfer: TransferKind::Interop,
-        shaders_dir: None,
-    };
-    let refused = Blur::new(
-        &env,
-        BlurSettings {
-            block: [64, 32],
-            ..settings
-        },
-    )
-    .err()
-    .expect("refused")
-    .to_string();
+    assert!(error.is_ok(), "a bad edit is reported in the panel, not as a failed frame");
+    assert_eq!(gpu.settings().block, settings.block, "the previous block is still in use");
+    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let refused = Blur::new(&env, BlurSettings { block: [64, 32], ..settings }).err().expect("refused").to_string();
     assert!(refused.contains("1024 threads per block"), "{refused}");
     Box::new(gpu).destroy(&gl);
 }

@@ -14,24 +14,11 @@ use interop_lab::runtime::{BackendRequest, CudaOptions, Selection};
 use interop_lab::transfer::TransferKind;
 
 fn setup() -> (interop_lab::context::headless::HeadlessGl, Selection) {
-    common::gpu_setup(&CudaOptions {
-        backend: BackendRequest::Cuda,
-        ..CudaOptions::default()
-    })
+    common::gpu_setup(&CudaOptions { backend: BackendRequest::Cuda, ..CudaOptions::default() })
 }
 
-fn demo(
-    gl: &glow::Context,
-    selection: &Selection,
-    transfer: TransferKind,
-    settings: NBodySettings,
-) -> NBody {
-    let env = DemoEnv {
-        gl,
-        cuda: selection.cuda.clone(),
-        transfer,
-        shaders_dir: None,
-    };
+fn demo(gl: &glow::Context, selection: &Selection, transfer: TransferKind, settings: NBodySettings) -> NBody {
+    let env = DemoEnv { gl, cuda: selection.cuda.clone(), transfer, shaders_dir: None };
     NBody::new(&env, settings).expect("n-body demo")
 }
 
@@ -42,21 +29,12 @@ fn run(gl: &glow::Context, nbody: &mut NBody, steps: u64) {
         nbody.step(gl, frame, 0.0).expect("step");
     }
     let (positions, velocities) = nbody.read_gl_buffers(gl).expect("read GL buffers");
-    assert!(
-        positions.iter().flatten().all(|v| v.is_finite()),
-        "every position written"
-    );
-    assert!(
-        velocities.iter().flatten().all(|v| v.is_finite()),
-        "every velocity written"
-    );
+    assert!(positions.iter().flatten().all(|v| v.is_finite()), "every position written");
+    assert!(velocities.iter().flatten().all(|v| v.is_finite()), "every velocity written");
 }
 
 fn errors(result: &Bodies, reference: &Bodies) -> (f64, f64) {
-    (
-        relative_error(&result.positions, &reference.positions),
-        relative_error(&result.velocities, &reference.velocities),
-    )
+    (relative_error(&result.positions, &reference.positions), relative_error(&result.velocities, &reference.velocities))
 }
 
 #[test]
@@ -73,10 +51,7 @@ fn one_and_hundred_steps_match_the_f64_reference() {
                 bodies: Some(n),
                 preset: Preset::Plummer,
                 seed,
-                variant: Variant {
-                    precision,
-                    ..Variant::default()
-                },
+                variant: Variant { precision, ..Variant::default() },
                 energy_every: 0,
                 ..NBodySettings::default()
             };
@@ -97,14 +72,8 @@ fn one_and_hundred_steps_match_the_f64_reference() {
             eprintln!(
                 "{precision:?}, {steps} steps: position error {position_error:e}, velocity error {velocity_error:e}"
             );
-            assert!(
-                position_error < position_bound,
-                "{precision:?} {steps} steps: positions {position_error:e}"
-            );
-            assert!(
-                velocity_error < velocity_bound,
-                "{precision:?} {steps} steps: velocities {velocity_error:e}"
-            );
+            assert!(position_error < position_bound, "{precision:?} {steps} steps: positions {position_error:e}");
+            assert!(velocity_error < velocity_bound, "{precision:?} {steps} steps: velocities {velocity_error:e}");
             Box::new(nbody).destroy(&gl);
         }
     }
@@ -135,34 +104,12 @@ fn every_variant_and_slicing_agrees_with_the_reference() {
         (1024, 2048, 32, 1, Some(3)),
     ];
     for (block_size, tile_size, unroll, bodies_per_thread, slices) in shapes {
-        let variant = Variant {
-            precision: Precision::F32,
-            block_size,
-            tile_size,
-            unroll,
-            bodies_per_thread,
-        };
-        let mut nbody = demo(
-            &gl,
-            &selection,
-            TransferKind::Interop,
-            NBodySettings {
-                variant,
-                slices,
-                ..base.clone()
-            },
-        );
+        let variant = Variant { precision: Precision::F32, block_size, tile_size, unroll, bodies_per_thread };
+        let mut nbody = demo(&gl, &selection, TransferKind::Interop, NBodySettings { variant, slices, ..base.clone() });
         run(&gl, &mut nbody, 5);
-        let (position_error, velocity_error) =
-            errors(&nbody.read_bodies(&gl).expect("read"), &reference);
-        eprintln!(
-            "{variant:?} slices {:?}: {position_error:e} {velocity_error:e}",
-            nbody.slices()
-        );
-        assert!(
-            position_error < 1e-6 && velocity_error < 1e-5,
-            "{variant:?}: {position_error:e} {velocity_error:e}"
-        );
+        let (position_error, velocity_error) = errors(&nbody.read_bodies(&gl).expect("read"), &reference);
+        eprintln!("{variant:?} slices {:?}: {position_error:e} {velocity_error:e}", nbody.slices());
+        assert!(position_error < 1e-6 && velocity_error < 1e-5, "{variant:?}: {position_error:e} {velocity_error:e}");
         Box::new(nbody).destroy(&gl);
     }
 }
@@ -193,20 +140,12 @@ fn momentum_is_conserved_and_the_paths_agree() {
             .sum();
         let p1 = after.momentum();
         for axis in 0..3 {
-            assert!(
-                (p1[axis] - p0[axis]).abs() < 1e-5 * scale,
-                "{transfer}: axis {axis} {} → {}",
-                p0[axis],
-                p1[axis]
-            );
+            assert!((p1[axis] - p0[axis]).abs() < 1e-5 * scale, "{transfer}: axis {axis} {} → {}", p0[axis], p1[axis]);
         }
         results.push(after);
         Box::new(nbody).destroy(&gl);
     }
-    assert!(
-        results[0] == results[1],
-        "interop and host copy run the same kernels on the same data: identical results"
-    );
+    assert!(results[0] == results[1], "interop and host copy run the same kernels on the same data: identical results");
 }
 
 #[test]
@@ -222,29 +161,13 @@ fn two_body_orbit_closes_after_one_period() {
         positions: vec![[0.5, 0.0, 0.0, 0.5], [-0.5, 0.0, 0.0, 0.5]],
         velocities: vec![[0.0, 0.0, speed], [0.0, 0.0, -speed]],
     };
-    let params = Params {
-        dt: std::f64::consts::TAU / omega / steps as f64,
-        softening,
-        gravity: 1.0,
-        damping: 1.0,
-    };
+    let params = Params { dt: std::f64::consts::TAU / omega / steps as f64, softening, gravity: 1.0, damping: 1.0 };
     let path = std::env::temp_dir().join(format!("interop-lab-orbit-{}.state", std::process::id()));
-    state::save(
-        &path,
-        &SavedState {
-            bodies: bodies.clone(),
-            params,
-            step: 0,
-        },
-    )
-    .expect("save");
+    state::save(&path, &SavedState { bodies: bodies.clone(), params, step: 0 }).expect("save");
     for precision in [Precision::F32, Precision::F64] {
         let settings = NBodySettings {
             load: Some(path.clone()),
-            variant: Variant {
-                precision,
-                ..Variant::default()
-            },
+            variant: Variant { precision, ..Variant::default() },
             energy_every: 0,
             ..NBodySettings::default()
         };
@@ -273,10 +196,7 @@ fn gpu_energy_equals_the_cpu_energy_of_the_same_state() {
             preset: Preset::Plummer,
             seed: 3,
             energy_every: 10,
-            variant: Variant {
-                precision,
-                ..Variant::default()
-            },
+            variant: Variant { precision, ..Variant::default() },
             ..NBodySettings::default()
         };
         let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings);
@@ -288,18 +208,11 @@ fn gpu_energy_equals_the_cpu_energy_of_the_same_state() {
         nbody.collect_energy().expect("energy");
         nbody.request_energy(&gl).expect("request");
         nbody.collect_energy().expect("energy");
-        let (Some((step, kinetic, potential)), Some(initial)) = nbody.energy() else {
-            panic!("energy computed")
-        };
+        let (Some((step, kinetic, potential)), Some(initial)) = nbody.energy() else { panic!("energy computed") };
         assert_eq!(step, 10);
         let bodies = nbody.read_bodies(&gl).expect("read");
-        let velocities: Vec<[f64; 4]> = bodies
-            .velocities
-            .iter()
-            .map(|v| [v[0], v[1], v[2], 0.0])
-            .collect();
-        let (cpu_kinetic, cpu_potential) =
-            cpu::energy(&bodies.positions, &velocities, &nbody.params());
+        let velocities: Vec<[f64; 4]> = bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect();
+        let (cpu_kinetic, cpu_potential) = cpu::energy(&bodies.positions, &velocities, &nbody.params());
         let bound = 1e-9;
         assert!(
             ((kinetic - cpu_kinetic) / cpu_kinetic).abs() < bound,
@@ -310,10 +223,7 @@ fn gpu_energy_equals_the_cpu_energy_of_the_same_state() {
             "{precision:?} potential {potential} vs {cpu_potential}"
         );
         let drift = ((kinetic + potential) - initial) / initial.abs();
-        assert!(
-            drift.abs() < 1e-4,
-            "{precision:?}: energy drift {drift:e} after 10 steps"
-        );
+        assert!(drift.abs() < 1e-4, "{precision:?}: energy drift {drift:e} after 10 steps");
         Box::new(nbody).destroy(&gl);
     }
 }
@@ -324,43 +234,41 @@ fn a_launch_the_device_cannot_run_is_refused_by_name() {
     let (context, selection) = setup();
     let gl = context.gl().clone();
     // 8192 fp64 bodies per tile need 256 KiB of shared memory; the H200 allows 227 KiB per block.
-    let variant = Variant {
-        precision: Precision::F64,
-        block_size: 256,
-        tile_size: 8192,
-        unroll: 4,
-        bodies_per_thread: 1,
-    };
-    let env = DemoEnv {
-        gl: &gl,
-        cuda: selection.cuda.clone(),
-        transfer: TransferKind::Interop,
-        shaders_dir: None,
-    };
-    let error = NBody::new(
-        &env,
-        NBodySettings {
-            bodies: Some(10_000),
-            variant,
-            ..NBodySettings::default()
-        },
-    )
-    .err()
-    .expect("refused")
-    .to_string();
-    assert!(
-        error.contains("dynamic shared memory") && error.contains("262144 bytes"),
-        "{error}"
-    );
-    let error = NBody::new(
-        &env,
-        NBodySettings {
-            bodies: Some(0),
-            ..NBodySettings::default()
-        },
-    )
-    .err()
-    .expect("refused")
-    .to_string();
+    let variant =
+        Variant { precision: Precision::F64, block_size: 256, tile_size: 8192, unroll: 4, bodies_per_thread: 1 };
+    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let error = NBody::new(&env, NBodySettings { bodies: Some(10_000), variant, ..NBodySettings::default() })
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(error.contains("dynamic shared memory") && error.contains("262144 bytes"), "{error}");
+    let error = NBody::new(&env, NBodySettings { bodies: Some(0), ..NBodySettings::default() })
+        .err()
+        .expect("refused")
+        .to_string();
     assert!(error.contains("number of bodies must be 1..="), "{error}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_simulation_carries_over_between_every_path() {
+    let (context, selection) = setup();
+    let gl = context.gl().clone();
+    let n = 1024;
+    let settings = NBodySettings { bodies: Some(n), preset: Preset::Plummer, seed: 21, energy_every: 0, ..NBodySettings::default() };
+    let initial = Preset::Plummer.generate(n as usize, 21);
+    let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings.clone());
+    let path = [TransferKind::External, TransferKind::Cpu, TransferKind::HostCopyPageable, TransferKind::HostCopy, TransferKind::Interop];
+    for (frame, transfer) in path.into_iter().enumerate() {
+        nbody.step(&gl, frame as u64, 0.0).expect("step");
+        let before = nbody.read_bodies(&gl).expect("read");
+        nbody.set_transfer(&gl, transfer).unwrap_or_else(|e| panic!("switch to {transfer}: {e}"));
+        assert_eq!(nbody.transfer_kind(), transfer);
+        assert!(nbody.read_bodies(&gl).expect("read") == before, "the bodies survive the switch to {transfer}");
+    }
+    nbody.step(&gl, 99, 0.0).expect("step");
+    let reference = cpu::reference_steps(&initial, &settings.params(), path.len() + 1);
+    let (position_error, velocity_error) = errors(&nbody.read_bodies(&gl).expect("read"), &reference);
+    assert!(position_error < 1e-6 && velocity_error < 1e-5, "{position_error:e} {velocity_error:e}");
+    Box::new(nbody).destroy(&gl);
 }

@@ -9,11 +9,7 @@ use interop_lab::cuda::driver;
 use interop_lab::cuda::module::{self, Compiler, compile_with_nvrtc, supported_archs};
 
 fn nvrtc() -> bool {
-    common::available(
-        driver::nvrtc_library_present(),
-        "NVRTC (libnvrtc.so.13)",
-        "INTEROP_LAB_REQUIRE_NVRTC",
-    )
+    common::available(driver::nvrtc_library_present(), "NVRTC (libnvrtc.so.13)", "INTEROP_LAB_REQUIRE_NVRTC")
 }
 
 #[test]
@@ -26,36 +22,18 @@ fn every_kernel_compiles_for_every_target_architecture() {
     // Turing to Hopper: what the app is built for; each must be supported by the pinned NVRTC.
     let targets = [75, 80, 86, 89, 90];
     for arch in targets {
-        assert!(
-            supported.contains(&arch),
-            "NVRTC {version:?} does not support sm_{arch}: {supported:?}"
-        );
+        assert!(supported.contains(&arch), "NVRTC {version:?} does not support sm_{arch}: {supported:?}");
     }
     for file in module::ALL_KERNELS {
         for arch in targets {
-            let (image, log) = compile_with_nvrtc(
-                file.name,
-                file.embedded,
-                &format!("sm_{arch}"),
-                &[],
-                version,
-            )
-            .unwrap_or_else(|e| panic!("{} for sm_{arch}: {e}", file.name));
-            assert!(
-                image.starts_with(b"\x7fELF"),
-                "{} for sm_{arch}: a CUBIN is an ELF image",
-                file.name
-            );
+            let (image, log) = compile_with_nvrtc(file.name, file.embedded, &format!("sm_{arch}"), &[], version)
+                .unwrap_or_else(|e| panic!("{} for sm_{arch}: {e}", file.name));
+            assert!(image.starts_with(b"\x7fELF"), "{} for sm_{arch}: a CUBIN is an ELF image", file.name);
             assert!(!log.contains("error"), "{} for sm_{arch}: {log}", file.name);
         }
-        let (ptx, _) =
-            compile_with_nvrtc(file.name, file.embedded, "compute_90", &[], version).expect("PTX");
+        let (ptx, _) = compile_with_nvrtc(file.name, file.embedded, "compute_90", &[], version).expect("PTX");
         let text = String::from_utf8_lossy(&ptx);
-        assert!(
-            text.contains(".target sm_90"),
-            "{}: PTX for compute_90",
-            file.name
-        );
+        assert!(text.contains(".target sm_90"), "{}: PTX for compute_90", file.name);
     }
 }
 
@@ -65,23 +43,13 @@ fn a_kernel_that_does_not_compile_reports_file_and_line() {
         return;
     }
     let version = driver::nvrtc_version().expect("NVRTC version");
-    let source =
-        "extern \"C\" __global__ void broken(float* out) {\n    out[0] = not_declared;\n}\n";
-    let error =
-        compile_with_nvrtc("broken.cu", source, "sm_90", &[], version).expect_err("must fail");
-    let Error::Compile { file, log, .. } = &error else {
-        panic!("expected a compile error, got {error}")
-    };
+    let source = "extern \"C\" __global__ void broken(float* out) {\n    out[0] = not_declared;\n}\n";
+    let error = compile_with_nvrtc("broken.cu", source, "sm_90", &[], version).expect_err("must fail");
+    let Error::Compile { file, log, .. } = &error else { panic!("expected a compile error, got {error}") };
     assert_eq!(file, "broken.cu");
-    assert!(
-        log.contains("broken.cu(2)"),
-        "NVRTC's log names file and line: {log}"
-    );
+    assert!(log.contains("broken.cu(2)"), "NVRTC's log names file and line: {log}");
     assert!(log.contains("not_declared"), "{log}");
-    assert!(
-        error.to_string().contains("compiling broken.cu failed"),
-        "{error}"
-    );
+    assert!(error.to_string().contains("compiling broken.cu failed"), "{error}");
 }
 
 #[test]
@@ -98,9 +66,7 @@ fn second_compile_comes_from_the_cache() {
     let second = compiler.compile(&file, &[]).expect("second compile");
     assert!(second.from_cache, "the second start compiles nothing");
     assert_eq!(first.image, second.image);
-    let other = compiler
-        .compile(&file, &["-DINTEROP_LAB_TEST=1".to_owned()])
-        .expect("other options");
+    let other = compiler.compile(&file, &["-DINTEROP_LAB_TEST=1".to_owned()]).expect("other options");
     assert!(!other.from_cache, "other options are another cache entry");
     let entries = std::fs::read_dir(&cache).expect("cache dir").count();
     assert_eq!(entries, 2, "one file per (source, arch, options)");
@@ -115,29 +81,12 @@ fn nbody_variants_the_panel_offers_compile() {
     use interop_lab::demos::nbody::kernels::{KERNEL, Precision, Variant};
     let version = driver::nvrtc_version().expect("NVRTC version");
     // The corners of the panel's choices, in both precisions.
-    let shapes = [
-        (64u32, 64u32, 1u32, 1u32),
-        (256, 256, 8, 2),
-        (1024, 2048, 32, 8),
-        (128, 512, 16, 4),
-    ];
+    let shapes = [(64u32, 64u32, 1u32, 1u32), (256, 256, 8, 2), (1024, 2048, 32, 8), (128, 512, 16, 4)];
     for precision in [Precision::F32, Precision::F64] {
         for (block_size, tile_size, unroll, bodies_per_thread) in shapes {
-            let variant = Variant {
-                precision,
-                block_size,
-                tile_size,
-                unroll,
-                bodies_per_thread,
-            };
-            let (image, log) = compile_with_nvrtc(
-                KERNEL.name,
-                KERNEL.embedded,
-                "sm_90",
-                &variant.options(),
-                version,
-            )
-            .unwrap_or_else(|e| panic!("{variant:?}: {e}"));
+            let variant = Variant { precision, block_size, tile_size, unroll, bodies_per_thread };
+            let (image, log) = compile_with_nvrtc(KERNEL.name, KERNEL.embedded, "sm_90", &variant.options(), version)
+                .unwrap_or_else(|e| panic!("{variant:?}: {e}"));
             assert!(image.starts_with(b"\x7fELF"), "{variant:?}");
             assert!(!log.contains("warning"), "{variant:?}: {log}");
         }
@@ -157,9 +106,8 @@ fn blur_formats_and_tile_widths_compile() {
             if !format.is_empty() {
                 options.push(format.to_owned());
             }
-            let (image, log) =
-                compile_with_nvrtc(kernel.name, kernel.embedded, "sm_90", &options, version)
-                    .unwrap_or_else(|e| panic!("{options:?}: {e}"));
+            let (image, log) = compile_with_nvrtc(kernel.name, kernel.embedded, "sm_90", &options, version)
+                .unwrap_or_else(|e| panic!("{options:?}: {e}"));
             assert!(image.starts_with(b"\x7fELF"), "{options:?}");
             assert!(!log.contains("warning"), "{options:?}: {log}");
         }

@@ -25,12 +25,7 @@ fn cpu_step_writes_the_reference_into_the_gl_buffer() {
             amplitude: random.range(0.05, 1.0) as f32,
             ..WaveSettings::default()
         };
-        let env = DemoEnv {
-            gl: &gl,
-            cuda: None,
-            transfer: TransferKind::Cpu,
-            shaders_dir: None,
-        };
+        let env = DemoEnv { gl: &gl, cuda: None, transfer: TransferKind::Cpu, shaders_dir: None };
         let mut wave = Wave::new(&env, settings.clone()).expect("wave on the CPU");
         wave.poison_positions(&gl).expect("poison");
         let phase = random.range(0.0, std::f64::consts::TAU);
@@ -44,15 +39,9 @@ fn cpu_step_writes_the_reference_into_the_gl_buffer() {
             frequency: settings.frequency,
             amplitude: settings.amplitude,
         };
-        assert!(
-            out.iter().flatten().all(|v| v.is_finite()),
-            "{width}x{height}: every vertex written"
-        );
+        assert!(out.iter().flatten().all(|v| v.is_finite()), "{width}x{height}: every vertex written");
         let error = relative_error(&out, &reference(&frame));
-        assert!(
-            error < 1e-6,
-            "{width}x{height}: ‖out − ref‖/‖ref‖ = {error}"
-        );
+        assert!(error < 1e-6, "{width}x{height}: ‖out − ref‖/‖ref‖ = {error}");
         Box::new(wave).destroy(&gl);
     }
 }
@@ -69,56 +58,29 @@ fn headless_cpu_run_renders_and_reports_its_stages() {
         screenshot: Some(dir.join("wave.png")),
         stats: Some(dir.join("wave.json")),
         panel: false,
-        cuda: CudaOptions {
-            backend: BackendRequest::Cpu,
-            ..CudaOptions::default()
-        },
+        cuda: CudaOptions { backend: BackendRequest::Cpu, ..CudaOptions::default() },
         shaders_dir: None,
     };
     let report = headless::run(&options).expect("headless run");
     // Not blank: a good share of the pixels differ from the background colour.
     let background = &report.pixels[..4];
-    let lit = report
-        .pixels
-        .chunks_exact(4)
-        .filter(|p| p != &background)
-        .count();
+    let lit = report.pixels.chunks_exact(4).filter(|p| p != &background).count();
     let total = report.pixels.len() / 4;
     assert!(lit * 10 > total, "only {lit} of {total} pixels drawn");
     for stage in [Stage::Kernel, Stage::Upload, Stage::Draw] {
-        let times = report
-            .summary
-            .stage(stage)
-            .unwrap_or_else(|| panic!("{} was timed", stage.name()));
-        assert_eq!(
-            times.host_us.map(|p| p.samples),
-            Some(12),
-            "{}: one sample per frame",
-            stage.name()
-        );
+        let times = report.summary.stage(stage).unwrap_or_else(|| panic!("{} was timed", stage.name()));
+        assert_eq!(times.host_us.map(|p| p.samples), Some(12), "{}: one sample per frame", stage.name());
     }
-    assert!(
-        report.summary.stage(Stage::Map).is_none(),
-        "the CPU path does not map"
-    );
-    let png = image::open(dir.join("wave.png"))
-        .expect("PNG written")
-        .to_rgba8();
+    assert!(report.summary.stage(Stage::Map).is_none(), "the CPU path does not map");
+    let png = image::open(dir.join("wave.png")).expect("PNG written").to_rgba8();
     assert_eq!(png.dimensions(), (320, 200));
     assert_eq!(png.as_raw(), &report.pixels, "the PNG holds the last frame");
-    let json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("wave.json")).expect("stats written"),
-    )
-    .expect("valid JSON");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("wave.json")).expect("stats written"))
+            .expect("valid JSON");
     assert_eq!(json["backend"], "cpu");
     assert_eq!(json["transfer"], "cpu");
     assert_eq!(json["frames"], 12);
-    assert!(
-        json["timings_us"]["stages"]
-            .as_array()
-            .is_some_and(|s| s.len() == 3),
-        "{}",
-        json["timings_us"]
-    );
+    assert!(json["timings_us"]["stages"].as_array().is_some_and(|s| s.len() == 3), "{}", json["timings_us"]);
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -61,22 +61,11 @@ impl HeadlessGl {
                 "no EGL device found: install the NVIDIA driver or Mesa (libegl-mesa0, libgl1-mesa-dri)".to_owned(),
             ));
         }
-        let described: Vec<(EglDeviceInfo, &Device)> = devices
-            .iter()
-            .enumerate()
-            .map(|(index, device)| (describe(index, device), device))
-            .collect();
+        let described: Vec<(EglDeviceInfo, &Device)> =
+            devices.iter().enumerate().map(|(index, device)| (describe(index, device), device)).collect();
         let chosen = cuda_device
-            .and_then(|ordinal| {
-                described
-                    .iter()
-                    .find(|(info, _)| info.cuda_device == Some(ordinal))
-            })
-            .or_else(|| {
-                described
-                    .iter()
-                    .find(|(info, _)| info.cuda_device.is_some())
-            })
+            .and_then(|ordinal| described.iter().find(|(info, _)| info.cuda_device == Some(ordinal)))
+            .or_else(|| described.iter().find(|(info, _)| info.cuda_device.is_some()))
             .or_else(|| described.iter().find(|(info, _)| info.software))
             .or_else(|| described.first());
         let Some((info, device)) = chosen else {
@@ -87,25 +76,17 @@ impl HeadlessGl {
 
     fn on_device(device: &Device, info: EglDeviceInfo) -> Result<Self> {
         // SAFETY: no native display is passed; the device comes from eglQueryDevicesEXT.
-        let display = unsafe { Display::with_device(device, None) }.map_err(|e| {
-            Error::GlContext(format!(
-                "eglGetPlatformDisplay on {}: {e}",
-                describe_short(&info)
-            ))
-        })?;
+        let display = unsafe { Display::with_device(device, None) }
+            .map_err(|e| Error::GlContext(format!("eglGetPlatformDisplay on {}: {e}", describe_short(&info))))?;
         let template = ConfigTemplateBuilder::new()
             .with_surface_type(ConfigSurfaceTypes::empty())
             .with_api(glutin::config::Api::OPENGL)
             .build();
         // SAFETY: the template is plain data; the display is initialised.
         let config = unsafe { display.find_configs(template) }
-            .map_err(|e| {
-                Error::GlContext(format!("no EGL config on {}: {e}", describe_short(&info)))
-            })?
+            .map_err(|e| Error::GlContext(format!("no EGL config on {}: {e}", describe_short(&info))))?
             .next()
-            .ok_or_else(|| {
-                Error::GlContext(format!("no OpenGL EGL config on {}", describe_short(&info)))
-            })?;
+            .ok_or_else(|| Error::GlContext(format!("no OpenGL EGL config on {}", describe_short(&info))))?;
         let mut last_error = None;
         for (major, minor) in GL_VERSIONS {
             let attributes = ContextAttributesBuilder::new()
@@ -115,22 +96,15 @@ impl HeadlessGl {
             // SAFETY: the config belongs to this display; no window handle.
             match unsafe { display.create_context(&config, &attributes) } {
                 Ok(not_current) => {
-                    let context = not_current.make_current_surfaceless().map_err(|e| {
-                        Error::GlContext(format!("eglMakeCurrent (surfaceless): {e}"))
-                    })?;
+                    let context = not_current
+                        .make_current_surfaceless()
+                        .map_err(|e| Error::GlContext(format!("eglMakeCurrent (surfaceless): {e}")))?;
                     // SAFETY: the context is current on this thread; the loader returns entry
                     // points of this display.
                     let gl = unsafe {
-                        glow::Context::from_loader_function_cstr(|name: &CStr| {
-                            display.get_proc_address(name)
-                        })
+                        glow::Context::from_loader_function_cstr(|name: &CStr| display.get_proc_address(name))
                     };
-                    return Ok(Self {
-                        gl: Arc::new(gl),
-                        context,
-                        _display: display,
-                        device: info,
-                    });
+                    return Ok(Self { gl: Arc::new(gl), context, _display: display, device: info });
                 }
                 Err(error) => last_error = Some(error),
             }
@@ -140,6 +114,11 @@ impl HeadlessGl {
             describe_short(&info),
             last_error.map(|e| e.to_string()).unwrap_or_default()
         )))
+    }
+
+    /// The address of GL entry point `name` (for extensions glow does not bind).
+    pub fn proc_address(&self, name: &CStr) -> *const std::ffi::c_void {
+        self._display.get_proc_address(name)
     }
 
     /// The glow context.
@@ -165,12 +144,8 @@ impl Drop for HeadlessGl {
 
 /// Every EGL device, described. Errors when EGL can't enumerate devices.
 pub fn list_devices() -> Result<Vec<EglDeviceInfo>> {
-    let devices = Device::query_devices()
-        .map_err(|e| Error::GlContext(format!("EGL devices can't be listed: {e}")))?;
-    Ok(devices
-        .enumerate()
-        .map(|(index, device)| describe(index, &device))
-        .collect())
+    let devices = Device::query_devices().map_err(|e| Error::GlContext(format!("EGL devices can't be listed: {e}")))?;
+    Ok(devices.enumerate().map(|(index, device)| describe(index, &device)).collect())
 }
 
 fn describe(index: usize, device: &Device) -> EglDeviceInfo {
@@ -179,24 +154,13 @@ fn describe(index: usize, device: &Device) -> EglDeviceInfo {
         index,
         vendor: device.vendor().map(str::to_owned),
         name: device.name().map(str::to_owned),
-        cuda_device: if extensions.contains("EGL_NV_device_cuda") {
-            cuda_ordinal(device)
-        } else {
-            None
-        },
+        cuda_device: if extensions.contains("EGL_NV_device_cuda") { cuda_ordinal(device) } else { None },
         software: extensions.contains("EGL_MESA_device_software"),
     }
 }
 
 fn describe_short(info: &EglDeviceInfo) -> String {
-    format!(
-        "EGL device {} ({})",
-        info.index,
-        info.name
-            .as_deref()
-            .or(info.vendor.as_deref())
-            .unwrap_or("unnamed")
-    )
+    format!("EGL device {} ({})", info.index, info.name.as_deref().or(info.vendor.as_deref()).unwrap_or("unnamed"))
 }
 
 /// `eglQueryDeviceAttribEXT(device, EGL_CUDA_DEVICE_NV)`.
@@ -207,10 +171,6 @@ fn cuda_ordinal(device: &Device) -> Option<i32> {
     let mut value: isize = -1;
     // SAFETY: the device advertises EGL_NV_device_cuda (checked by the caller), which defines this
     // attribute; `value` is a valid EGLAttrib out-pointer.
-    let ok = unsafe {
-        display
-            .egl()
-            .QueryDeviceAttribEXT(device.raw_device(), EGL_CUDA_DEVICE_NV, &mut value)
-    };
+    let ok = unsafe { display.egl().QueryDeviceAttribEXT(device.raw_device(), EGL_CUDA_DEVICE_NV, &mut value) };
     (ok != 0 && value >= 0).then_some(value as i32)
 }

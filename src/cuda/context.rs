@@ -28,10 +28,7 @@ pub struct Context {
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context")
-            .field("device", &self.info.name)
-            .field("ordinal", &self.info.ordinal)
-            .finish()
+        f.debug_struct("Context").field("device", &self.info.name).field("ordinal", &self.info.ordinal).finish()
     }
 }
 
@@ -39,28 +36,16 @@ impl Context {
     /// Retains device `ordinal`'s primary context (the one the runtime API would use too) and makes
     /// it current on this thread.
     pub fn new(driver: Driver, ordinal: i32) -> Result<Rc<Self>> {
-        let note = |call, detail: String, host_us| TraceEntry {
-            call,
-            detail,
-            host_us,
-            error: None,
-        };
+        let note = |call, detail: String, host_us| TraceEntry { call, detail, host_us, error: None };
         let mut setup = vec![
             note("cuInit", "flags 0".to_owned(), driver.init_us[0]),
-            note(
-                "cuDriverGetVersion",
-                format!("CUDA {}.{}", driver.version.0, driver.version.1),
-                driver.init_us[1],
-            ),
+            note("cuDriverGetVersion", format!("CUDA {}.{}", driver.version.0, driver.version.1), driver.init_us[1]),
         ];
         let started = std::time::Instant::now();
         let info = DeviceInfo::query(ordinal)?;
         setup.push(note(
             "cuDeviceGetAttribute",
-            format!(
-                "×31 for device {ordinal} ({}), with cuDeviceGetName and cuDeviceTotalMem",
-                info.name
-            ),
+            format!("×31 for device {ordinal} ({}), with cuDeviceGetName and cuDeviceTotalMem", info.name),
             started.elapsed().as_secs_f64() * 1e6,
         ));
         let trace = Trace::new(setup);
@@ -78,14 +63,7 @@ impl Context {
             || format!("device {device}"),
             || unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device) },
         )?;
-        let context = Rc::new(Self {
-            raw,
-            device,
-            info,
-            driver,
-            deferred_errors: RefCell::new(Vec::new()),
-            trace,
-        });
+        let context = Rc::new(Self { raw, device, info, driver, deferred_errors: RefCell::new(Vec::new()), trace });
         context.make_current()?;
         Ok(context)
     }
@@ -93,11 +71,7 @@ impl Context {
     /// Makes this context current on the calling thread.
     pub fn make_current(&self) -> Result<()> {
         // SAFETY: `raw` is a retained primary context, valid until `Drop`.
-        self.trace.call(
-            "cuCtxSetCurrent",
-            || format!("{:?}", self.raw),
-            || unsafe { sys::cuCtxSetCurrent(self.raw) },
-        )
+        self.trace.call("cuCtxSetCurrent", || format!("{:?}", self.raw), || unsafe { sys::cuCtxSetCurrent(self.raw) })
     }
 
     /// The device's attributes.
@@ -119,18 +93,14 @@ impl Context {
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         let (mut free, mut total) = (0usize, 0usize);
         // SAFETY: valid out-pointers; this context is current on the app's thread.
-        self.trace.call("cuMemGetInfo", String::new, || unsafe {
-            sys::cuMemGetInfo_v2(&mut free, &mut total)
-        })?;
+        self.trace.call("cuMemGetInfo", String::new, || unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) })?;
         Ok((free, total))
     }
 
     /// Waits for all work in this context (used before tearing things down and in tests).
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: no arguments; this context is current.
-        self.trace.call("cuCtxSynchronize", String::new, || unsafe {
-            sys::cuCtxSynchronize()
-        })
+        self.trace.call("cuCtxSynchronize", String::new, || unsafe { sys::cuCtxSynchronize() })
     }
 
     /// Keeps an error raised where it could not be returned (a `Drop`), for [`Self::take_errors`].
@@ -154,10 +124,9 @@ impl Drop for Context {
     fn drop(&mut self) {
         // SAFETY: the context was retained in `new`; everything that used it held an `Rc` to it
         // and is gone.
-        if let Err(error) = check(
-            unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) },
-            "cuDevicePrimaryCtxRelease",
-        ) {
+        if let Err(error) =
+            check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) }, "cuDevicePrimaryCtxRelease")
+        {
             log::error!("{error}");
         }
     }

@@ -60,6 +60,8 @@ pub struct DeviceInfo {
     pub async_engines: i32,
     /// How many times faster fp32 arithmetic is than fp64 on this device.
     pub fp32_to_fp64_ratio: i32,
+    /// Memory can be exported as a POSIX file descriptor (for GL_EXT_memory_object_fd).
+    pub posix_fd_export: bool,
 }
 
 impl DeviceInfo {
@@ -67,35 +69,21 @@ impl DeviceInfo {
     pub fn query(ordinal: i32) -> Result<Self> {
         let mut device: sys::CUdevice = 0;
         // SAFETY: valid out-pointer; the driver is initialised (caller's contract, checked by cuInit).
-        check(
-            unsafe { sys::cuDeviceGet(&mut device, ordinal) },
-            "cuDeviceGet",
-        )?;
+        check(unsafe { sys::cuDeviceGet(&mut device, ordinal) }, "cuDeviceGet")?;
         let attribute = |attribute: A| -> Result<i32> {
             let mut value = 0;
             // SAFETY: valid out-pointer and device handle.
-            check(
-                unsafe { sys::cuDeviceGetAttribute(&mut value, attribute, device) },
-                "cuDeviceGetAttribute",
-            )?;
+            check(unsafe { sys::cuDeviceGetAttribute(&mut value, attribute, device) }, "cuDeviceGetAttribute")?;
             Ok(value)
         };
         let mut name = [0 as std::ffi::c_char; 256];
         // SAFETY: the buffer is 256 bytes and we pass that length.
-        check(
-            unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device) },
-            "cuDeviceGetName",
-        )?;
+        check(unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device) }, "cuDeviceGetName")?;
         // SAFETY: the driver writes a NUL-terminated string into the buffer.
-        let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
+        let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
         let mut total_memory_bytes = 0usize;
         // SAFETY: valid out-pointer and device handle.
-        check(
-            unsafe { sys::cuDeviceTotalMem_v2(&mut total_memory_bytes, device) },
-            "cuDeviceTotalMem",
-        )?;
+        check(unsafe { sys::cuDeviceTotalMem_v2(&mut total_memory_bytes, device) }, "cuDeviceTotalMem")?;
         Ok(Self {
             ordinal,
             name,
@@ -123,23 +111,13 @@ impl DeviceInfo {
                 attribute(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
             ],
             shared_memory_per_block: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
-            shared_memory_per_block_optin: attribute(
-                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            )?,
-            shared_memory_per_multiprocessor: attribute(
-                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
-            )?,
+            shared_memory_per_block_optin: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+            shared_memory_per_multiprocessor: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
             registers_per_block: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?,
-            registers_per_multiprocessor: attribute(
-                A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
-            )?,
+            registers_per_multiprocessor: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
             warp_size: attribute(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
-            max_threads_per_multiprocessor: attribute(
-                A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-            )?,
-            max_blocks_per_multiprocessor: attribute(
-                A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
-            )?,
+            max_threads_per_multiprocessor: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            max_blocks_per_multiprocessor: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
             clock_rate_khz: attribute(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
             memory_clock_rate_khz: attribute(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?,
             memory_bus_width_bits: attribute(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?,
@@ -147,18 +125,15 @@ impl DeviceInfo {
             unified_addressing: attribute(A::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)? != 0,
             integrated: attribute(A::CU_DEVICE_ATTRIBUTE_INTEGRATED)? != 0,
             async_engines: attribute(A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)?,
-            fp32_to_fp64_ratio: attribute(
-                A::CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO,
-            )?,
+            fp32_to_fp64_ratio: attribute(A::CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO)?,
+            posix_fd_export: attribute(A::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)? != 0
+                && attribute(A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? != 0,
         })
     }
 
     /// The architecture name NVRTC compiles for, e.g. `sm_90`.
     pub fn arch(&self) -> String {
-        format!(
-            "sm_{}{}",
-            self.compute_capability.0, self.compute_capability.1
-        )
+        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
     }
 
     /// fp32 lanes per multiprocessor for this compute capability (from NVIDIA's tables), used to
@@ -195,10 +170,7 @@ impl DeviceInfo {
 pub fn device_count() -> Result<i32> {
     let mut count = 0;
     // SAFETY: valid out-pointer.
-    check(
-        unsafe { sys::cuDeviceGetCount(&mut count) },
-        "cuDeviceGetCount",
-    )?;
+    check(unsafe { sys::cuDeviceGetCount(&mut count) }, "cuDeviceGetCount")?;
     Ok(count)
 }
 

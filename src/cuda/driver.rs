@@ -47,14 +47,8 @@ pub fn load() -> Result<Driver> {
     let started = std::time::Instant::now();
     let mut version = 0;
     // SAFETY: `version` is a valid out-pointer.
-    check(
-        unsafe { sys::cuDriverGetVersion(&mut version) },
-        "cuDriverGetVersion",
-    )?;
-    Ok(Driver {
-        version: split_version(version),
-        init_us: [init_us, started.elapsed().as_secs_f64() * 1e6],
-    })
+    check(unsafe { sys::cuDriverGetVersion(&mut version) }, "cuDriverGetVersion")?;
+    Ok(Driver { version: split_version(version), init_us: [init_us, started.elapsed().as_secs_f64() * 1e6] })
 }
 
 /// NVRTC's version, `(major, minor)`.
@@ -99,30 +93,20 @@ pub fn cuda_error(status: sys::CUresult, call: &'static str) -> Error {
     // SAFETY: a CUresult exists only if the library was loaded; both are valid out-pointers, and
     // the strings they receive are static in the driver.
     let (name, description) = unsafe {
-        let name = if sys::cuGetErrorName(status, &mut name_ptr) == sys::CUresult::CUDA_SUCCESS
-            && !name_ptr.is_null()
-        {
+        let name = if sys::cuGetErrorName(status, &mut name_ptr) == sys::CUresult::CUDA_SUCCESS && !name_ptr.is_null() {
             CStr::from_ptr(name_ptr).to_string_lossy().into_owned()
         } else {
             format!("CUresult {}", status as u32)
         };
-        let description = if sys::cuGetErrorString(status, &mut text_ptr)
-            == sys::CUresult::CUDA_SUCCESS
-            && !text_ptr.is_null()
-        {
-            CStr::from_ptr(text_ptr).to_string_lossy().into_owned()
-        } else {
-            "no description".to_owned()
-        };
+        let description =
+            if sys::cuGetErrorString(status, &mut text_ptr) == sys::CUresult::CUDA_SUCCESS && !text_ptr.is_null() {
+                CStr::from_ptr(text_ptr).to_string_lossy().into_owned()
+            } else {
+                "no description".to_owned()
+            };
         (name, description)
     };
-    Error::Cuda {
-        call,
-        code: status as u32,
-        name,
-        description,
-        hint: hint(status, call),
-    }
+    Error::Cuda { call, code: status as u32, name, description, hint: hint(status, call) }
 }
 
 /// What a user can do about a driver error, where there is something to say.
@@ -133,9 +117,7 @@ fn hint(status: sys::CUresult, call: &'static str) -> Option<&'static str> {
         E::CUDA_ERROR_OUT_OF_MEMORY => {
             "not enough free device memory: choose a smaller size or close other programs using the GPU"
         }
-        E::CUDA_ERROR_NO_DEVICE => {
-            "no CUDA device is visible: check `nvidia-smi` and CUDA_VISIBLE_DEVICES"
-        }
+        E::CUDA_ERROR_NO_DEVICE => "no CUDA device is visible: check `nvidia-smi` and CUDA_VISIBLE_DEVICES",
         E::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH | E::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE => {
             "the NVIDIA driver is too old for this CUDA library: update the driver"
         }
@@ -143,9 +125,7 @@ fn hint(status: sys::CUresult, call: &'static str) -> Option<&'static str> {
             "the kernel was compiled by an NVRTC newer than the driver: update the NVIDIA driver, or install \
              the NVRTC of the driver's CUDA version (`interop-lab doctor` shows both)"
         }
-        E::CUDA_ERROR_NO_BINARY_FOR_GPU
-        | E::CUDA_ERROR_INVALID_IMAGE
-        | E::CUDA_ERROR_INVALID_PTX => {
+        E::CUDA_ERROR_NO_BINARY_FOR_GPU | E::CUDA_ERROR_INVALID_IMAGE | E::CUDA_ERROR_INVALID_PTX => {
             "the compiled kernel does not fit this GPU or driver: delete the kernel cache \
              (`interop-lab doctor` shows its folder) or use the NVRTC of the driver's CUDA version"
         }
@@ -158,12 +138,8 @@ fn hint(status: sys::CUresult, call: &'static str) -> Option<&'static str> {
         | E::CUDA_ERROR_MISALIGNED_ADDRESS => {
             "a kernel faulted and the CUDA context is lost: restart the app (or run with --backend cpu)"
         }
-        E::CUDA_ERROR_ALREADY_MAPPED => {
-            "the resource is still mapped by CUDA: unmap it before GL uses it"
-        }
-        E::CUDA_ERROR_NOT_MAPPED => {
-            "the resource is not mapped: map it before asking for its pointer"
-        }
+        E::CUDA_ERROR_ALREADY_MAPPED => "the resource is still mapped by CUDA: unmap it before GL uses it",
+        E::CUDA_ERROR_NOT_MAPPED => "the resource is not mapped: map it before asking for its pointer",
         E::CUDA_ERROR_INVALID_GRAPHICS_CONTEXT
         | E::CUDA_ERROR_OPERATING_SYSTEM
         | E::CUDA_ERROR_NOT_SUPPORTED
@@ -185,11 +161,7 @@ pub fn nvrtc_check(status: cudarc::nvrtc::sys::nvrtcResult, call: &'static str) 
     // SAFETY: returns a pointer to a static string for any status.
     let message = unsafe {
         let text = cudarc::nvrtc::sys::nvrtcGetErrorString(status);
-        if text.is_null() {
-            format!("{status:?}")
-        } else {
-            CStr::from_ptr(text).to_string_lossy().into_owned()
-        }
+        if text.is_null() { format!("{status:?}") } else { CStr::from_ptr(text).to_string_lossy().into_owned() }
     };
     Err(Error::Nvrtc { call, message })
 }
@@ -214,9 +186,7 @@ pub fn proc_address(symbol: &'static CStr) -> Result<*mut c_void> {
         },
         "cuGetProcAddress",
     )?;
-    if function.is_null()
-        || status != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS
-    {
+    if function.is_null() || status != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS {
         return Err(Error::Unavailable(format!(
             "the NVIDIA driver has no entry point {} ({status:?}): update the driver",
             symbol.to_string_lossy()

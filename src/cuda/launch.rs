@@ -26,21 +26,13 @@ pub struct LaunchConfig {
 impl LaunchConfig {
     /// A 1-D launch with enough blocks of `block` threads to cover `items`.
     pub fn for_items(items: u32, block: u32) -> Self {
-        Self {
-            grid: [items.div_ceil(block.max(1)).max(1), 1, 1],
-            block: [block, 1, 1],
-            shared_memory_bytes: 0,
-        }
+        Self { grid: [items.div_ceil(block.max(1)).max(1), 1, 1], block: [block, 1, 1], shared_memory_bytes: 0 }
     }
 
     /// A 2-D launch covering `width × height` items with `block` threads per block.
     pub fn for_grid_2d(width: u32, height: u32, block: [u32; 2]) -> Self {
         Self {
-            grid: [
-                width.div_ceil(block[0].max(1)).max(1),
-                height.div_ceil(block[1].max(1)).max(1),
-                1,
-            ],
+            grid: [width.div_ceil(block[0].max(1)).max(1), height.div_ceil(block[1].max(1)).max(1), 1],
             block: [block[0], block[1], 1],
             shared_memory_bytes: 0,
         }
@@ -52,20 +44,12 @@ impl LaunchConfig {
     }
 
     /// Checks every limit the driver would check, and names the one that fails.
-    pub fn validate(
-        &self,
-        device: &DeviceLimits,
-        function: &FunctionAttributes,
-    ) -> Result<(), LaunchError> {
+    pub fn validate(&self, device: &DeviceLimits, function: &FunctionAttributes) -> Result<(), LaunchError> {
         const AXES: [char; 3] = ['x', 'y', 'z'];
         #[allow(clippy::needless_range_loop)] // one index walks four arrays
         for axis in 0..3 {
             if self.block[axis] == 0 || self.grid[axis] == 0 {
-                return Err(LaunchError::ZeroExtent {
-                    axis: AXES[axis],
-                    grid: self.grid,
-                    block: self.block,
-                });
+                return Err(LaunchError::ZeroExtent { axis: AXES[axis], grid: self.grid, block: self.block });
             }
             if self.block[axis] > device.max_block_dim[axis] {
                 return Err(LaunchError::BlockExtent {
@@ -84,10 +68,7 @@ impl LaunchConfig {
         }
         let threads = self.block_threads();
         if threads > u64::from(device.max_threads_per_block) {
-            return Err(LaunchError::DeviceThreads {
-                threads,
-                limit: device.max_threads_per_block,
-            });
+            return Err(LaunchError::DeviceThreads { threads, limit: device.max_threads_per_block });
         }
         if threads > function.max_threads_per_block.max(0) as u64 {
             return Err(LaunchError::KernelThreads {
@@ -96,9 +77,7 @@ impl LaunchConfig {
                 registers: function.registers,
             });
         }
-        let optin_limit = (device.shared_memory_per_block_optin as i64
-            - function.static_shared_bytes as i64)
-            .max(0);
+        let optin_limit = (device.shared_memory_per_block_optin as i64 - function.static_shared_bytes as i64).max(0);
         if i64::from(self.shared_memory_bytes) > optin_limit {
             return Err(LaunchError::SharedMemory {
                 requested: self.shared_memory_bytes,
@@ -139,9 +118,7 @@ impl From<&DeviceInfo> for DeviceLimits {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaunchError {
     /// A zero in grid or block.
-    #[error(
-        "grid {grid:?} × block {block:?} has a zero extent in {axis}: every extent must be at least 1"
-    )]
+    #[error("grid {grid:?} × block {block:?} has a zero extent in {axis}: every extent must be at least 1")]
     ZeroExtent {
         /// The axis.
         axis: char,
@@ -286,11 +263,7 @@ mod tests {
 
     #[test]
     fn accepts_a_config_inside_every_limit() {
-        let config = LaunchConfig {
-            grid: [256, 1, 1],
-            block: [256, 1, 1],
-            shared_memory_bytes: 100_000,
-        };
+        let config = LaunchConfig { grid: [256, 1, 1], block: [256, 1, 1], shared_memory_bytes: 100_000 };
         assert_eq!(config.validate(&h200_like(), &kernel(1024, 0)), Ok(()));
     }
 
@@ -298,72 +271,24 @@ mod tests {
     fn names_the_limit_each_bad_config_breaks() {
         let device = h200_like();
         let cases = [
+            (LaunchConfig { grid: [0, 1, 1], block: [64, 1, 1], shared_memory_bytes: 0 }, "zero extent in x"),
+            (LaunchConfig { grid: [1, 1, 1], block: [2048, 1, 1], shared_memory_bytes: 0 }, "MAX_BLOCK_DIM_X"),
+            (LaunchConfig { grid: [1, 1, 1], block: [8, 8, 128], shared_memory_bytes: 0 }, "MAX_BLOCK_DIM_Z"),
+            (LaunchConfig { grid: [1, 70000, 1], block: [32, 1, 1], shared_memory_bytes: 0 }, "MAX_GRID_DIM_Y"),
             (
-                LaunchConfig {
-                    grid: [0, 1, 1],
-                    block: [64, 1, 1],
-                    shared_memory_bytes: 0,
-                },
-                "zero extent in x",
-            ),
-            (
-                LaunchConfig {
-                    grid: [1, 1, 1],
-                    block: [2048, 1, 1],
-                    shared_memory_bytes: 0,
-                },
-                "MAX_BLOCK_DIM_X",
-            ),
-            (
-                LaunchConfig {
-                    grid: [1, 1, 1],
-                    block: [8, 8, 128],
-                    shared_memory_bytes: 0,
-                },
-                "MAX_BLOCK_DIM_Z",
-            ),
-            (
-                LaunchConfig {
-                    grid: [1, 70000, 1],
-                    block: [32, 1, 1],
-                    shared_memory_bytes: 0,
-                },
-                "MAX_GRID_DIM_Y",
-            ),
-            (
-                LaunchConfig {
-                    grid: [1, 1, 1],
-                    block: [64, 32, 1],
-                    shared_memory_bytes: 0,
-                },
+                LaunchConfig { grid: [1, 1, 1], block: [64, 32, 1], shared_memory_bytes: 0 },
                 "limit of 1024 threads per block",
             ),
             (
-                LaunchConfig {
-                    grid: [1, 1, 1],
-                    block: [512, 1, 1],
-                    shared_memory_bytes: 0,
-                },
+                LaunchConfig { grid: [1, 1, 1], block: [512, 1, 1], shared_memory_bytes: 0 },
                 "this kernel's limit of 256",
             ),
-            (
-                LaunchConfig {
-                    grid: [1, 1, 1],
-                    block: [64, 1, 1],
-                    shared_memory_bytes: 232_448,
-                },
-                "minus 1024 bytes",
-            ),
+            (LaunchConfig { grid: [1, 1, 1], block: [64, 1, 1], shared_memory_bytes: 232_448 }, "minus 1024 bytes"),
         ];
         for (config, expected) in cases {
-            let message = config
-                .validate(&device, &kernel(256, 1024))
-                .map_err(|e| e.to_string());
+            let message = config.validate(&device, &kernel(256, 1024)).map_err(|e| e.to_string());
             let message = message.expect_err("config must be rejected");
-            assert!(
-                message.contains(expected),
-                "{config:?}: {message:?} should mention {expected:?}"
-            );
+            assert!(message.contains(expected), "{config:?}: {message:?} should mention {expected:?}");
         }
     }
 

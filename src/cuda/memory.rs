@@ -34,10 +34,7 @@ impl DeviceBuffer {
             || format!("{bytes} bytes"),
             || unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(1)) },
         )?;
-        Ok(Self {
-            span: DeviceSpan { ptr, bytes },
-            context: context.clone(),
-        })
+        Ok(Self { span: DeviceSpan { ptr, bytes }, context: context.clone() })
     }
 
     /// Address and length.
@@ -58,38 +55,12 @@ impl DeviceBuffer {
     /// Queues a copy of `data` into the buffer (from pageable memory the copy is synchronous
     /// for the host).
     pub fn upload(&mut self, stream: &Stream, data: &[u8]) -> Result<()> {
-        ensure_len(data.len(), self.span.bytes)?;
-        // SAFETY: the destination has `bytes` ≥ data.len() bytes; the source slice is alive for the
-        // call; a pageable source makes cuMemcpyHtoDAsync return after the source was read.
-        self.context
-            .trace()
-            .call("cuMemcpyHtoDAsync", String::new, || unsafe {
-                sys::cuMemcpyHtoDAsync_v2(
-                    self.span.ptr,
-                    data.as_ptr().cast(),
-                    data.len(),
-                    stream.raw(),
-                )
-            })?;
-        stream.synchronize()
+        copy_to_device(stream, self.span, data)
     }
 
     /// Copies the buffer into `out` and waits for it.
     pub fn download(&self, stream: &Stream, out: &mut [u8]) -> Result<()> {
-        ensure_len(out.len(), self.span.bytes)?;
-        // SAFETY: `out` is a live, writable host slice of out.len() ≤ bytes; we synchronise before
-        // returning so the slice outlives the copy.
-        self.context
-            .trace()
-            .call("cuMemcpyDtoHAsync", String::new, || unsafe {
-                sys::cuMemcpyDtoHAsync_v2(
-                    out.as_mut_ptr().cast(),
-                    self.span.ptr,
-                    out.len(),
-                    stream.raw(),
-                )
-            })?;
-        stream.synchronize()
+        copy_from_device(stream, self.span, out)
     }
 
     /// Fills the buffer with `byte` (used to poison outputs in tests).
@@ -106,12 +77,8 @@ impl DeviceBuffer {
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         // SAFETY: allocated by cuMemAlloc in `new`, freed once here; the context is alive.
-        if let Err(error) = self
-            .context
-            .trace()
-            .call("cuMemFree", String::new, || unsafe {
-                sys::cuMemFree_v2(self.span.ptr)
-            })
+        if let Err(error) =
+            self.context.trace().call("cuMemFree", String::new, || unsafe { sys::cuMemFree_v2(self.span.ptr) })
         {
             self.context.defer_error(error);
         }
@@ -139,11 +106,7 @@ impl PinnedBuffer {
         let ptr = ptr.cast::<u8>();
         // SAFETY: the allocation has at least `bytes` bytes; zeroing makes every byte initialised.
         unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
-        Ok(Self {
-            ptr,
-            bytes,
-            context: context.clone(),
-        })
+        Ok(Self { ptr, bytes, context: context.clone() })
     }
 
     /// The memory as bytes.
@@ -165,50 +128,62 @@ impl PinnedBuffer {
         // SAFETY: the destination is pinned memory owned by self with ≥ source.bytes bytes. Callers
         // synchronise `stream` before reading or freeing it (documented above); until then the
         // bytes may change under a reader, which for plain bytes means stale data, not invalid values.
-        self.context
-            .trace()
-            .call("cuMemcpyDtoHAsync", String::new, || unsafe {
-                sys::cuMemcpyDtoHAsync_v2(self.ptr.cast(), source.ptr, source.bytes, stream.raw())
-            })
+        self.context.trace().call("cuMemcpyDtoHAsync", String::new, || unsafe {
+            sys::cuMemcpyDtoHAsync_v2(self.ptr.cast(), source.ptr, source.bytes, stream.raw())
+        })
     }
 
     /// Queues a host-to-device copy of this buffer's first `destination.bytes` bytes.
     pub fn upload_async(&self, stream: &Stream, destination: DeviceSpan) -> Result<()> {
         ensure_len(destination.bytes, self.bytes)?;
         // SAFETY: source has ≥ destination.bytes pinned bytes owned by self.
-        self.context
-            .trace()
-            .call("cuMemcpyHtoDAsync", String::new, || unsafe {
-                sys::cuMemcpyHtoDAsync_v2(
-                    destination.ptr,
-                    self.ptr.cast(),
-                    destination.bytes,
-                    stream.raw(),
-                )
-            })
+        self.context.trace().call("cuMemcpyHtoDAsync", String::new, || unsafe {
+            sys::cuMemcpyHtoDAsync_v2(destination.ptr, self.ptr.cast(), destination.bytes, stream.raw())
+        })
     }
 }
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
         // SAFETY: allocated by cuMemHostAlloc in `new`, freed once here.
-        if let Err(error) = self
-            .context
-            .trace()
-            .call("cuMemFreeHost", String::new, || unsafe {
-                sys::cuMemFreeHost(self.ptr.cast())
-            })
+        if let Err(error) =
+            self.context.trace().call("cuMemFreeHost", String::new, || unsafe { sys::cuMemFreeHost(self.ptr.cast()) })
         {
             self.context.defer_error(error);
         }
     }
 }
 
+/// Copies `data` to the start of `destination` and waits for the copy.
+pub(crate) fn copy_to_device(stream: &Stream, destination: DeviceSpan, data: &[u8]) -> Result<()> {
+    ensure_len(data.len(), destination.bytes)?;
+    // SAFETY: the destination span (from an owned allocation of this crate) has ≥ data.len()
+    // bytes; the source slice is alive for the call, and we synchronise before returning.
+    stream.context().trace().call(
+        "cuMemcpyHtoDAsync",
+        || format!("{} bytes", data.len()),
+        || unsafe { sys::cuMemcpyHtoDAsync_v2(destination.ptr, data.as_ptr().cast(), data.len(), stream.raw()) },
+    )?;
+    stream.synchronize()
+}
+
+/// Copies the start of `source` into `out` and waits for the copy.
+pub(crate) fn copy_from_device(stream: &Stream, source: DeviceSpan, out: &mut [u8]) -> Result<()> {
+    ensure_len(out.len(), source.bytes)?;
+    let length = out.len();
+    // SAFETY: `out` is a live, writable host slice of out.len() ≤ source.bytes; we synchronise
+    // before returning so the slice outlives the copy.
+    stream.context().trace().call(
+        "cuMemcpyDtoHAsync",
+        || format!("{length} bytes"),
+        || unsafe { sys::cuMemcpyDtoHAsync_v2(out.as_mut_ptr().cast(), source.ptr, length, stream.raw()) },
+    )?;
+    stream.synchronize()
+}
+
 fn ensure_len(needed: usize, available: usize) -> Result<()> {
     if needed > available {
-        return Err(Error::InvalidInput(format!(
-            "copy of {needed} bytes into a buffer of {available} bytes"
-        )));
+        return Err(Error::InvalidInput(format!("copy of {needed} bytes into a buffer of {available} bytes")));
     }
     Ok(())
 }

@@ -16,11 +16,8 @@ use crate::sources::SourceFile;
 use crate::{Error, Result};
 
 /// Every kernel file of the project, for tools that compile them all (tests, `doctor`).
-pub const ALL_KERNELS: &[SourceFile] = &[
-    crate::demos::blur::KERNEL,
-    crate::demos::nbody::KERNEL,
-    crate::demos::wave::KERNEL,
-];
+pub const ALL_KERNELS: &[SourceFile] =
+    &[crate::demos::blur::KERNEL, crate::demos::nbody::KERNEL, crate::demos::wave::KERNEL];
 
 /// What NVRTC produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -62,17 +59,8 @@ pub struct Compiler {
 impl Compiler {
     /// A compiler for compute capability `arch`. Sources are read from `kernels_dir` when a file
     /// of that name exists there, else the embedded copy is used. `cache_dir: None` disables the cache.
-    pub fn new(
-        arch: (i32, i32),
-        kernels_dir: Option<PathBuf>,
-        cache_dir: Option<PathBuf>,
-    ) -> Result<Self> {
-        Ok(Self {
-            arch,
-            nvrtc_version: nvrtc_version()?,
-            kernels_dir,
-            cache_dir,
-        })
+    pub fn new(arch: (i32, i32), kernels_dir: Option<PathBuf>, cache_dir: Option<PathBuf>) -> Result<Self> {
+        Ok(Self { arch, nvrtc_version: nvrtc_version()?, kernels_dir, cache_dir })
     }
 
     /// NVRTC's version.
@@ -97,13 +85,7 @@ impl Compiler {
     }
 
     /// As [`Self::compile`], for a source text already in hand.
-    pub fn compile_source(
-        &self,
-        name: &str,
-        source: &str,
-        origin: &str,
-        options: &[String],
-    ) -> Result<CompiledModule> {
+    pub fn compile_source(&self, name: &str, source: &str, origin: &str, options: &[String]) -> Result<CompiledModule> {
         let target = self.target()?;
         let key = cache_key(&[
             &format!("{}.{}", self.nvrtc_version.0, self.nvrtc_version.1),
@@ -112,27 +94,12 @@ impl Compiler {
             name,
             source,
         ]);
-        let kind = if target.starts_with("sm_") {
-            ImageKind::Cubin
-        } else {
-            ImageKind::Ptx
-        };
+        let kind = if target.starts_with("sm_") { ImageKind::Cubin } else { ImageKind::Ptx };
         let cache_path = self.cache_dir.as_ref().map(|dir| {
             let stem = name.trim_end_matches(".cu");
-            dir.join(format!(
-                "{stem}-{target}-{key:016x}.{}",
-                if kind == ImageKind::Cubin {
-                    "cubin"
-                } else {
-                    "ptx"
-                }
-            ))
+            dir.join(format!("{stem}-{target}-{key:016x}.{}", if kind == ImageKind::Cubin { "cubin" } else { "ptx" }))
         });
-        if let Some(image) = cache_path
-            .as_ref()
-            .and_then(|path| std::fs::read(path).ok())
-            .filter(|i| !i.is_empty())
-        {
+        if let Some(image) = cache_path.as_ref().and_then(|path| std::fs::read(path).ok()).filter(|i| !i.is_empty()) {
             return Ok(CompiledModule {
                 origin: origin.to_owned(),
                 image,
@@ -171,19 +138,15 @@ impl Compiler {
         if supported.contains(&wanted) {
             return Ok(format!("sm_{wanted}"));
         }
-        supported
-            .iter()
-            .copied()
-            .filter(|&arch| arch <= wanted)
-            .max()
-            .map(|arch| format!("compute_{arch}"))
-            .ok_or_else(|| {
+        supported.iter().copied().filter(|&arch| arch <= wanted).max().map(|arch| format!("compute_{arch}")).ok_or_else(
+            || {
                 Error::Unavailable(format!(
                     "NVRTC {}.{} cannot compile for compute capability {}.{} (it supports {supported:?}): \
                      install an NVRTC that supports this GPU",
                     self.nvrtc_version.0, self.nvrtc_version.1, self.arch.0, self.arch.1
                 ))
-            })
+            },
+        )
     }
 }
 
@@ -192,16 +155,10 @@ pub fn supported_archs() -> Result<Vec<i32>> {
     let mut count = 0;
     // SAFETY: valid out-pointer; NVRTC presence was checked when the Compiler was made (callers
     // outside a Compiler check `nvrtc_library_present` first).
-    nvrtc_check(
-        unsafe { nvrtc::nvrtcGetNumSupportedArchs(&mut count) },
-        "nvrtcGetNumSupportedArchs",
-    )?;
+    nvrtc_check(unsafe { nvrtc::nvrtcGetNumSupportedArchs(&mut count) }, "nvrtcGetNumSupportedArchs")?;
     let mut archs = vec![0; count.max(0) as usize];
     // SAFETY: `archs` has room for `count` ints.
-    nvrtc_check(
-        unsafe { nvrtc::nvrtcGetSupportedArchs(archs.as_mut_ptr()) },
-        "nvrtcGetSupportedArchs",
-    )?;
+    nvrtc_check(unsafe { nvrtc::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }, "nvrtcGetSupportedArchs")?;
     Ok(archs)
 }
 
@@ -214,16 +171,12 @@ pub fn compile_with_nvrtc(
     options: &[String],
     nvrtc_version: (i32, i32),
 ) -> Result<(Vec<u8>, String)> {
-    let source_c = CString::new(source).map_err(|_| {
-        Error::InvalidInput(format!("{name} contains a NUL byte and cannot be compiled"))
-    })?;
-    let name_c = CString::new(name)
-        .map_err(|_| Error::InvalidInput(format!("kernel name {name:?} contains a NUL byte")))?;
-    let mut all_options = vec![
-        format!("--gpu-architecture={target}"),
-        "--std=c++17".to_owned(),
-        "-lineinfo".to_owned(),
-    ];
+    let source_c = CString::new(source)
+        .map_err(|_| Error::InvalidInput(format!("{name} contains a NUL byte and cannot be compiled")))?;
+    let name_c =
+        CString::new(name).map_err(|_| Error::InvalidInput(format!("kernel name {name:?} contains a NUL byte")))?;
+    let mut all_options =
+        vec![format!("--gpu-architecture={target}"), "--std=c++17".to_owned(), "-lineinfo".to_owned()];
     all_options.extend(options.iter().cloned());
     let options_c: Vec<CString> = all_options
         .iter()
@@ -249,9 +202,7 @@ pub fn compile_with_nvrtc(
     )?;
     let program = ProgramGuard(program);
     // SAFETY: the program is live; option pointers stay valid during the call.
-    let status = unsafe {
-        nvrtc::nvrtcCompileProgram(program.0, option_ptrs.len() as i32, option_ptrs.as_ptr())
-    };
+    let status = unsafe { nvrtc::nvrtcCompileProgram(program.0, option_ptrs.len() as i32, option_ptrs.as_ptr()) };
     let log = program_log(program.0)?;
     if status == nvrtc::nvrtcResult::NVRTC_ERROR_COMPILATION {
         return Err(Error::Compile {
@@ -265,30 +216,18 @@ pub fn compile_with_nvrtc(
     let image = if target.starts_with("sm_") {
         let mut size = 0usize;
         // SAFETY: program compiled; valid out-pointer.
-        nvrtc_check(
-            unsafe { nvrtc::nvrtcGetCUBINSize(program.0, &mut size) },
-            "nvrtcGetCUBINSize",
-        )?;
+        nvrtc_check(unsafe { nvrtc::nvrtcGetCUBINSize(program.0, &mut size) }, "nvrtcGetCUBINSize")?;
         let mut image = vec![0u8; size];
         // SAFETY: `image` has `size` bytes.
-        nvrtc_check(
-            unsafe { nvrtc::nvrtcGetCUBIN(program.0, image.as_mut_ptr().cast()) },
-            "nvrtcGetCUBIN",
-        )?;
+        nvrtc_check(unsafe { nvrtc::nvrtcGetCUBIN(program.0, image.as_mut_ptr().cast()) }, "nvrtcGetCUBIN")?;
         image
     } else {
         let mut size = 0usize;
         // SAFETY: program compiled; valid out-pointer.
-        nvrtc_check(
-            unsafe { nvrtc::nvrtcGetPTXSize(program.0, &mut size) },
-            "nvrtcGetPTXSize",
-        )?;
+        nvrtc_check(unsafe { nvrtc::nvrtcGetPTXSize(program.0, &mut size) }, "nvrtcGetPTXSize")?;
         let mut image = vec![0u8; size];
         // SAFETY: `image` has `size` bytes; NVRTC writes the PTX with its NUL terminator.
-        nvrtc_check(
-            unsafe { nvrtc::nvrtcGetPTX(program.0, image.as_mut_ptr().cast()) },
-            "nvrtcGetPTX",
-        )?;
+        nvrtc_check(unsafe { nvrtc::nvrtcGetPTX(program.0, image.as_mut_ptr().cast()) }, "nvrtcGetPTX")?;
         image
     };
     Ok((image, log))
@@ -309,16 +248,10 @@ impl Drop for ProgramGuard {
 fn program_log(program: nvrtc::nvrtcProgram) -> Result<String> {
     let mut size = 0usize;
     // SAFETY: live program; valid out-pointer.
-    nvrtc_check(
-        unsafe { nvrtc::nvrtcGetProgramLogSize(program, &mut size) },
-        "nvrtcGetProgramLogSize",
-    )?;
+    nvrtc_check(unsafe { nvrtc::nvrtcGetProgramLogSize(program, &mut size) }, "nvrtcGetProgramLogSize")?;
     let mut log = vec![0u8; size.max(1)];
     // SAFETY: `log` has `size` bytes.
-    nvrtc_check(
-        unsafe { nvrtc::nvrtcGetProgramLog(program, log.as_mut_ptr().cast()) },
-        "nvrtcGetProgramLog",
-    )?;
+    nvrtc_check(unsafe { nvrtc::nvrtcGetProgramLog(program, log.as_mut_ptr().cast()) }, "nvrtcGetProgramLog")?;
     let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
     Ok(String::from_utf8_lossy(&log[..end]).trim_end().to_owned())
 }
@@ -376,21 +309,10 @@ impl Module {
         }
         let trace = context.trace();
         if compiled.from_cache {
-            trace.note(
-                "kernel cache",
-                format!(
-                    "{} for {} (no NVRTC needed)",
-                    compiled.origin, compiled.target
-                ),
-                0.0,
-            );
+            trace.note("kernel cache", format!("{} for {} (no NVRTC needed)", compiled.origin, compiled.target), 0.0);
         } else {
             let ms = compiled.compile_time.as_secs_f64();
-            trace.note(
-                "nvrtcCompileProgram",
-                format!("{} for {}", compiled.origin, compiled.target),
-                ms * 1e6,
-            );
+            trace.note("nvrtcCompileProgram", format!("{} for {}", compiled.origin, compiled.target), ms * 1e6);
         }
         let mut raw = std::ptr::null_mut();
         // SAFETY: `image` is a complete CUBIN or NUL-terminated PTX that outlives the call.
@@ -399,47 +321,30 @@ impl Module {
             || format!("{} bytes of {:?}", image.len(), compiled.kind),
             || unsafe { sys::cuModuleLoadData(&mut raw, image.as_ptr().cast()) },
         )?;
-        Ok(Rc::new(Self {
-            raw,
-            context: context.clone(),
-            origin: compiled.origin.clone(),
-        }))
+        Ok(Rc::new(Self { raw, context: context.clone(), origin: compiled.origin.clone() }))
     }
 
     /// `cuModuleGetFunction` plus the function's attributes.
     pub fn function(self: &Rc<Self>, name: &str) -> Result<Function> {
-        let name_c = CString::new(name).map_err(|_| {
-            Error::InvalidInput(format!("kernel name {name:?} contains a NUL byte"))
-        })?;
+        let name_c =
+            CString::new(name).map_err(|_| Error::InvalidInput(format!("kernel name {name:?} contains a NUL byte")))?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: live module; NUL-terminated name; valid out-pointer.
         let status = unsafe { sys::cuModuleGetFunction(&mut raw, self.raw, name_c.as_ptr()) };
         if status == sys::CUresult::CUDA_ERROR_NOT_FOUND {
-            return Err(Error::MissingKernel {
-                file: self.origin.clone(),
-                function: name.to_owned(),
-            });
+            return Err(Error::MissingKernel { file: self.origin.clone(), function: name.to_owned() });
         }
         check(status, "cuModuleGetFunction")?;
         let attributes = FunctionAttributes::query(raw)?;
-        Ok(Function {
-            raw,
-            name: name.to_owned(),
-            attributes,
-            module: self.clone(),
-        })
+        Ok(Function { raw, name: name.to_owned(), attributes, module: self.clone() })
     }
 }
 
 impl Drop for Module {
     fn drop(&mut self) {
         // SAFETY: loaded in `load`, unloaded once; no Function outlives it (they hold an Rc).
-        if let Err(error) = self
-            .context
-            .trace()
-            .call("cuModuleUnload", String::new, || unsafe {
-                sys::cuModuleUnload(self.raw)
-            })
+        if let Err(error) =
+            self.context.trace().call("cuModuleUnload", String::new, || unsafe { sys::cuModuleUnload(self.raw) })
         {
             self.context.defer_error(error);
         }
@@ -473,19 +378,14 @@ impl FunctionAttributes {
         let attribute = |attribute: F| -> Result<i32> {
             let mut value = 0;
             // SAFETY: live function handle; valid out-pointer.
-            check(
-                unsafe { sys::cuFuncGetAttribute(&mut value, attribute, function) },
-                "cuFuncGetAttribute",
-            )?;
+            check(unsafe { sys::cuFuncGetAttribute(&mut value, attribute, function) }, "cuFuncGetAttribute")?;
             Ok(value)
         };
         Ok(Self {
             max_threads_per_block: attribute(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             registers: attribute(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
             static_shared_bytes: attribute(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-            max_dynamic_shared_bytes: attribute(
-                F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            )?,
+            max_dynamic_shared_bytes: attribute(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
             local_bytes: attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
             const_bytes: attribute(F::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES)?,
             ptx_version: attribute(F::CU_FUNC_ATTRIBUTE_PTX_VERSION)?,
@@ -542,25 +442,17 @@ impl Function {
     }
 
     /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`: resident blocks per SM at this block size.
-    pub fn max_active_blocks_per_multiprocessor(
-        &self,
-        block_threads: u32,
-        dynamic_shared_bytes: u32,
-    ) -> Result<i32> {
+    pub fn max_active_blocks_per_multiprocessor(&self, block_threads: u32, dynamic_shared_bytes: u32) -> Result<i32> {
         let mut blocks = 0;
         // SAFETY: live function; valid out-pointer.
-        self.module.context.trace().call(
-            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-            String::new,
-            || unsafe {
-                sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &mut blocks,
-                    self.raw,
-                    block_threads as i32,
-                    dynamic_shared_bytes as usize,
-                )
-            },
-        )?;
+        self.module.context.trace().call("cuOccupancyMaxActiveBlocksPerMultiprocessor", String::new, || unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks,
+                self.raw,
+                block_threads as i32,
+                dynamic_shared_bytes as usize,
+            )
+        })?;
         Ok(blocks)
     }
 
@@ -594,8 +486,7 @@ impl Function {
             self.max_active_blocks_per_multiprocessor(threads, config.shared_memory_bytes)?;
         let warps_per_block = threads.div_ceil(device.warp_size.max(1) as u32) as i32;
         let most_warps = device.max_threads_per_multiprocessor / device.warp_size.max(1);
-        let (suggested_block, suggested_grid) =
-            self.suggested_block_size(config.shared_memory_bytes)?;
+        let (suggested_block, suggested_grid) = self.suggested_block_size(config.shared_memory_bytes)?;
         Ok(Occupancy {
             blocks_per_multiprocessor,
             warps_per_multiprocessor: blocks_per_multiprocessor * warps_per_block,
@@ -624,8 +515,7 @@ pub struct Occupancy {
 impl Occupancy {
     /// Resident warps over the SM's maximum.
     pub fn fraction(&self) -> f64 {
-        f64::from(self.warps_per_multiprocessor)
-            / f64::from(self.max_warps_per_multiprocessor.max(1))
+        f64::from(self.warps_per_multiprocessor) / f64::from(self.max_warps_per_multiprocessor.max(1))
     }
 }
 
@@ -639,14 +529,8 @@ mod tests {
         assert_eq!(base, cache_key(&["13.0", "sm_90", "", "wave.cu", "source"]));
         assert_ne!(base, cache_key(&["13.1", "sm_90", "", "wave.cu", "source"]));
         assert_ne!(base, cache_key(&["13.0", "sm_89", "", "wave.cu", "source"]));
-        assert_ne!(
-            base,
-            cache_key(&["13.0", "sm_90", "-DX", "wave.cu", "source"])
-        );
-        assert_ne!(
-            base,
-            cache_key(&["13.0", "sm_90", "", "wave.cu", "source "])
-        );
+        assert_ne!(base, cache_key(&["13.0", "sm_90", "-DX", "wave.cu", "source"]));
+        assert_ne!(base, cache_key(&["13.0", "sm_90", "", "wave.cu", "source "]));
         // Lengths are hashed too, so moving a boundary between parts changes the key.
         assert_ne!(cache_key(&["ab", "c"]), cache_key(&["a", "bc"]));
     }

@@ -23,14 +23,9 @@ impl Stream {
         context.trace().call(
             "cuStreamCreate",
             || "CU_STREAM_NON_BLOCKING".to_owned(),
-            || unsafe {
-                sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32)
-            },
+            || unsafe { sys::cuStreamCreate(&mut raw, sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32) },
         )?;
-        Ok(Self {
-            raw,
-            context: context.clone(),
-        })
+        Ok(Self { raw, context: context.clone() })
     }
 
     /// The raw handle, for driver calls made by this crate.
@@ -46,23 +41,15 @@ impl Stream {
     /// Blocks the host until all work queued so far has finished.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: `raw` is a live stream.
-        self.context
-            .trace()
-            .call("cuStreamSynchronize", String::new, || unsafe {
-                sys::cuStreamSynchronize(self.raw)
-            })
+        self.context.trace().call("cuStreamSynchronize", String::new, || unsafe { sys::cuStreamSynchronize(self.raw) })
     }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
         // SAFETY: `raw` is a live stream owned by us; the context is alive (we hold an Rc).
-        if let Err(error) = self
-            .context
-            .trace()
-            .call("cuStreamDestroy", String::new, || unsafe {
-                sys::cuStreamDestroy_v2(self.raw)
-            })
+        if let Err(error) =
+            self.context.trace().call("cuStreamDestroy", String::new, || unsafe { sys::cuStreamDestroy_v2(self.raw) })
         {
             self.context.defer_error(error);
         }
@@ -84,15 +71,10 @@ impl Event {
     pub fn new(context: &Rc<Context>) -> Result<Self> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: valid out-pointer; context current.
-        context
-            .trace()
-            .call("cuEventCreate", String::new, || unsafe {
-                sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
-            })?;
-        Ok(Self {
-            raw,
-            context: context.clone(),
-        })
+        context.trace().call("cuEventCreate", String::new, || unsafe {
+            sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
+        })?;
+        Ok(Self { raw, context: context.clone() })
     }
 
     /// Records the event at the current end of `stream`.
@@ -100,9 +82,7 @@ impl Event {
         // SAFETY: both handles are live.
         self.context
             .trace()
-            .call("cuEventRecord", String::new, || unsafe {
-                sys::cuEventRecord(self.raw, stream.raw())
-            })
+            .call("cuEventRecord", String::new, || unsafe { sys::cuEventRecord(self.raw, stream.raw()) })
     }
 
     /// Whether the work before the event has finished (never blocks).
@@ -118,11 +98,7 @@ impl Event {
     /// Blocks until the event has completed.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: live event.
-        self.context
-            .trace()
-            .call("cuEventSynchronize", String::new, || unsafe {
-                sys::cuEventSynchronize(self.raw)
-            })
+        self.context.trace().call("cuEventSynchronize", String::new, || unsafe { sys::cuEventSynchronize(self.raw) })
     }
 
     /// Milliseconds between `start` and `self`, both completed.
@@ -130,10 +106,7 @@ impl Event {
         let function = elapsed_time_fn()?;
         let mut ms = 0.0f32;
         // SAFETY: `function` has cuEventElapsedTime's 12.0 signature; both events are live.
-        check(
-            unsafe { function(&mut ms, start.raw, self.raw) },
-            "cuEventElapsedTime",
-        )?;
+        check(unsafe { function(&mut ms, start.raw, self.raw) }, "cuEventElapsedTime")?;
         Ok(ms)
     }
 }
@@ -155,12 +128,8 @@ fn elapsed_time_fn() -> Result<ElapsedTimeFn> {
 impl Drop for Event {
     fn drop(&mut self) {
         // SAFETY: live event owned by us.
-        if let Err(error) = self
-            .context
-            .trace()
-            .call("cuEventDestroy", String::new, || unsafe {
-                sys::cuEventDestroy_v2(self.raw)
-            })
+        if let Err(error) =
+            self.context.trace().call("cuEventDestroy", String::new, || unsafe { sys::cuEventDestroy_v2(self.raw) })
         {
             self.context.defer_error(error);
         }

@@ -26,13 +26,8 @@ impl SurfaceObject {
         // the driver rejects a bad one).
         context
             .trace()
-            .call("cuSurfObjectCreate", String::new, || unsafe {
-                sys::cuSurfObjectCreate(&mut raw, &description)
-            })?;
-        Ok(Self {
-            raw,
-            context: context.clone(),
-        })
+            .call("cuSurfObjectCreate", String::new, || unsafe { sys::cuSurfObjectCreate(&mut raw, &description) })?;
+        Ok(Self { raw, context: context.clone() })
     }
 
     /// The handle kernels take (`cudaSurfaceObject_t`).
@@ -44,12 +39,10 @@ impl SurfaceObject {
 impl Drop for SurfaceObject {
     fn drop(&mut self) {
         // SAFETY: created in `new`, destroyed once.
-        if let Err(error) =
-            self.context
-                .trace()
-                .call("cuSurfObjectDestroy", String::new, || unsafe {
-                    sys::cuSurfObjectDestroy(self.raw)
-                })
+        if let Err(error) = self
+            .context
+            .trace()
+            .call("cuSurfObjectDestroy", String::new, || unsafe { sys::cuSurfObjectDestroy(self.raw) })
         {
             self.context.defer_error(error);
         }

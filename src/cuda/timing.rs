@@ -29,18 +29,10 @@ impl EventRing {
     pub fn new(context: &Rc<Context>, depth: usize, marks: usize) -> Result<Self> {
         let mut sets = Vec::with_capacity(depth);
         for _ in 0..depth.max(1) {
-            sets.push(
-                (0..marks.max(2))
-                    .map(|_| Event::new(context))
-                    .collect::<Result<Vec<_>>>()?,
-            );
+            sets.push((0..marks.max(2)).map(|_| Event::new(context)).collect::<Result<Vec<_>>>()?);
         }
         let depth = sets.len();
-        Ok(Self {
-            sets,
-            tags: vec![None; depth],
-            next: 0,
-        })
+        Ok(Self { sets, tags: vec![None; depth], next: 0 })
     }
 
     /// The next set. If its previous frame was never read back, those times are dropped.

@@ -83,12 +83,7 @@ impl Trace {
         };
         let mut list = list.borrow_mut();
         if list.len() < MAX_ENTRIES {
-            list.push(TraceEntry {
-                call,
-                detail,
-                host_us,
-                error: None,
-            });
+            list.push(TraceEntry { call, detail, host_us, error: None });
         }
     }
 
@@ -131,12 +126,7 @@ impl Trace {
 }
 
 /// An entry for a call that was made outside any [`Trace`] (before a context exists).
-pub fn entry(
-    call: &'static str,
-    detail: String,
-    started: Instant,
-    status: sys::CUresult,
-) -> TraceEntry {
+pub fn entry(call: &'static str, detail: String, started: Instant, status: sys::CUresult) -> TraceEntry {
     TraceEntry {
         call,
         detail,
@@ -153,39 +143,18 @@ mod tests {
     fn records_setup_then_only_frames_asked_for() {
         let trace = Trace::new(Vec::new());
         let ok = || sys::CUresult::CUDA_SUCCESS;
-        trace
-            .call("cuInitLike", || "setup".to_owned(), ok)
-            .expect("ok");
+        trace.call("cuInitLike", || "setup".to_owned(), ok).expect("ok");
         trace.end_frame(); // closes setup
-        trace
-            .call(
-                "cuNotRecorded",
-                || unreachable!("detail is not even formatted when off"),
-                ok,
-            )
-            .expect("ok");
+        trace.call("cuNotRecorded", || unreachable!("detail is not even formatted when off"), ok).expect("ok");
         trace.set_per_frame(true);
         trace.call("cuFirst", || "a".to_owned(), ok).expect("ok");
-        let failed = trace.call(
-            "cuSecond",
-            || "b".to_owned(),
-            || sys::CUresult::CUDA_ERROR_INVALID_VALUE,
-        );
+        let failed = trace.call("cuSecond", || "b".to_owned(), || sys::CUresult::CUDA_ERROR_INVALID_VALUE);
         assert!(failed.is_err());
-        assert!(
-            trace.last_frame().is_empty(),
-            "nothing until the frame ends"
-        );
+        assert!(trace.last_frame().is_empty(), "nothing until the frame ends");
         trace.end_frame();
         let frame = trace.last_frame();
-        assert_eq!(
-            frame.iter().map(|e| e.call).collect::<Vec<_>>(),
-            vec!["cuFirst", "cuSecond"]
-        );
+        assert_eq!(frame.iter().map(|e| e.call).collect::<Vec<_>>(), vec!["cuFirst", "cuSecond"]);
         assert_eq!(frame[1].error.as_deref(), Some("CUDA_ERROR_INVALID_VALUE"));
-        assert_eq!(
-            trace.setup().iter().map(|e| e.call).collect::<Vec<_>>(),
-            vec!["cuInitLike"]
-        );
+        assert_eq!(trace.setup().iter().map(|e| e.call).collect::<Vec<_>>(), vec!["cuInitLike"]);
     }
 }

@@ -71,9 +71,7 @@ pub struct KernelInfo {
 /// Remembers the occupancy of the last launch configuration asked about, so the panel can show
 /// it every frame without asking the driver every frame.
 #[derive(Debug, Default)]
-pub struct OccupancyCache(
-    std::cell::RefCell<Option<(LaunchConfig, crate::cuda::module::Occupancy)>>,
-);
+pub struct OccupancyCache(std::cell::RefCell<Option<(LaunchConfig, crate::cuda::module::Occupancy)>>);
 
 impl OccupancyCache {
     /// The occupancy of `function` launched with `config`.
@@ -140,11 +138,7 @@ pub trait Demo {
 
     /// A file dropped on the window or chosen in the panel; opened at the next step.
     fn open_file(&mut self, path: &std::path::Path) -> Result<()> {
-        Err(Error::Unavailable(format!(
-            "the {} demo opens no files ({} ignored)",
-            self.name(),
-            path.display()
-        )))
+        Err(Error::Unavailable(format!("the {} demo opens no files ({} ignored)", self.name(), path.display())))
     }
 
     /// The kernel running now, when on CUDA.
@@ -184,9 +178,7 @@ impl DemoSpec {
             "blur" => Ok(Self::Blur(blur::BlurSettings::default())),
             "nbody" => Ok(Self::NBody(nbody::NBodySettings::default())),
             "wave" => Ok(Self::Wave(wave::WaveSettings::default())),
-            other => Err(Error::InvalidInput(format!(
-                "unknown demo {other:?}; the demos are {NAMES:?}"
-            ))),
+            other => Err(Error::InvalidInput(format!("unknown demo {other:?}; the demos are {NAMES:?}"))),
         }
     }
 
@@ -224,16 +216,12 @@ impl Pipeline {
             None => None,
         };
         let transfer = make_transfer(cuda.as_deref(), stream.as_ref(), kind)?;
-        Ok(Self {
-            cuda,
-            stream,
-            transfer,
-        })
+        Ok(Self { cuda, stream, transfer })
     }
 
-    /// CUDA, when it runs.
+    /// CUDA, when the path in use computes with it (the CPU path does not, even with CUDA present).
     pub fn cuda(&self) -> Option<&Rc<CudaRuntime>> {
-        self.cuda.as_ref()
+        self.cuda.as_ref().filter(|_| self.kind().uses_cuda())
     }
 
     /// The transfer path.
@@ -248,12 +236,7 @@ impl Pipeline {
 
     /// Moves `buffers` to path `kind`: reads each, recreates it on the new path, destroys the old
     /// one. On failure nothing changes.
-    pub fn switch(
-        &mut self,
-        gl: &glow::Context,
-        kind: TransferKind,
-        buffers: &mut [&mut SharedBuffer],
-    ) -> Result<()> {
+    pub fn switch(&mut self, gl: &glow::Context, kind: TransferKind, buffers: &mut [&mut SharedBuffer]) -> Result<()> {
         if kind == self.kind() {
             return Ok(());
         }
@@ -261,10 +244,7 @@ impl Pipeline {
         self.transfer.synchronize()?;
         let mut replacements = Vec::with_capacity(buffers.len());
         for buffer in buffers.iter() {
-            let created = self
-                .transfer
-                .read_buffer(gl, buffer)
-                .and_then(|data| next.create_buffer(gl, &data));
+            let created = self.transfer.read_buffer(gl, buffer).and_then(|data| next.create_buffer(gl, &data));
             match created {
                 Ok(replacement) => replacements.push(replacement),
                 Err(error) => {
@@ -288,10 +268,5 @@ fn make_transfer(
     stream: Option<&Rc<Stream>>,
     kind: TransferKind,
 ) -> Result<Box<dyn Transfer>> {
-    transfer::create(
-        kind,
-        cuda.map(|c| &c.context),
-        stream,
-        cuda.and_then(|c| c.interop.as_ref()),
-    )
+    transfer::create(kind, cuda, stream)
 }

@@ -6,6 +6,7 @@
 //! in is current on this thread, and the names passed were created by it.
 #![allow(unsafe_code)]
 
+pub mod external;
 pub mod timer;
 
 use glow::HasContext;
@@ -64,9 +65,7 @@ pub fn check_error(gl: &glow::Context, what: &str) -> Result<()> {
 }
 
 fn warn_leak(what: &str) {
-    log::warn!(
-        "{what} dropped without destroy(): its GL object leaks until the context is destroyed"
-    );
+    log::warn!("{what} dropped without destroy(): its GL object leaks until the context is destroyed");
 }
 
 /// A linked vertex + fragment shader program.
@@ -76,20 +75,14 @@ pub struct Program {
 
 impl Program {
     /// Compiles and links. Errors carry the GL info log with the shader's name.
-    pub fn new(
-        gl: &glow::Context,
-        name: &str,
-        vertex_source: &str,
-        fragment_source: &str,
-    ) -> Result<Self> {
+    pub fn new(gl: &glow::Context, name: &str, vertex_source: &str, fragment_source: &str) -> Result<Self> {
         // SAFETY: GL calls on the current context; every object created is deleted on each path.
         unsafe {
             let program = gl.create_program().map_err(Error::Gl)?;
             let mut shaders = Vec::new();
-            for (kind, source, label) in [
-                (glow::VERTEX_SHADER, vertex_source, "vertex"),
-                (glow::FRAGMENT_SHADER, fragment_source, "fragment"),
-            ] {
+            for (kind, source, label) in
+                [(glow::VERTEX_SHADER, vertex_source, "vertex"), (glow::FRAGMENT_SHADER, fragment_source, "fragment")]
+            {
                 let shader = gl.create_shader(kind).map_err(Error::Gl)?;
                 gl.shader_source(shader, source);
                 gl.compile_shader(shader);
@@ -100,9 +93,7 @@ impl Program {
                         gl.delete_shader(s);
                     }
                     gl.delete_program(program);
-                    return Err(Error::Gl(format!(
-                        "{name}: {label} shader does not compile:\n{log}"
-                    )));
+                    return Err(Error::Gl(format!("{name}: {label} shader does not compile:\n{log}")));
                 }
                 gl.attach_shader(program, shader);
                 shaders.push(shader);
@@ -123,8 +114,7 @@ impl Program {
     }
 
     fn raw(&self) -> Result<glow::Program> {
-        self.raw
-            .ok_or_else(|| Error::Gl("program used after destroy()".to_owned()))
+        self.raw.ok_or_else(|| Error::Gl("program used after destroy()".to_owned()))
     }
 
     /// Makes the program current.
@@ -137,8 +127,7 @@ impl Program {
 
     fn location(&self, gl: &glow::Context, name: &str) -> Option<glow::UniformLocation> {
         // SAFETY: live program of the current context.
-        self.raw
-            .and_then(|raw| unsafe { gl.get_uniform_location(raw, name) })
+        self.raw.and_then(|raw| unsafe { gl.get_uniform_location(raw, name) })
     }
 
     /// Sets a `mat4` uniform (the program must be bound). A uniform the shader optimised away is skipped.
@@ -205,11 +194,13 @@ impl Buffer {
                 gl.delete_buffer(raw);
                 return Err(error);
             }
-            Ok(Self {
-                raw: Some(raw),
-                bytes: data.len(),
-            })
+            Ok(Self { raw: Some(raw), bytes: data.len() })
         }
+    }
+
+    /// Takes ownership of a buffer created elsewhere in this module with `bytes` of storage.
+    fn from_raw(raw: glow::Buffer, bytes: usize) -> Self {
+        Self { raw: Some(raw), bytes }
     }
 
     /// The GL name, for registration with CUDA.
@@ -234,15 +225,9 @@ impl Buffer {
 
     /// `glBufferSubData` of `data` at offset 0.
     pub fn write(&self, gl: &glow::Context, data: &[u8]) -> Result<()> {
-        let raw = self
-            .raw
-            .ok_or_else(|| Error::Gl("buffer used after destroy()".to_owned()))?;
+        let raw = self.raw.ok_or_else(|| Error::Gl("buffer used after destroy()".to_owned()))?;
         if data.len() > self.bytes {
-            return Err(Error::Gl(format!(
-                "writing {} bytes into a buffer of {}",
-                data.len(),
-                self.bytes
-            )));
+            return Err(Error::Gl(format!("writing {} bytes into a buffer of {}", data.len(), self.bytes)));
         }
         // SAFETY: live buffer; the range fits (checked above).
         unsafe {
@@ -255,9 +240,7 @@ impl Buffer {
 
     /// `glGetBufferSubData` of the whole buffer (waits for GL work that writes it).
     pub fn read(&self, gl: &glow::Context) -> Result<Vec<u8>> {
-        let raw = self
-            .raw
-            .ok_or_else(|| Error::Gl("buffer used after destroy()".to_owned()))?;
+        let raw = self.raw.ok_or_else(|| Error::Gl("buffer used after destroy()".to_owned()))?;
         let mut data = vec![0u8; self.bytes];
         // SAFETY: live buffer; `data` has exactly the buffer's size.
         unsafe {
@@ -320,9 +303,7 @@ impl VertexArray {
         attributes: &[Attribute],
         indices: Option<&Buffer>,
     ) -> Result<()> {
-        let raw = self
-            .raw
-            .ok_or_else(|| Error::Gl("vertex array used after destroy()".to_owned()))?;
+        let raw = self.raw.ok_or_else(|| Error::Gl("vertex array used after destroy()".to_owned()))?;
         // SAFETY: live objects of the current context; offsets are within the buffer for the
         // vertex counts the callers draw.
         unsafe {
@@ -395,22 +376,11 @@ pub enum DrawState {
 }
 
 /// Clears the framebuffer, sets the viewport to `origin`/`size`, then sets `state`.
-pub fn begin_scene(
-    gl: &glow::Context,
-    origin: [u32; 2],
-    size: [u32; 2],
-    clear: [f32; 4],
-    state: DrawState,
-) {
+pub fn begin_scene(gl: &glow::Context, origin: [u32; 2], size: [u32; 2], clear: [f32; 4], state: DrawState) {
     // SAFETY: state changes on the current context.
     unsafe {
         gl.disable(glow::SCISSOR_TEST);
-        gl.viewport(
-            origin[0] as i32,
-            origin[1] as i32,
-            size[0].max(1) as i32,
-            size[1].max(1) as i32,
-        );
+        gl.viewport(origin[0] as i32, origin[1] as i32, size[0].max(1) as i32, size[1].max(1) as i32);
         gl.clear_color(clear[0], clear[1], clear[2], clear[3]);
         gl.clear_depth_f32(1.0);
         gl.clear(glow::COLOR_BUFFER_BIT | glow::DEPTH_BUFFER_BIT);
@@ -458,10 +428,7 @@ impl Framebuffer {
     /// A complete framebuffer of `size` pixels.
     pub fn new(gl: &glow::Context, size: [u32; 2]) -> Result<Self> {
         if size[0] == 0 || size[1] == 0 {
-            return Err(Error::InvalidInput(format!(
-                "framebuffer size {}x{} has a zero side",
-                size[0], size[1]
-            )));
+            return Err(Error::InvalidInput(format!("framebuffer size {}x{} has a zero side", size[0], size[1])));
         }
         // SAFETY: object creation and attachment on the current context; on an incomplete
         // framebuffer every object created is deleted before returning.
@@ -469,40 +436,15 @@ impl Framebuffer {
             let raw = gl.create_framebuffer().map_err(Error::Gl)?;
             let color = gl.create_renderbuffer().map_err(Error::Gl)?;
             let depth = gl.create_renderbuffer().map_err(Error::Gl)?;
-            let mut framebuffer = Self {
-                raw: Some(raw),
-                color: Some(color),
-                depth: Some(depth),
-                size,
-            };
+            let mut framebuffer = Self { raw: Some(raw), color: Some(color), depth: Some(depth), size };
             gl.bind_renderbuffer(glow::RENDERBUFFER, Some(color));
-            gl.renderbuffer_storage(
-                glow::RENDERBUFFER,
-                glow::RGBA8,
-                size[0] as i32,
-                size[1] as i32,
-            );
+            gl.renderbuffer_storage(glow::RENDERBUFFER, glow::RGBA8, size[0] as i32, size[1] as i32);
             gl.bind_renderbuffer(glow::RENDERBUFFER, Some(depth));
-            gl.renderbuffer_storage(
-                glow::RENDERBUFFER,
-                glow::DEPTH_COMPONENT24,
-                size[0] as i32,
-                size[1] as i32,
-            );
+            gl.renderbuffer_storage(glow::RENDERBUFFER, glow::DEPTH_COMPONENT24, size[0] as i32, size[1] as i32);
             gl.bind_renderbuffer(glow::RENDERBUFFER, None);
             gl.bind_framebuffer(glow::FRAMEBUFFER, Some(raw));
-            gl.framebuffer_renderbuffer(
-                glow::FRAMEBUFFER,
-                glow::COLOR_ATTACHMENT0,
-                glow::RENDERBUFFER,
-                Some(color),
-            );
-            gl.framebuffer_renderbuffer(
-                glow::FRAMEBUFFER,
-                glow::DEPTH_ATTACHMENT,
-                glow::RENDERBUFFER,
-                Some(depth),
-            );
+            gl.framebuffer_renderbuffer(glow::FRAMEBUFFER, glow::COLOR_ATTACHMENT0, glow::RENDERBUFFER, Some(color));
+            gl.framebuffer_renderbuffer(glow::FRAMEBUFFER, glow::DEPTH_ATTACHMENT, glow::RENDERBUFFER, Some(depth));
             let status = gl.check_framebuffer_status(glow::FRAMEBUFFER);
             if status != glow::FRAMEBUFFER_COMPLETE {
                 gl.bind_framebuffer(glow::FRAMEBUFFER, None);
@@ -589,9 +531,7 @@ pub fn bind_default_framebuffer(gl: &glow::Context) {
 }
 
 /// Pixel formats of the images the app shows.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum PixelFormat {
     /// 8 bits per channel, unsigned normalised.
@@ -648,12 +588,7 @@ pub struct Texture {
 impl Texture {
     /// A texture of `size` pixels, filled from `data` (tightly packed rows, top row first) or
     /// left undefined.
-    pub fn new(
-        gl: &glow::Context,
-        size: [u32; 2],
-        format: PixelFormat,
-        data: Option<&[u8]>,
-    ) -> Result<Self> {
+    pub fn new(gl: &glow::Context, size: [u32; 2], format: PixelFormat, data: Option<&[u8]>) -> Result<Self> {
         let limit = max_texture_size(gl);
         if size[0] == 0 || size[1] == 0 || size[0] > limit || size[1] > limit {
             return Err(Error::InvalidInput(format!(
@@ -665,10 +600,7 @@ impl Texture {
         if let Some(data) = data
             && data.len() != bytes
         {
-            return Err(Error::InvalidInput(format!(
-                "texture data has {} bytes, {bytes} expected",
-                data.len()
-            )));
+            return Err(Error::InvalidInput(format!("texture data has {} bytes, {bytes} expected", data.len())));
         }
         // SAFETY: object creation and a full upload of `bytes` bytes (checked) on the current
         // context; on a GL error the texture is deleted before returning.
@@ -700,11 +632,7 @@ impl Texture {
                 gl.delete_texture(raw);
                 return Err(error);
             }
-            Ok(Self {
-                raw: Some(raw),
-                size,
-                format,
-            })
+            Ok(Self { raw: Some(raw), size, format })
         }
     }
 
@@ -724,8 +652,7 @@ impl Texture {
     }
 
     fn raw(&self) -> Result<glow::Texture> {
-        self.raw
-            .ok_or_else(|| Error::Gl("texture used after destroy()".to_owned()))
+        self.raw.ok_or_else(|| Error::Gl("texture used after destroy()".to_owned()))
     }
 
     fn bytes(&self) -> usize {
@@ -840,4 +767,25 @@ impl Drop for Texture {
 /// triangle from `gl_VertexID`).
 pub fn draw_fullscreen_triangle(gl: &glow::Context, vertex_array: &VertexArray) {
     vertex_array.draw_arrays(gl, glow::TRIANGLES, 3);
+}
+
+/// Blocks until GL has executed every command issued so far (a fence and a client wait: unlike
+/// `glFinish`, it says when the work is done without draining anything issued later).
+pub fn wait_for_gl(gl: &glow::Context) -> Result<()> {
+    // SAFETY: fence creation, waits and deletion on the current context.
+    unsafe {
+        let fence = gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).map_err(Error::Gl)?;
+        let mut flags = glow::SYNC_FLUSH_COMMANDS_BIT;
+        let outcome = loop {
+            match gl.client_wait_sync(fence, flags, 1_000_000_000) {
+                glow::TIMEOUT_EXPIRED => flags = 0,
+                status => break status,
+            }
+        };
+        gl.delete_sync(fence);
+        if outcome == glow::WAIT_FAILED {
+            return Err(Error::Gl("glClientWaitSync failed".to_owned()));
+        }
+    }
+    Ok(())
 }

@@ -30,14 +30,7 @@ impl TimerQueries {
             // SAFETY: object creation on the current context (GL 3.3 has timer queries).
             queries.push(unsafe { gl.create_query() }.map_err(Error::Gl)?);
         }
-        Ok(Self {
-            queries,
-            pending: [None; RING],
-            next: 0,
-            active: false,
-            tag: 0,
-            started: Instant::now(),
-        })
+        Ok(Self { queries, pending: [None; RING], next: 0, active: false, tag: 0, started: Instant::now() })
     }
 
     /// Starts timing work tagged `tag` (a frame number), unless every query is still waiting for
@@ -75,8 +68,7 @@ impl TimerQueries {
             };
             let query = self.queries[slot];
             // SAFETY: live query that has ended.
-            let available =
-                unsafe { gl.get_query_parameter_u32(query, glow::QUERY_RESULT_AVAILABLE) } != 0;
+            let available = unsafe { gl.get_query_parameter_u32(query, glow::QUERY_RESULT_AVAILABLE) } != 0;
             if !available {
                 return None;
             }
@@ -110,9 +102,7 @@ impl TimerQueries {
 impl Drop for TimerQueries {
     fn drop(&mut self) {
         if !self.queries.is_empty() {
-            log::warn!(
-                "TimerQueries dropped without destroy(): GL queries leak until the context is destroyed"
-            );
+            log::warn!("TimerQueries dropped without destroy(): GL queries leak until the context is destroyed");
         }
     }
 }

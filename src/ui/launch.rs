@@ -52,10 +52,8 @@ impl LaunchEditor {
         problem: [u32; 2],
     ) -> Option<LaunchConfig> {
         if self.auto_grid {
-            self.grid = [
-                problem[0].div_ceil(self.block[0].max(1)).max(1),
-                problem[1].div_ceil(self.block[1].max(1)).max(1),
-            ];
+            self.grid =
+                [problem[0].div_ceil(self.block[0].max(1)).max(1), problem[1].div_ceil(self.block[1].max(1)).max(1)];
         }
         let candidate = LaunchConfig {
             grid: [self.grid[0], self.grid[1], 1],
@@ -140,37 +138,20 @@ mod tests {
             max_grid_dim: [2_147_483_647, 65535, 65535],
             shared_memory_per_block_optin: 232_448,
         };
-        let attributes = FunctionAttributes {
-            max_threads_per_block: 1024,
-            registers: 16,
-            ..Default::default()
-        };
+        let attributes = FunctionAttributes { max_threads_per_block: 1024, registers: 16, ..Default::default() };
         let start = LaunchConfig::for_grid_2d(256, 256, [16, 16]);
         let mut editor = LaunchEditor::new(start, true);
-        assert_eq!(
-            editor.apply(&limits, &attributes, [256, 256]),
-            None,
-            "nothing changed"
-        );
+        assert_eq!(editor.apply(&limits, &attributes, [256, 256]), None, "nothing changed");
 
         editor.block = [64, 32]; // 2048 threads
         assert_eq!(editor.apply(&limits, &attributes, [256, 256]), None);
         let error = editor.error().expect("the edit is rejected").to_owned();
-        assert!(
-            error.contains("1024 threads per block") && error.contains("[16, 16, 1]"),
-            "{error}"
-        );
+        assert!(error.contains("1024 threads per block") && error.contains("[16, 16, 1]"), "{error}");
 
         editor.block = [32, 8];
-        let applied = editor
-            .apply(&limits, &attributes, [256, 256])
-            .expect("valid edit applies");
+        let applied = editor.apply(&limits, &attributes, [256, 256]).expect("valid edit applies");
         assert_eq!(applied.block, [32, 8, 1]);
-        assert_eq!(
-            applied.grid,
-            [8, 32, 1],
-            "the automatic grid follows the block"
-        );
+        assert_eq!(applied.grid, [8, 32, 1], "the automatic grid follows the block");
         assert_eq!(editor.error(), None);
     }
 }

@@ -53,68 +53,50 @@ pub struct PanelInput<'a> {
 }
 
 /// Draws the side panel into `ui` and returns the actions the user took.
-pub fn side_panel(
-    ui: &mut egui::Ui,
-    input: PanelInput<'_>,
-    state: &mut PanelState,
-) -> Vec<PanelAction> {
+pub fn side_panel(ui: &mut egui::Ui, input: PanelInput<'_>, state: &mut PanelState) -> Vec<PanelAction> {
     let mut actions = Vec::new();
-    let response = egui::Panel::left("side_panel")
-        .resizable(true)
-        .default_size(340.0)
-        .show(ui, |ui| {
-            egui::ScrollArea::vertical().show(ui, |ui| {
-                ui.heading("interop-lab");
-                demo_picker(ui, input.demo.name(), &mut actions);
-                ui.separator();
-                compute_section(ui, &input, &mut actions);
-                ui.separator();
-                run_controls(ui, state, &mut actions);
-                ui.separator();
-                egui::CollapsingHeader::new(format!("{} settings", input.demo.name()))
-                    .default_open(true)
-                    .show(ui, |ui| {
-                        input.demo.controls(ui);
-                    });
-                ui.separator();
-                timings(ui, input.history);
-                inspector(ui, &input);
-                trace_section(ui, &input, state);
-                device_section(ui, &input);
-                messages(ui, state);
+    let response = egui::Panel::left("side_panel").resizable(true).default_size(340.0).show(ui, |ui| {
+        egui::ScrollArea::vertical().show(ui, |ui| {
+            ui.heading("interop-lab");
+            demo_picker(ui, input.demo.name(), &mut actions);
+            ui.separator();
+            compute_section(ui, &input, &mut actions);
+            ui.separator();
+            run_controls(ui, state, &mut actions);
+            ui.separator();
+            egui::CollapsingHeader::new(format!("{} settings", input.demo.name())).default_open(true).show(ui, |ui| {
+                input.demo.controls(ui);
             });
+            ui.separator();
+            timings(ui, input.history);
+            inspector(ui, &input);
+            trace_section(ui, &input, state);
+            device_section(ui, &input);
+            messages(ui, state);
         });
+    });
     state.width_points = response.response.rect.width();
     actions
 }
 
 fn demo_picker(ui: &mut egui::Ui, current: &str, actions: &mut Vec<PanelAction>) {
-    egui::ComboBox::new("demo_picker", "demo")
-        .selected_text(current)
-        .show_ui(ui, |ui| {
-            for &name in demos::NAMES {
-                if ui.selectable_label(name == current, name).clicked() && name != current {
-                    actions.push(PanelAction::SwitchDemo(name));
-                }
+    egui::ComboBox::new("demo_picker", "demo").selected_text(current).show_ui(ui, |ui| {
+        for &name in demos::NAMES {
+            if ui.selectable_label(name == current, name).clicked() && name != current {
+                actions.push(PanelAction::SwitchDemo(name));
             }
-        });
+        }
+    });
 }
 
 fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<PanelAction>) {
     match &input.selection.cuda {
         Some(cuda) => {
             let device = cuda.context.device();
-            ui.label(format!(
-                "Backend: CUDA on {} ({})",
-                device.name,
-                device.arch()
-            ));
+            ui.label(format!("Backend: CUDA on {} ({})", device.name, device.arch()));
         }
         None => {
-            ui.label(format!(
-                "Backend: CPU ({} threads)",
-                rayon::current_num_threads()
-            ));
+            ui.label(format!("Backend: CPU ({} threads)", rayon::current_num_threads()));
         }
     }
     let current = input.demo.transfer_kind();
@@ -127,11 +109,7 @@ fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<
         }
     });
     ui.label(egui::RichText::new(current.explanation()).small());
-    ui.label(
-        egui::RichText::new(format!("Why: {}", input.selection.reason))
-            .small()
-            .weak(),
-    );
+    ui.label(egui::RichText::new(format!("Why: {}", input.selection.reason)).small().weak());
     if let Some(unmet) = &input.selection.unmet_request {
         ui.colored_label(egui::Color32::YELLOW, unmet);
     }
@@ -143,10 +121,7 @@ fn run_controls(ui: &mut egui::Ui, state: &mut PanelState, actions: &mut Vec<Pan
         if ui.button(label).clicked() {
             state.paused = !state.paused;
         }
-        if ui
-            .add_enabled(state.paused, egui::Button::new("step"))
-            .clicked()
-        {
+        if ui.add_enabled(state.paused, egui::Button::new("step")).clicked() {
             state.step_once = true;
         }
         if let Some(vsync) = state.vsync {
@@ -178,25 +153,12 @@ fn timings(ui: &mut egui::Ui, history: &FrameHistory) {
                 continue;
             };
             ui.label(stage.name());
-            ui.label(
-                times
-                    .host_us
-                    .map(|p| format!("{:.1}", p.median))
-                    .unwrap_or_else(|| "–".to_owned()),
-            );
-            ui.label(
-                times
-                    .gpu_us
-                    .map(|p| format!("{:.1}", p.median))
-                    .unwrap_or_else(|| "–".to_owned()),
-            );
+            ui.label(times.host_us.map(|p| format!("{:.1}", p.median)).unwrap_or_else(|| "–".to_owned()));
+            ui.label(times.gpu_us.map(|p| format!("{:.1}", p.median)).unwrap_or_else(|| "–".to_owned()));
             ui.end_row();
         }
     });
-    let points: Vec<[f64; 2]> = history
-        .samples()
-        .map(|s| [s.frame as f64, s.frame_us / 1e3])
-        .collect();
+    let points: Vec<[f64; 2]> = history.samples().map(|s| [s.frame as f64, s.frame_us / 1e3]).collect();
     egui_plot::Plot::new("frame_time_plot")
         .height(90.0)
         .include_y(0.0)
@@ -204,98 +166,58 @@ fn timings(ui: &mut egui::Ui, history: &FrameHistory) {
         .allow_zoom(false)
         .allow_scroll(false)
         .y_axis_label("ms")
-        .show(ui, |plot| {
-            plot.line(egui_plot::Line::new("frame time", points))
-        });
+        .show(ui, |plot| plot.line(egui_plot::Line::new("frame time", points)));
 }
 
 fn device_section(ui: &mut egui::Ui, input: &PanelInput<'_>) {
-    egui::CollapsingHeader::new("Device")
-        .default_open(false)
-        .show(ui, |ui| {
-            ui.label(format!(
-                "GL: {} / {}",
-                input.gl_info.vendor, input.gl_info.renderer
-            ));
-            ui.label(format!("GL version: {}", input.gl_info.version));
-            let Some(cuda) = &input.selection.cuda else {
-                ui.label("No CUDA device in use.");
-                return;
-            };
-            let d = cuda.context.device();
-            let driver = cuda.context.driver().version;
-            let rows = [
-                ("name", d.name.clone()),
-                ("driver CUDA version", format!("{}.{}", driver.0, driver.1)),
-                (
-                    "NVRTC",
-                    format!(
-                        "{}.{}",
-                        cuda.compiler.nvrtc_version().0,
-                        cuda.compiler.nvrtc_version().1
-                    ),
+    egui::CollapsingHeader::new("Device").default_open(false).show(ui, |ui| {
+        ui.label(format!("GL: {} / {}", input.gl_info.vendor, input.gl_info.renderer));
+        ui.label(format!("GL version: {}", input.gl_info.version));
+        let Some(cuda) = &input.selection.cuda else {
+            ui.label("No CUDA device in use.");
+            return;
+        };
+        let d = cuda.context.device();
+        let driver = cuda.context.driver().version;
+        let rows = [
+            ("name", d.name.clone()),
+            ("driver CUDA version", format!("{}.{}", driver.0, driver.1)),
+            ("NVRTC", format!("{}.{}", cuda.compiler.nvrtc_version().0, cuda.compiler.nvrtc_version().1)),
+            ("compute capability", format!("{}.{}", d.compute_capability.0, d.compute_capability.1)),
+            ("multiprocessors", d.multiprocessors.to_string()),
+            ("memory", format!("{:.1} GiB", d.total_memory_bytes as f64 / (1u64 << 30) as f64)),
+            ("max threads / block", d.max_threads_per_block.to_string()),
+            ("max block", format!("{:?}", d.max_block_dim)),
+            ("max grid", format!("{:?}", d.max_grid_dim)),
+            (
+                "shared memory / block",
+                format!(
+                    "{} KiB (opt-in {} KiB)",
+                    d.shared_memory_per_block / 1024,
+                    d.shared_memory_per_block_optin / 1024
                 ),
-                (
-                    "compute capability",
-                    format!("{}.{}", d.compute_capability.0, d.compute_capability.1),
-                ),
-                ("multiprocessors", d.multiprocessors.to_string()),
-                (
-                    "memory",
-                    format!(
-                        "{:.1} GiB",
-                        d.total_memory_bytes as f64 / (1u64 << 30) as f64
-                    ),
-                ),
-                ("max threads / block", d.max_threads_per_block.to_string()),
-                ("max block", format!("{:?}", d.max_block_dim)),
-                ("max grid", format!("{:?}", d.max_grid_dim)),
-                (
-                    "shared memory / block",
-                    format!(
-                        "{} KiB (opt-in {} KiB)",
-                        d.shared_memory_per_block / 1024,
-                        d.shared_memory_per_block_optin / 1024
-                    ),
-                ),
-                ("registers / block", d.registers_per_block.to_string()),
-                ("warp size", d.warp_size.to_string()),
-                ("SM clock", format!("{} MHz", d.clock_rate_khz / 1000)),
-                (
-                    "memory clock",
-                    format!(
-                        "{} MHz, {}-bit bus",
-                        d.memory_clock_rate_khz / 1000,
-                        d.memory_bus_width_bits
-                    ),
-                ),
-                (
-                    "DRAM bandwidth",
-                    format!(
-                        "{:.0} GB/s (theoretical)",
-                        d.dram_bandwidth_bytes_per_s() / 1e9
-                    ),
-                ),
-                (
-                    "fp32 peak",
-                    d.fp32_peak_flops()
-                        .map(|f| format!("{:.1} TFLOP/s", f / 1e12))
-                        .unwrap_or_else(|| "unknown".to_owned()),
-                ),
-                ("L2 cache", format!("{} MiB", d.l2_cache_bytes / (1 << 20))),
-                ("unified addressing", d.unified_addressing.to_string()),
-                ("PCI", d.pci_bus_id.clone()),
-            ];
-            egui::Grid::new("device_attributes")
-                .striped(true)
-                .show(ui, |ui| {
-                    for (name, value) in rows {
-                        ui.label(name);
-                        ui.label(value);
-                        ui.end_row();
-                    }
-                });
+            ),
+            ("registers / block", d.registers_per_block.to_string()),
+            ("warp size", d.warp_size.to_string()),
+            ("SM clock", format!("{} MHz", d.clock_rate_khz / 1000)),
+            ("memory clock", format!("{} MHz, {}-bit bus", d.memory_clock_rate_khz / 1000, d.memory_bus_width_bits)),
+            ("DRAM bandwidth", format!("{:.0} GB/s (theoretical)", d.dram_bandwidth_bytes_per_s() / 1e9)),
+            (
+                "fp32 peak",
+                d.fp32_peak_flops().map(|f| format!("{:.1} TFLOP/s", f / 1e12)).unwrap_or_else(|| "unknown".to_owned()),
+            ),
+            ("L2 cache", format!("{} MiB", d.l2_cache_bytes / (1 << 20))),
+            ("unified addressing", d.unified_addressing.to_string()),
+            ("PCI", d.pci_bus_id.clone()),
+        ];
+        egui::Grid::new("device_attributes").striped(true).show(ui, |ui| {
+            for (name, value) in rows {
+                ui.label(name);
+                ui.label(value);
+                ui.end_row();
+            }
         });
+    });
 }
 
 fn messages(ui: &mut egui::Ui, state: &mut PanelState) {
@@ -354,7 +276,10 @@ fn inspector(ui: &mut egui::Ui, input: &PanelInput<'_>) {
                 ));
                 ui.end_row();
                 ui.label("suggested block");
-                ui.label(format!("{} threads (a grid of ≥ {} blocks fills the GPU)", o.suggested_block, o.suggested_grid));
+                ui.label(format!(
+                    "{} threads (a grid of ≥ {} blocks fills the GPU)",
+                    o.suggested_block, o.suggested_grid
+                ));
                 ui.end_row();
             }
         });
@@ -375,57 +300,36 @@ fn trace_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &mut PanelSta
         return;
     };
     let trace = cuda.context.trace();
-    egui::CollapsingHeader::new("Driver calls")
-        .default_open(false)
-        .show(ui, |ui| {
-            let mut per_frame = trace.per_frame();
-            if ui.checkbox(&mut per_frame, "record every frame").changed() {
-                trace.set_per_frame(per_frame);
-            }
-            ui.horizontal(|ui| {
-                ui.radio_value(&mut state.trace_setup, false, "last frame");
-                ui.radio_value(&mut state.trace_setup, true, "setup (first frame)");
-            });
-            let entries = if state.trace_setup {
-                trace.setup()
-            } else {
-                trace.last_frame()
-            };
-            if entries.is_empty() {
-                ui.label(if state.trace_setup {
-                    "no setup calls recorded"
-                } else {
-                    "turn recording on to see each frame's calls"
-                });
-                return;
-            }
-            let total: f64 = entries.iter().map(|e| e.host_us).sum();
-            ui.label(format!(
-                "{} calls, {:.0} µs of host time",
-                entries.len(),
-                total
-            ));
-            egui::ScrollArea::vertical()
-                .max_height(240.0)
-                .id_salt("trace_scroll")
-                .show(ui, |ui| {
-                    egui::Grid::new("trace_entries")
-                        .striped(true)
-                        .show(ui, |ui| {
-                            for entry in &entries {
-                                let call = egui::RichText::new(entry.call).monospace();
-                                ui.label(if entry.error.is_some() {
-                                    call.color(egui::Color32::LIGHT_RED)
-                                } else {
-                                    call
-                                });
-                                ui.label(format!("{:.1} µs", entry.host_us));
-                                ui.label(
-                                    entry.error.clone().unwrap_or_else(|| entry.detail.clone()),
-                                );
-                                ui.end_row();
-                            }
-                        });
-                });
+    egui::CollapsingHeader::new("Driver calls").default_open(false).show(ui, |ui| {
+        let mut per_frame = trace.per_frame();
+        if ui.checkbox(&mut per_frame, "record every frame").changed() {
+            trace.set_per_frame(per_frame);
+        }
+        ui.horizontal(|ui| {
+            ui.radio_value(&mut state.trace_setup, false, "last frame");
+            ui.radio_value(&mut state.trace_setup, true, "setup (first frame)");
         });
+        let entries = if state.trace_setup { trace.setup() } else { trace.last_frame() };
+        if entries.is_empty() {
+            ui.label(if state.trace_setup {
+                "no setup calls recorded"
+            } else {
+                "turn recording on to see each frame's calls"
+            });
+            return;
+        }
+        let total: f64 = entries.iter().map(|e| e.host_us).sum();
+        ui.label(format!("{} calls, {:.0} µs of host time", entries.len(), total));
+        egui::ScrollArea::vertical().max_height(240.0).id_salt("trace_scroll").show(ui, |ui| {
+            egui::Grid::new("trace_entries").striped(true).show(ui, |ui| {
+                for entry in &entries {
+                    let call = egui::RichText::new(entry.call).monospace();
+                    ui.label(if entry.error.is_some() { call.color(egui::Color32::LIGHT_RED) } else { call });
+                    ui.label(format!("{:.1} µs", entry.host_us));
+                    ui.label(entry.error.clone().unwrap_or_else(|| entry.detail.clone()));
+                    ui.end_row();
+                }
+            });
+        });
+    });
 }

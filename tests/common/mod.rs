@@ -19,14 +19,9 @@ pub fn available(present: bool, what: &str, require_var: &str) -> bool {
 
 /// A headless GL context and the backend selection for it, with CUDA required (GPU tests).
 pub fn gpu_setup(options: &CudaOptions) -> (HeadlessGl, Selection) {
-    let context =
-        HeadlessGl::new(runtime::preferred_cuda_device(options)).expect("headless GL context");
-    let selection = runtime::select(options);
-    assert!(
-        selection.cuda.is_some(),
-        "CUDA must run for this test: {}",
-        selection.reason
-    );
+    let context = HeadlessGl::new(runtime::preferred_cuda_device(options)).expect("headless GL context");
+    let selection = runtime::select(options, context.gl(), &|name| context.proc_address(name));
+    assert!(selection.cuda.is_some(), "CUDA must run for this test: {}", selection.reason);
     (context, selection)
 }
 
@@ -36,15 +31,9 @@ pub struct Random(u64);
 
 impl Random {
     pub fn new() -> Self {
-        let seed = std::env::var("INTEROP_LAB_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(1)
-            });
+        let seed = std::env::var("INTEROP_LAB_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+        });
         eprintln!("random seed {seed} (INTEROP_LAB_SEED={seed} replays it)");
         Self(seed | 1)
     }

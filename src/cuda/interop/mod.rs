@@ -93,12 +93,7 @@ pub fn gl_devices(entry_points: &GlEntryPoints) -> Result<Vec<cu::CUdevice>> {
     // SAFETY: the array has room for 16 devices and we say so; a GL context is current (callers
     // make it so; without one the driver returns an error, not UB).
     let status = unsafe {
-        (entry_points.get_devices)(
-            &mut count,
-            devices.as_mut_ptr(),
-            devices.len() as u32,
-            sys::GL_DEVICE_LIST_ALL,
-        )
+        (entry_points.get_devices)(&mut count, devices.as_mut_ptr(), devices.len() as u32, sys::GL_DEVICE_LIST_ALL)
     };
     match status {
         cu::CUresult::CUDA_SUCCESS => Ok(devices[..(count as usize).min(devices.len())].to_vec()),
@@ -119,20 +114,14 @@ pub struct GraphicsResource {
 
 impl std::fmt::Debug for GraphicsResource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GraphicsResource")
-            .field("object", &self.object)
-            .finish()
+        f.debug_struct("GraphicsResource").field("object", &self.object).finish()
     }
 }
 
 impl GraphicsResource {
     /// `cuGraphicsGLRegisterBuffer`. The GL context that owns `buffer` must be current. Costs
     /// about a millisecond: do it once per buffer allocation, not per frame.
-    pub fn register_buffer(
-        context: &Rc<Context>,
-        entry_points: &GlEntryPoints,
-        buffer: u32,
-    ) -> Result<Self> {
+    pub fn register_buffer(context: &Rc<Context>, entry_points: &GlEntryPoints, buffer: u32) -> Result<Self> {
         let mut raw = std::ptr::null_mut();
         let flags = cu::CUgraphicsRegisterFlags::CU_GRAPHICS_REGISTER_FLAGS_NONE as u32;
         // SAFETY: valid out-pointer; `buffer` is a GL buffer name of the current context (an
@@ -142,12 +131,7 @@ impl GraphicsResource {
             || format!("GL buffer {buffer}"),
             || unsafe { (entry_points.register_buffer)(&mut raw, buffer, flags) },
         )?;
-        Ok(Self {
-            raw,
-            object: GlObject::Buffer { name: buffer },
-            map_flags: 0,
-            context: context.clone(),
-        })
+        Ok(Self { raw, object: GlObject::Buffer { name: buffer }, map_flags: 0, context: context.clone() })
     }
 
     /// `cuGraphicsGLRegisterImage` with `SURFACE_LDST`, so kernels can write the texture through
@@ -166,15 +150,7 @@ impl GraphicsResource {
             || format!("GL texture {texture}, SURFACE_LDST"),
             || unsafe { (entry_points.register_image)(&mut raw, texture, target, flags) },
         )?;
-        Ok(Self {
-            raw,
-            object: GlObject::Image {
-                name: texture,
-                target,
-            },
-            map_flags: 0,
-            context: context.clone(),
-        })
+        Ok(Self { raw, object: GlObject::Image { name: texture, target }, map_flags: 0, context: context.clone() })
     }
 
     /// The GL object this resource stands for.
@@ -202,12 +178,10 @@ impl Drop for GraphicsResource {
     fn drop(&mut self) {
         // SAFETY: registered in a constructor, unregistered once; never mapped here (a `Mapped`
         // guard borrowing it would still be alive otherwise).
-        if let Err(error) =
-            self.context
-                .trace()
-                .call("cuGraphicsUnregisterResource", String::new, || unsafe {
-                    cu::cuGraphicsUnregisterResource(self.raw)
-                })
+        if let Err(error) = self
+            .context
+            .trace()
+            .call("cuGraphicsUnregisterResource", String::new, || unsafe { cu::cuGraphicsUnregisterResource(self.raw) })
         {
             self.context.defer_error(error);
         }
@@ -257,14 +231,7 @@ pub fn map<'a, 's: 'a, 'r: 'a>(
         || format!("{count} resource(s) on stream {:?}", stream.raw()),
         || unsafe { cu::cuGraphicsMapResources(count as u32, raws.as_mut_ptr(), stream.raw()) },
     )?;
-    Ok(Mapped {
-        raws,
-        objects,
-        count,
-        stream,
-        unmapped: false,
-        _borrow: PhantomData,
-    })
+    Ok(Mapped { raws, objects, count, stream, unmapped: false, _borrow: PhantomData })
 }
 
 impl Mapped<'_> {
@@ -276,9 +243,7 @@ impl Mapped<'_> {
         self.stream.context().trace().call(
             "cuGraphicsResourceGetMappedPointer",
             || format!("resource {index}"),
-            || unsafe {
-                cu::cuGraphicsResourceGetMappedPointer_v2(&mut ptr, &mut bytes, self.raws[index])
-            },
+            || unsafe { cu::cuGraphicsResourceGetMappedPointer_v2(&mut ptr, &mut bytes, self.raws[index]) },
         )?;
         Ok(DeviceSpan { ptr, bytes })
     }
@@ -291,9 +256,7 @@ impl Mapped<'_> {
         self.stream.context().trace().call(
             "cuGraphicsSubResourceGetMappedArray",
             || format!("resource {index}, level 0"),
-            || unsafe {
-                cu::cuGraphicsSubResourceGetMappedArray(&mut array, self.raws[index], 0, 0)
-            },
+            || unsafe { cu::cuGraphicsSubResourceGetMappedArray(&mut array, self.raws[index], 0, 0) },
         )?;
         Ok(array)
     }
@@ -301,13 +264,8 @@ impl Mapped<'_> {
     fn expect(&self, index: usize, is: impl Fn(&GlObject) -> bool, what: &str) -> Result<()> {
         match self.objects.get(index).copied().flatten() {
             Some(object) if index < self.count && is(&object) => Ok(()),
-            Some(object) => Err(Error::InvalidInput(format!(
-                "mapped resource {index} is {object:?}, not {what}"
-            ))),
-            None => Err(Error::InvalidInput(format!(
-                "no mapped resource {index} (mapped {})",
-                self.count
-            ))),
+            Some(object) => Err(Error::InvalidInput(format!("mapped resource {index} is {object:?}, not {what}"))),
+            None => Err(Error::InvalidInput(format!("no mapped resource {index} (mapped {})", self.count))),
         }
     }
 
@@ -326,13 +284,7 @@ impl Mapped<'_> {
         self.stream.context().trace().call(
             "cuGraphicsUnmapResources",
             || format!("{} resource(s)", self.count),
-            || unsafe {
-                cu::cuGraphicsUnmapResources(
-                    self.count as u32,
-                    self.raws.as_mut_ptr(),
-                    self.stream.raw(),
-                )
-            },
+            || unsafe { cu::cuGraphicsUnmapResources(self.count as u32, self.raws.as_mut_ptr(), self.stream.raw()) },
         )
     }
 }

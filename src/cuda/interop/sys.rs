@@ -46,15 +46,9 @@ impl GlEntryPoints {
         // CUDA 12.0 ABI, whose C signatures are the ones in the type aliases above.
         unsafe {
             Ok(Self {
-                register_buffer: std::mem::transmute::<*mut std::ffi::c_void, RegisterBufferFn>(
-                    register_buffer,
-                ),
-                register_image: std::mem::transmute::<*mut std::ffi::c_void, RegisterImageFn>(
-                    register_image,
-                ),
-                get_devices: std::mem::transmute::<*mut std::ffi::c_void, GetDevicesFn>(
-                    get_devices,
-                ),
+                register_buffer: std::mem::transmute::<*mut std::ffi::c_void, RegisterBufferFn>(register_buffer),
+                register_image: std::mem::transmute::<*mut std::ffi::c_void, RegisterImageFn>(register_image),
+                get_devices: std::mem::transmute::<*mut std::ffi::c_void, GetDevicesFn>(get_devices),
             })
         }
     }

@@ -18,24 +18,17 @@ pub struct Image<T> {
 impl<T: Copy + Default + Send + Sync> Image<T> {
     /// An image of `width × height` default pixels.
     pub fn new(width: usize, height: usize) -> Self {
-        Self {
-            width,
-            height,
-            pixels: vec![[T::default(); 4]; width * height],
-        }
+        Self { width, height, pixels: vec![[T::default(); 4]; width * height] }
     }
 
     /// The image with rows and columns swapped.
     pub fn transposed(&self) -> Self {
         let mut out = Self::new(self.height, self.width);
-        out.pixels
-            .par_chunks_mut(self.height.max(1))
-            .enumerate()
-            .for_each(|(x, row)| {
-                for (y, pixel) in row.iter_mut().enumerate() {
-                    *pixel = self.pixels[y * self.width + x];
-                }
-            });
+        out.pixels.par_chunks_mut(self.height.max(1)).enumerate().for_each(|(x, row)| {
+            for (y, pixel) in row.iter_mut().enumerate() {
+                *pixel = self.pixels[y * self.width + x];
+            }
+        });
         out
     }
 }
@@ -43,9 +36,7 @@ impl<T: Copy + Default + Send + Sync> Image<T> {
 /// Gaussian weights `w[0..=radius]` of a sampled Gaussian of `sigma`, normalised so that
 /// `w[0] + 2 Σ w[k] = 1`.
 pub fn gaussian_weights(sigma: f64, radius: usize) -> Vec<f64> {
-    let mut weights: Vec<f64> = (0..=radius)
-        .map(|k| (-((k * k) as f64) / (2.0 * sigma * sigma)).exp())
-        .collect();
+    let mut weights: Vec<f64> = (0..=radius).map(|k| (-((k * k) as f64) / (2.0 * sigma * sigma)).exp()).collect();
     let total = weights[0] + 2.0 * weights[1..].iter().sum::<f64>();
     for w in &mut weights {
         *w /= total;
@@ -71,27 +62,19 @@ pub fn box_radii(sigma: f64) -> ([u32; 4], f64) {
     let upper = lower + 2;
     // m boxes of the lower width, 4 − m of the upper: m from the variance equation, rounded.
     let (l, u) = (lower as f64, upper as f64);
-    let m = ((12.0 * sigma * sigma - BOXES * u * u + BOXES) / (l * l - u * u))
-        .round()
-        .clamp(0.0, BOXES) as usize;
+    let m = ((12.0 * sigma * sigma - BOXES * u * u + BOXES) / (l * l - u * u)).round().clamp(0.0, BOXES) as usize;
     let mut radii = [0u32; 4];
     for (index, radius) in radii.iter_mut().enumerate() {
         let width = if index < m { lower } else { upper };
         *radius = ((width - 1) / 2) as u32;
     }
-    let variance: f64 = radii
-        .iter()
-        .map(|&r| ((2 * r + 1) as f64).powi(2) - 1.0)
-        .sum::<f64>()
-        / 12.0;
+    let variance: f64 = radii.iter().map(|&r| ((2 * r + 1) as f64).powi(2) - 1.0).sum::<f64>() / 12.0;
     (radii, variance.sqrt())
 }
 
 fn clamp_row<T: Copy>(row: &[[T; 4]], reach: usize) -> Vec<[T; 4]> {
     let n = row.len() as isize;
-    (-(reach as isize)..n + reach as isize)
-        .map(|i| row[i.clamp(0, n - 1) as usize])
-        .collect()
+    (-(reach as isize)..n + reach as isize).map(|i| row[i.clamp(0, n - 1) as usize]).collect()
 }
 
 /// Filters every row with `filter(extended_row, output_row)`, where the extended row has `reach`
@@ -103,14 +86,10 @@ where
 {
     let rows = |input: &Image<T>| -> Image<T> {
         let mut out = Image::new(input.width, input.height);
-        out.pixels
-            .par_chunks_mut(input.width.max(1))
-            .enumerate()
-            .for_each(|(y, row)| {
-                let extended =
-                    clamp_row(&input.pixels[y * input.width..(y + 1) * input.width], reach);
-                filter(&extended, row);
-            });
+        out.pixels.par_chunks_mut(input.width.max(1)).enumerate().for_each(|(y, row)| {
+            let extended = clamp_row(&input.pixels[y * input.width..(y + 1) * input.width], reach);
+            filter(&extended, row);
+        });
         out
     };
     rows(&rows(image).transposed()).transposed()
@@ -123,11 +102,7 @@ pub fn reference_gaussian(image: &Image<f64>, weights: &[f64]) -> Image<f64> {
         for (x, pixel) in out.iter_mut().enumerate() {
             let mut sum = [0.0; 4];
             for (k, &w) in weights.iter().enumerate() {
-                let taps: &[usize] = if k == 0 {
-                    &[radius]
-                } else {
-                    &[radius - k, radius + k]
-                };
+                let taps: &[usize] = if k == 0 { &[radius] } else { &[radius - k, radius + k] };
                 for &tap in taps {
                     for c in 0..4 {
                         sum[c] += w * row[x + tap][c];
@@ -222,31 +197,27 @@ pub fn naive(image: &Image<f32>, weights: &[f32]) -> Image<f32> {
     let radius = weights.len() as isize - 1;
     let (width, height) = (image.width as isize, image.height as isize);
     let mut out = Image::new(image.width, image.height);
-    out.pixels
-        .par_chunks_mut(image.width.max(1))
-        .enumerate()
-        .for_each(|(y, row)| {
-            for (x, pixel) in row.iter_mut().enumerate() {
-                let mut sum = [0.0f32; 4];
-                for j in -radius..=radius {
-                    let source_row = (y as isize + j).clamp(0, height - 1) as usize * image.width;
-                    let mut row_sum = [0.0f32; 4];
-                    for i in -radius..=radius {
-                        let source = image.pixels
-                            [source_row + (x as isize + i).clamp(0, width - 1) as usize];
-                        let w = weights[i.unsigned_abs()];
-                        for c in 0..4 {
-                            row_sum[c] += w * source[c];
-                        }
-                    }
-                    let w = weights[j.unsigned_abs()];
+    out.pixels.par_chunks_mut(image.width.max(1)).enumerate().for_each(|(y, row)| {
+        for (x, pixel) in row.iter_mut().enumerate() {
+            let mut sum = [0.0f32; 4];
+            for j in -radius..=radius {
+                let source_row = (y as isize + j).clamp(0, height - 1) as usize * image.width;
+                let mut row_sum = [0.0f32; 4];
+                for i in -radius..=radius {
+                    let source = image.pixels[source_row + (x as isize + i).clamp(0, width - 1) as usize];
+                    let w = weights[i.unsigned_abs()];
                     for c in 0..4 {
-                        sum[c] += w * row_sum[c];
+                        row_sum[c] += w * source[c];
                     }
                 }
-                *pixel = sum;
+                let w = weights[j.unsigned_abs()];
+                for c in 0..4 {
+                    sum[c] += w * row_sum[c];
+                }
             }
-        });
+            *pixel = sum;
+        }
+    });
     out
 }
 
@@ -263,16 +234,8 @@ mod tests {
     fn random_image(width: usize, height: usize, seed: u64) -> Image<f64> {
         // Blocks of random colour plus noise: edges and texture, which a blur must smooth.
         let mut rng = Rng::new(seed);
-        let block_colours: Vec<[f64; 4]> = (0..64)
-            .map(|_| {
-                [
-                    rng.range(0.0, 255.0),
-                    rng.range(0.0, 255.0),
-                    rng.range(0.0, 255.0),
-                    255.0,
-                ]
-            })
-            .collect();
+        let block_colours: Vec<[f64; 4]> =
+            (0..64).map(|_| [rng.range(0.0, 255.0), rng.range(0.0, 255.0), rng.range(0.0, 255.0), 255.0]).collect();
         let pixels = (0..width * height)
             .map(|i| {
                 let (x, y) = (i % width, i / width);
@@ -280,11 +243,7 @@ mod tests {
                 block.map(|c| (c + rng.range(-20.0, 20.0)).clamp(0.0, 255.0))
             })
             .collect();
-        Image {
-            width,
-            height,
-            pixels,
-        }
+        Image { width, height, pixels }
     }
 
     fn to_f32(image: &Image<f64>) -> Image<f32> {
@@ -313,10 +272,7 @@ mod tests {
         for sigma in [2.0, 5.0, 10.0, 25.0, 100.0] {
             let (radii, achieved) = box_radii(sigma);
             // Odd widths quantise the variance; four boxes get within half a pixel of σ.
-            assert!(
-                (achieved - sigma).abs() < 0.5,
-                "σ {sigma}: boxes {radii:?} give {achieved}"
-            );
+            assert!((achieved - sigma).abs() < 0.5, "σ {sigma}: boxes {radii:?} give {achieved}");
         }
     }
 
@@ -328,10 +284,7 @@ mod tests {
             let weights = gaussian_weights(sigma, default_radius(sigma));
             let reference = reference_gaussian(&image, &weights);
             let weights32: Vec<f32> = weights.iter().map(|&w| w as f32).collect();
-            for (name, out) in [
-                ("separable", gaussian(&input, &weights32)),
-                ("naive", naive(&input, &weights32)),
-            ] {
+            for (name, out) in [("separable", gaussian(&input, &weights32)), ("naive", naive(&input, &weights32))] {
                 let error = max_difference(&out, &reference);
                 // f32 sums of ≤ (2r+1)² terms of ≤ 255: far below 1e-2 of a level.
                 assert!(error < 1e-2, "{name} σ {sigma}: max |out − ref| = {error}");
@@ -344,20 +297,9 @@ mod tests {
 
     #[test]
     fn blur_of_a_constant_image_is_that_constant_and_borders_clamp() {
-        let constant = Image {
-            width: 13,
-            height: 7,
-            pixels: vec![[10.0, 20.0, 30.0, 255.0]; 91],
-        };
-        let weights: Vec<f32> = gaussian_weights(4.0, 12)
-            .iter()
-            .map(|&w| w as f32)
-            .collect();
-        for out in [
-            gaussian(&constant, &weights),
-            boxes(&constant, box_radii(4.0).0),
-            naive(&constant, &weights),
-        ] {
+        let constant = Image { width: 13, height: 7, pixels: vec![[10.0, 20.0, 30.0, 255.0]; 91] };
+        let weights: Vec<f32> = gaussian_weights(4.0, 12).iter().map(|&w| w as f32).collect();
+        for out in [gaussian(&constant, &weights), boxes(&constant, box_radii(4.0).0), naive(&constant, &weights)] {
             for p in &out.pixels {
                 for c in 0..4 {
                     assert!((p[c] - constant.pixels[0][c]).abs() < 1e-3, "{p:?}");
@@ -365,15 +307,8 @@ mod tests {
             }
         }
         // A one-pixel-wide image: clamping makes every tap the same pixel column.
-        let column = Image {
-            width: 1,
-            height: 5,
-            pixels: (0..5).map(|y| [y as f64; 4]).collect(),
-        };
+        let column = Image { width: 1, height: 5, pixels: (0..5).map(|y| [y as f64; 4]).collect() };
         let out = reference_gaussian(&column, &gaussian_weights(1.0, 3));
-        assert!(
-            out.pixels[0][0] > 0.0 && out.pixels[0][0] < 1.0,
-            "the top pixel mixes with the rows below it"
-        );
+        assert!(out.pixels[0][0] > 0.0 && out.pixels[0][0] < 1.0, "the top pixel mixes with the rows below it");
     }
 }

@@ -37,38 +37,22 @@ impl SourceImage {
     /// The image as the CPU filters take it (RGBA8 as 0..=255, RGBA32F as is).
     pub fn to_float_image(&self, format: PixelFormat) -> Image<f32> {
         let pixels = match format {
-            PixelFormat::Rgba8 => self
-                .rgba8
-                .chunks_exact(4)
-                .map(|p| [p[0], p[1], p[2], p[3]].map(f32::from))
-                .collect(),
-            PixelFormat::Rgba32f => self
-                .rgba32f
-                .chunks_exact(4)
-                .map(|p| [p[0], p[1], p[2], p[3]])
-                .collect(),
+            PixelFormat::Rgba8 => self.rgba8.chunks_exact(4).map(|p| [p[0], p[1], p[2], p[3]].map(f32::from)).collect(),
+            PixelFormat::Rgba32f => self.rgba32f.chunks_exact(4).map(|p| [p[0], p[1], p[2], p[3]]).collect(),
         };
-        Image {
-            width: self.width as usize,
-            height: self.height as usize,
-            pixels,
-        }
+        Image { width: self.width as usize, height: self.height as usize, pixels }
     }
 }
 
 /// Decodes a PNG or JPEG, refusing sizes beyond [`MAX_SIDE`] before any pixel is decoded.
 pub fn load(path: &Path) -> Result<SourceImage> {
-    let image_error = |message: String| Error::Image {
-        path: path.to_owned(),
-        message,
-    };
+    let image_error = |message: String| Error::Image { path: path.to_owned(), message };
     let reader = image::ImageReader::open(path)
         .map_err(|e| Error::io(path, e))?
         .with_guessed_format()
         .map_err(|e| Error::io(path, e))?;
-    let (width, height) = reader
-        .into_dimensions()
-        .map_err(|e| image_error(format!("not a readable PNG or JPEG image: {e}")))?;
+    let (width, height) =
+        reader.into_dimensions().map_err(|e| image_error(format!("not a readable PNG or JPEG image: {e}")))?;
     check_size(width, height).map_err(&image_error)?;
     let mut reader = image::ImageReader::open(path)
         .map_err(|e| Error::io(path, e))?
@@ -79,9 +63,7 @@ pub fn load(path: &Path) -> Result<SourceImage> {
     limits.max_image_height = Some(MAX_SIDE);
     limits.max_alloc = Some(8 << 30);
     reader.limits(limits);
-    let decoded = reader
-        .decode()
-        .map_err(|e| image_error(format!("cannot decode it: {e}")))?;
+    let decoded = reader.decode().map_err(|e| image_error(format!("cannot decode it: {e}")))?;
     Ok(SourceImage {
         width,
         height,
@@ -94,9 +76,7 @@ pub fn load(path: &Path) -> Result<SourceImage> {
 /// Checks an image size: both sides 1..=[`MAX_SIDE`].
 pub fn check_size(width: u32, height: u32) -> std::result::Result<(), String> {
     if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE {
-        return Err(format!(
-            "{width}x{height} pixels: each side must be 1..={MAX_SIDE}"
-        ));
+        return Err(format!("{width}x{height} pixels: each side must be 1..={MAX_SIDE}"));
     }
     Ok(())
 }
@@ -136,34 +116,21 @@ pub fn test_pattern(width: u32, height: u32) -> SourceImage {
         }
     }
     let rgba32f = rgba8.iter().map(|&b| f32::from(b) / 255.0).collect();
-    SourceImage {
-        width,
-        height,
-        rgba8,
-        rgba32f,
-        origin: format!("generated test pattern {width}x{height}"),
-    }
+    SourceImage { width, height, rgba8, rgba32f, origin: format!("generated test pattern {width}x{height}") }
 }
 
 /// Writes `bytes` (`format`, tightly packed, top row first) as PNG: 8-bit for RGBA8, 16-bit for
 /// RGBA32F so the extra precision is not thrown away.
 pub fn save_png(path: &Path, size: [u32; 2], format: PixelFormat, bytes: &[u8]) -> Result<()> {
-    let image_error = |message: String| Error::Image {
-        path: path.to_owned(),
-        message,
-    };
+    let image_error = |message: String| Error::Image { path: path.to_owned(), message };
     match format {
         PixelFormat::Rgba8 => image::RgbaImage::from_raw(size[0], size[1], bytes.to_vec())
             .ok_or_else(|| image_error("pixel data does not match the size".to_owned()))?
             .save(path)
             .map_err(|e| image_error(e.to_string())),
         PixelFormat::Rgba32f => {
-            let floats: &[f32] =
-                bytemuck::try_cast_slice(bytes).map_err(|e| image_error(e.to_string()))?;
-            let words: Vec<u16> = floats
-                .iter()
-                .map(|&v| (v.clamp(0.0, 1.0) * 65535.0).round() as u16)
-                .collect();
+            let floats: &[f32] = bytemuck::try_cast_slice(bytes).map_err(|e| image_error(e.to_string()))?;
+            let words: Vec<u16> = floats.iter().map(|&v| (v.clamp(0.0, 1.0) * 65535.0).round() as u16).collect();
             image::ImageBuffer::<image::Rgba<u16>, Vec<u16>>::from_raw(size[0], size[1], words)
                 .ok_or_else(|| image_error("pixel data does not match the size".to_owned()))?
                 .save(path)
@@ -199,64 +166,32 @@ mod tests {
     fn missing_corrupt_and_huge_images_are_refused_with_the_reason() {
         let dir = std::env::temp_dir().join(format!("interop-lab-images-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        let missing = load(&dir.join("missing.png"))
-            .expect_err("missing")
-            .to_string();
+        let missing = load(&dir.join("missing.png")).expect_err("missing").to_string();
         assert!(missing.contains("missing.png"), "{missing}");
         std::fs::write(dir.join("corrupt.png"), b"\x89PNG\r\n\x1a\nnot really").expect("write");
-        let corrupt = load(&dir.join("corrupt.png"))
-            .expect_err("corrupt")
-            .to_string();
-        assert!(
-            corrupt.contains("corrupt.png") && corrupt.contains("not a readable"),
-            "{corrupt}"
-        );
+        let corrupt = load(&dir.join("corrupt.png")).expect_err("corrupt").to_string();
+        assert!(corrupt.contains("corrupt.png") && corrupt.contains("not a readable"), "{corrupt}");
         // A valid PNG header claiming 20000 × 10 pixels: refused before decoding.
         let mut header = Vec::new();
         {
             let encoder = image::codecs::png::PngEncoder::new(&mut header);
             use image::ImageEncoder;
             encoder
-                .write_image(
-                    &vec![0u8; 20_000 * 10 * 4],
-                    20_000,
-                    10,
-                    image::ExtendedColorType::Rgba8,
-                )
+                .write_image(&vec![0u8; 20_000 * 10 * 4], 20_000, 10, image::ExtendedColorType::Rgba8)
                 .expect("encode");
         }
         std::fs::write(dir.join("huge.png"), &header).expect("write");
         let huge = load(&dir.join("huge.png")).expect_err("huge").to_string();
-        assert!(
-            huge.contains("20000x10") && huge.contains("1..=16384"),
-            "{huge}"
-        );
+        assert!(huge.contains("20000x10") && huge.contains("1..=16384"), "{huge}");
 
         let pattern = test_pattern(64, 40);
-        save_png(
-            &dir.join("pattern.png"),
-            [64, 40],
-            PixelFormat::Rgba8,
-            &pattern.rgba8,
-        )
-        .expect("save");
+        save_png(&dir.join("pattern.png"), [64, 40], PixelFormat::Rgba8, &pattern.rgba8).expect("save");
         let reloaded = load(&dir.join("pattern.png")).expect("reload");
         assert_eq!(reloaded.rgba8, pattern.rgba8);
-        save_png(
-            &dir.join("pattern16.png"),
-            [64, 40],
-            PixelFormat::Rgba32f,
-            bytemuck::cast_slice(&pattern.rgba32f),
-        )
-        .expect("save 16-bit");
+        save_png(&dir.join("pattern16.png"), [64, 40], PixelFormat::Rgba32f, bytemuck::cast_slice(&pattern.rgba32f))
+            .expect("save 16-bit");
         let reloaded16 = load(&dir.join("pattern16.png")).expect("reload 16-bit");
-        assert!(
-            reloaded16
-                .rgba32f
-                .iter()
-                .zip(&pattern.rgba32f)
-                .all(|(a, b)| (a - b).abs() < 1e-4)
-        );
+        assert!(reloaded16.rgba32f.iter().zip(&pattern.rgba32f).all(|(a, b)| (a - b).abs() < 1e-4));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

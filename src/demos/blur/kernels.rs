@@ -86,9 +86,7 @@ impl BlurKernels {
     /// Compiles (or takes from the cache) and loads the kernels.
     pub fn load(cuda: &CudaRuntime, format: PixelFormat, pixels_per_thread: u32) -> Result<Self> {
         if !(1..=8).contains(&pixels_per_thread) {
-            return Err(Error::InvalidInput(format!(
-                "pixels per thread must be 1..=8, not {pixels_per_thread}"
-            )));
+            return Err(Error::InvalidInput(format!("pixels per thread must be 1..=8, not {pixels_per_thread}")));
         }
         let mut options = vec![format!("-DPIXELS_PER_THREAD={pixels_per_thread}")];
         if format == PixelFormat::Rgba32f {
@@ -146,11 +144,7 @@ impl BlurKernels {
                 }
                 let shared_memory_bytes = u32::try_from(shared).unwrap_or(u32::MAX);
                 let pass = |w: u32, h: u32| LaunchConfig {
-                    grid: [
-                        w.div_ceil(tile.max(1)).max(1),
-                        h.div_ceil(by.max(1)).max(1),
-                        1,
-                    ],
+                    grid: [w.div_ceil(tile.max(1)).max(1), h.div_ceil(by.max(1)).max(1), 1],
                     block: [bx, by, 1],
                     shared_memory_bytes,
                 };
@@ -227,14 +221,7 @@ impl BlurKernels {
                     Output::Buffer(span) => (&mut self.naive_to_buffer, span.ptr),
                     Output::Surface(surface) => (&mut self.naive_to_surface, surface),
                 };
-                let mut args = [
-                    arg(&input.ptr),
-                    arg(&target),
-                    arg(&w),
-                    arg(&h),
-                    arg(&weights.ptr),
-                    arg(&radius),
-                ];
+                let mut args = [arg(&input.ptr), arg(&target), arg(&w), arg(&h), arg(&weights.ptr), arg(&radius)];
                 // SAFETY: matches blur_naive_to_*(const pixel*, pixel* | cudaSurfaceObject_t, int,
                 // int, const float*, int); the input holds w×h pixels, the output w×h (buffer,
                 // checked) or is a surface of that size; weights hold radius + 1 floats.
@@ -244,34 +231,17 @@ impl BlurKernels {
             Filter::Separable => {
                 check_len("scratch", scratch, pixels * 16)?;
                 check_len("weights", weights, (job.radius as usize + 1) * 4)?;
-                let mut first = [
-                    arg(&input.ptr),
-                    arg(&scratch.ptr),
-                    arg(&w),
-                    arg(&h),
-                    arg(&weights.ptr),
-                    arg(&radius),
-                ];
+                let mut first = [arg(&input.ptr), arg(&scratch.ptr), arg(&w), arg(&h), arg(&weights.ptr), arg(&radius)];
                 // SAFETY: matches blur_gaussian_first(const pixel*, float4*, int, int, const float*,
                 // int): w×h pixels in, w×h float4 out (transposed), radius + 1 weights.
-                unsafe {
-                    self.gaussian_first
-                        .launch(stream, &limits, &launches[0], &mut first)
-                }?;
+                unsafe { self.gaussian_first.launch(stream, &limits, &launches[0], &mut first) }?;
                 mark(stream)?;
                 let (function, target) = match output {
                     Output::Buffer(span) => (&mut self.gaussian_second_to_buffer, span.ptr),
                     Output::Surface(surface) => (&mut self.gaussian_second_to_surface, surface),
                 };
                 // The second pass works on the transposed image: its width is the height.
-                let mut second = [
-                    arg(&scratch.ptr),
-                    arg(&target),
-                    arg(&h),
-                    arg(&w),
-                    arg(&weights.ptr),
-                    arg(&radius),
-                ];
+                let mut second = [arg(&scratch.ptr), arg(&target), arg(&h), arg(&w), arg(&weights.ptr), arg(&radius)];
                 // SAFETY: matches blur_gaussian_second_*(const float4*, pixel* |
                 // cudaSurfaceObject_t, int, int, const float*, int) on the h×w transposed scratch;
                 // it writes the w×h output (transposing back).
@@ -280,31 +250,16 @@ impl BlurKernels {
             Filter::Box => {
                 check_len("scratch", scratch, pixels * 16)?;
                 let radii = job.box_radii.map(|r| r as i32);
-                let mut first = [
-                    arg(&input.ptr),
-                    arg(&scratch.ptr),
-                    arg(&w),
-                    arg(&h),
-                    arg(&radii),
-                ];
+                let mut first = [arg(&input.ptr), arg(&scratch.ptr), arg(&w), arg(&h), arg(&radii)];
                 // SAFETY: matches blur_box_first(const pixel*, float4*, int, int, int4): `radii`
                 // is [i32; 4], laid out as int4 (16 bytes, 16-aligned as a kernel parameter).
-                unsafe {
-                    self.box_first
-                        .launch(stream, &limits, &launches[0], &mut first)
-                }?;
+                unsafe { self.box_first.launch(stream, &limits, &launches[0], &mut first) }?;
                 mark(stream)?;
                 let (function, target) = match output {
                     Output::Buffer(span) => (&mut self.box_second_to_buffer, span.ptr),
                     Output::Surface(surface) => (&mut self.box_second_to_surface, surface),
                 };
-                let mut second = [
-                    arg(&scratch.ptr),
-                    arg(&target),
-                    arg(&h),
-                    arg(&w),
-                    arg(&radii),
-                ];
+                let mut second = [arg(&scratch.ptr), arg(&target), arg(&h), arg(&w), arg(&radii)];
                 // SAFETY: as the first pass, on the transposed scratch, writing the w×h output.
                 unsafe { function.launch(stream, &limits, &launches[1], &mut second) }
             }
@@ -314,10 +269,7 @@ impl BlurKernels {
 
 fn check_len(name: &str, span: DeviceSpan, needed: usize) -> Result<()> {
     if span.bytes < needed {
-        return Err(Error::InvalidInput(format!(
-            "blur: {name} buffer has {} bytes, {needed} needed",
-            span.bytes
-        )));
+        return Err(Error::InvalidInput(format!("blur: {name} buffer has {} bytes, {needed} needed", span.bytes)));
     }
     Ok(())
 }

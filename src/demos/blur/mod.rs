@@ -36,9 +36,7 @@ pub const MAX_NAIVE_RADIUS: u32 = 100;
 pub const MIN_BOX_SIGMA: f64 = 2.0;
 
 /// How kernel output reaches the texture shown.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Route {
     /// Into the texture itself, through a surface object (interop only).
@@ -102,24 +100,18 @@ impl Default for BlurSettings {
 impl BlurSettings {
     /// The radius in use: the one set, else ⌈3σ⌉.
     pub fn radius(&self) -> u32 {
-        self.radius
-            .unwrap_or_else(|| cpu::default_radius(self.sigma) as u32)
+        self.radius.unwrap_or_else(|| cpu::default_radius(self.sigma) as u32)
     }
 
     /// Checks σ, radius and the filter's own limits; the message says what is allowed.
     pub fn validate(&self) -> Result<()> {
         let (low, high) = SIGMA_RANGE;
         if !(self.sigma.is_finite() && self.sigma >= low && self.sigma <= high) {
-            return Err(Error::InvalidInput(format!(
-                "σ must be a number in {low}..={high}, not {}",
-                self.sigma
-            )));
+            return Err(Error::InvalidInput(format!("σ must be a number in {low}..={high}, not {}", self.sigma)));
         }
         let radius = self.radius();
         if radius == 0 || radius > MAX_RADIUS {
-            return Err(Error::InvalidInput(format!(
-                "radius must be 1..={MAX_RADIUS}, not {radius}"
-            )));
+            return Err(Error::InvalidInput(format!("radius must be 1..={MAX_RADIUS}, not {radius}")));
         }
         if self.filter == Filter::Naive && radius > MAX_NAIVE_RADIUS {
             return Err(Error::InvalidInput(format!(
@@ -133,10 +125,7 @@ impl BlurSettings {
             )));
         }
         if !(0.0..=1.0).contains(&self.split) {
-            return Err(Error::InvalidInput(format!(
-                "split must be 0..=1, not {}",
-                self.split
-            )));
+            return Err(Error::InvalidInput(format!("split must be 0..=1, not {}", self.split)));
         }
         Ok(())
     }
@@ -169,10 +158,7 @@ enum Engine {
 
 /// Where the blurred image lands.
 enum Target2d {
-    Buffer {
-        pbo: SharedBuffer,
-        texture: gl::Texture,
-    },
+    Buffer { pbo: SharedBuffer, texture: gl::Texture },
     Image(SharedImage),
 }
 
@@ -240,12 +226,8 @@ impl Blur {
         if let Engine::Cuda { kernels, .. } = &engine {
             kernels.validate(&settings.job([source.width, source.height]))?;
         }
-        let original = gl::Texture::new(
-            gl,
-            [source.width, source.height],
-            settings.format,
-            Some(source.bytes(settings.format)),
-        )?;
+        let original =
+            gl::Texture::new(gl, [source.width, source.height], settings.format, Some(source.bytes(settings.format)))?;
         let target = match make_target(&mut pipeline, gl, &settings, &source) {
             Ok(target) => target,
             Err(error) => {
@@ -276,11 +258,7 @@ impl Blur {
                 return Err(error);
             }
         };
-        let path = settings
-            .image
-            .as_ref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
+        let path = settings.image.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         Ok(Self {
             edit: settings.clone(),
             settings,
@@ -293,10 +271,7 @@ impl Blur {
             vertex_array,
             zoom: None,
             pan: glam::Vec2::ZERO,
-            last_view: View {
-                origin: [0, 0],
-                size: [1, 1],
-            },
+            last_view: View { origin: [0, 0], size: [1, 1] },
             pending: Vec::new(),
             path,
             pass_us: Vec::new(),
@@ -336,12 +311,11 @@ impl Blur {
     /// tell written pixels from stale ones.
     pub fn poison_output(&mut self, gl: &glow::Context, byte: u8) -> Result<()> {
         self.pipeline.transfer().synchronize()?;
-        let poison = vec![
-            byte;
-            self.source.width as usize
-                * self.source.height as usize
-                * self.settings.format.bytes_per_pixel()
-        ];
+        let poison =
+            vec![
+                byte;
+                self.source.width as usize * self.source.height as usize * self.settings.format.bytes_per_pixel()
+            ];
         match &mut self.target {
             Target2d::Image(image) => image.texture().upload(gl, &poison),
             Target2d::Buffer { pbo, texture } => {
@@ -362,10 +336,7 @@ impl Blur {
 
     /// GPU time of the two passes of recent frames, µs (CUDA only).
     pub fn pass_times(&self) -> Option<(Percentiles, Percentiles)> {
-        Some((
-            Percentiles::of(self.pass_us.iter().map(|p| p[0]))?,
-            Percentiles::of(self.pass_us.iter().map(|p| p[1]))?,
-        ))
+        Some((Percentiles::of(self.pass_us.iter().map(|p| p[0]))?, Percentiles::of(self.pass_us.iter().map(|p| p[1]))?))
     }
 
     fn apply(&mut self, gl: &glow::Context, change: Change) -> Result<()> {
@@ -373,10 +344,7 @@ impl Blur {
             Change::Settings(settings) => self.rebuild(gl, *settings, None),
             Change::Open(path) => {
                 let source = image::load(&path)?;
-                let settings = BlurSettings {
-                    image: Some(path),
-                    ..self.settings.clone()
-                };
+                let settings = BlurSettings { image: Some(path), ..self.settings.clone() };
                 self.rebuild(gl, settings, Some(source))?;
                 self.zoom = None;
                 self.pan = glam::Vec2::ZERO;
@@ -392,12 +360,7 @@ impl Blur {
     }
 
     /// Rebuilds what the new settings need; on failure everything stays as it was.
-    fn rebuild(
-        &mut self,
-        gl: &glow::Context,
-        settings: BlurSettings,
-        source: Option<SourceImage>,
-    ) -> Result<()> {
+    fn rebuild(&mut self, gl: &glow::Context, settings: BlurSettings, source: Option<SourceImage>) -> Result<()> {
         settings.validate()?;
         let new_image = source.is_some();
         let source_ref = source.as_ref().unwrap_or(&self.source);
@@ -406,26 +369,18 @@ impl Blur {
             || settings.pixels_per_thread != self.settings.pixels_per_thread
             || settings.sigma != self.settings.sigma
             || settings.radius() != self.settings.radius();
-        let target_changes = new_image
-            || settings.format != self.settings.format
-            || settings.route != self.settings.route;
+        let target_changes =
+            new_image || settings.format != self.settings.format || settings.route != self.settings.route;
         self.pipeline.transfer().synchronize()?;
-        let engine = if engine_changes {
-            Some(make_engine(&self.pipeline, &settings, source_ref)?)
-        } else {
-            None
-        };
+        let engine = if engine_changes { Some(make_engine(&self.pipeline, &settings, source_ref)?) } else { None };
         if let (Engine::Cuda { kernels, .. }, None) = (&self.engine, &engine) {
             kernels.validate(&settings.job([source_ref.width, source_ref.height]))?;
         }
         if let Some(Engine::Cuda { kernels, .. }) = &engine {
             kernels.validate(&settings.job([source_ref.width, source_ref.height]))?;
         }
-        let target = if target_changes {
-            Some(make_target(&mut self.pipeline, gl, &settings, source_ref)?)
-        } else {
-            None
-        };
+        let target =
+            if target_changes { Some(make_target(&mut self.pipeline, gl, &settings, source_ref)?) } else { None };
         let original = if new_image || settings.format != self.settings.format {
             match gl::Texture::new(
                 gl,
@@ -469,23 +424,15 @@ impl Blur {
 
 /// Kernels and device buffers for CUDA (source uploaded, weights computed), or the float image
 /// for the CPU.
-fn make_engine(
-    pipeline: &Pipeline,
-    settings: &BlurSettings,
-    source: &SourceImage,
-) -> Result<Engine> {
+fn make_engine(pipeline: &Pipeline, settings: &BlurSettings, source: &SourceImage) -> Result<Engine> {
     let Some(cuda) = pipeline.cuda() else {
-        return Ok(Engine::Cpu {
-            input: source.to_float_image(settings.format),
-        });
+        return Ok(Engine::Cpu { input: source.to_float_image(settings.format) });
     };
     let kernels = BlurKernels::load(cuda, settings.format, settings.pixels_per_thread)?;
     let pixels = source.width as usize * source.height as usize;
     let bytes = source.bytes(settings.format);
-    let weights: Vec<f32> = cpu::gaussian_weights(settings.sigma, settings.radius() as usize)
-        .iter()
-        .map(|&w| w as f32)
-        .collect();
+    let weights: Vec<f32> =
+        cpu::gaussian_weights(settings.sigma, settings.radius() as usize).iter().map(|&w| w as f32).collect();
     let (free, _) = cuda.context.memory_info()?;
     let needed = bytes.len() + pixels * 16 + weights.len() * 4 + 3 * bytes.len();
     if needed > free {
@@ -522,21 +469,11 @@ fn make_target(
     source: &SourceImage,
 ) -> Result<Target2d> {
     let size = [source.width, source.height];
-    let texture = gl::Texture::new(
-        gl,
-        size,
-        settings.format,
-        Some(source.bytes(settings.format)),
-    )?;
+    let texture = gl::Texture::new(gl, size, settings.format, Some(source.bytes(settings.format)))?;
     if settings.route == Route::Texture && pipeline.kind() == TransferKind::Interop {
-        return Ok(Target2d::Image(
-            pipeline.transfer().create_image(gl, texture)?,
-        ));
+        return Ok(Target2d::Image(pipeline.transfer().create_image(gl, texture)?));
     }
-    match pipeline
-        .transfer()
-        .create_buffer(gl, source.bytes(settings.format))
-    {
+    match pipeline.transfer().create_buffer(gl, source.bytes(settings.format)) {
         Ok(pbo) => Ok(Target2d::Buffer { pbo, texture }),
         Err(error) => {
             let mut texture = texture;
@@ -559,11 +496,32 @@ impl Demo for Blur {
         if kind == self.pipeline.kind() {
             return Ok(());
         }
-        // The output is recomputed every frame, so only the target needs to move.
+        // The output is recomputed every frame, so only the target (and, between CUDA and the CPU,
+        // the engine) needs to move.
+        let previous = self.pipeline.kind();
         self.pipeline.switch(gl, kind, &mut [])?;
-        let target = make_target(&mut self.pipeline, gl, &self.settings, &self.source)?;
-        std::mem::replace(&mut self.target, target).destroy(gl);
-        Ok(())
+        let rebuilt = (|| -> Result<_> {
+            let engine = if previous.uses_cuda() != kind.uses_cuda() {
+                Some(make_engine(&self.pipeline, &self.settings, &self.source)?)
+            } else {
+                None
+            };
+            Ok((engine, make_target(&mut self.pipeline, gl, &self.settings, &self.source)?))
+        })();
+        match rebuilt {
+            Ok((engine, target)) => {
+                if let Some(engine) = engine {
+                    self.engine = engine;
+                    self.pass_us.clear();
+                }
+                std::mem::replace(&mut self.target, target).destroy(gl);
+                Ok(())
+            }
+            Err(error) => {
+                self.pipeline.switch(gl, previous, &mut [])?;
+                Err(error)
+            }
+        }
     }
 
     fn step(&mut self, gl: &glow::Context, frame: u64, _dt: f32) -> Result<StageTimes> {
@@ -579,63 +537,38 @@ impl Demo for Blur {
         let engine = &mut self.engine;
         // One compute for every target: CUDA kernels into an output, or the CPU filter into bytes.
         let run_cuda = |stream: &Stream, output: Output, engine: &mut Engine| -> Result<()> {
-            let Engine::Cuda {
-                kernels,
-                input,
-                scratch,
-                weights,
-                timer,
-            } = engine
-            else {
+            let Engine::Cuda { kernels, input, scratch, weights, timer } = engine else {
                 return Err(mismatch());
             };
             let marks = timer.begin();
             marks.mark(0, stream)?;
             let (input, scratch, weights): (DeviceSpan, DeviceSpan, DeviceSpan) =
                 (input.span(), scratch.span(), weights.span());
-            kernels.run(
-                stream,
-                &job,
-                input,
-                scratch,
-                weights,
-                output,
-                Some((&marks, 1)),
-            )?;
+            kernels.run(stream, &job, input, scratch, weights, output, Some((&marks, 1)))?;
             marks.mark(2, stream)?;
             timer.commit(frame);
             Ok(())
         };
         let mut times = match &mut self.target {
-            Target2d::Image(image) => {
-                self.pipeline
-                    .transfer()
-                    .run_image(gl, frame, image, &mut |target| {
-                        run_cuda(target.stream, Output::Surface(target.surface), &mut *engine)
-                    })?
-            }
+            Target2d::Image(image) => self.pipeline.transfer().run_image(gl, frame, image, &mut |target| {
+                run_cuda(target.stream, Output::Surface(target.surface), &mut *engine)
+            })?,
             Target2d::Buffer { pbo, texture } => {
                 let mut buffers = [(&mut *pbo, Access::Write)];
-                let mut times =
-                    self.pipeline
-                        .transfer()
-                        .run(gl, frame, &mut buffers, &mut |target| match target {
-                            Target::Device { buffers, stream } => {
-                                run_cuda(stream, Output::Buffer(buffers[0]), &mut *engine)
-                            }
-                            Target::Host { buffers } => {
-                                let Engine::Cpu { input } = &*engine else {
-                                    return Err(mismatch());
-                                };
-                                let out = run_cpu(input, &settings);
-                                image::float_image_bytes(&out, format, buffers[0]);
-                                Ok(())
-                            }
-                        })?;
+                let mut times = self.pipeline.transfer().run(gl, frame, &mut buffers, &mut |target| match target {
+                    Target::Device { buffers, stream } => run_cuda(stream, Output::Buffer(buffers[0]), &mut *engine),
+                    Target::Host { buffers } => {
+                        let Engine::Cpu { input } = &*engine else {
+                            return Err(mismatch());
+                        };
+                        let out = run_cpu(input, &settings);
+                        image::float_image_bytes(&out, format, buffers[0]);
+                        Ok(())
+                    }
+                })?;
                 let started = Instant::now();
                 texture.upload_from_buffer(gl, pbo.gl())?;
-                let upload = times.host(Stage::Upload).unwrap_or(0.0)
-                    + started.elapsed().as_secs_f64() * 1e6;
+                let upload = times.host(Stage::Upload).unwrap_or(0.0) + started.elapsed().as_secs_f64() * 1e6;
                 times.set_host(Stage::Upload, upload);
                 times
             }
@@ -660,13 +593,7 @@ impl Demo for Blur {
 
     fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()> {
         self.last_view = *view;
-        gl::begin_scene(
-            gl,
-            view.origin,
-            view.size,
-            [0.05, 0.05, 0.06, 1.0],
-            gl::DrawState::Additive,
-        );
+        gl::begin_scene(gl, view.origin, view.size, [0.05, 0.05, 0.06, 1.0], gl::DrawState::Additive);
         gl::end_scene(gl);
         let zoom = self.zoom.unwrap_or_else(|| self.fitted_zoom(view));
         let nearest = zoom >= 1.0;
@@ -675,19 +602,10 @@ impl Demo for Blur {
         self.program.bind(gl)?;
         self.program.set_i32(gl, "original", 0);
         self.program.set_i32(gl, "blurred", 1);
-        self.program.set_vec2(
-            gl,
-            "viewport_origin",
-            glam::Vec2::new(view.origin[0] as f32, view.origin[1] as f32),
-        );
-        self.program.set_vec2(
-            gl,
-            "viewport_size",
-            glam::Vec2::new(view.size[0] as f32, view.size[1] as f32),
-        );
+        self.program.set_vec2(gl, "viewport_origin", glam::Vec2::new(view.origin[0] as f32, view.origin[1] as f32));
+        self.program.set_vec2(gl, "viewport_size", glam::Vec2::new(view.size[0] as f32, view.size[1] as f32));
         let [w, h] = self.size();
-        self.program
-            .set_vec2(gl, "image_size", glam::Vec2::new(w as f32, h as f32));
+        self.program.set_vec2(gl, "image_size", glam::Vec2::new(w as f32, h as f32));
         self.program.set_vec2(gl, "pan", self.pan);
         self.program.set_f32(gl, "zoom", zoom);
         self.program.set_f32(gl, "split", self.settings.split);
@@ -700,16 +618,12 @@ impl Demo for Blur {
     }
 
     fn drag(&mut self, _drag: Drag, dx: f32, dy: f32, _view_height: f32) {
-        let zoom = self
-            .zoom
-            .unwrap_or_else(|| self.fitted_zoom(&self.last_view));
+        let zoom = self.zoom.unwrap_or_else(|| self.fitted_zoom(&self.last_view));
         self.pan -= glam::Vec2::new(dx, dy) / zoom.max(1e-6);
     }
 
     fn zoom(&mut self, steps: f32) {
-        let zoom = self
-            .zoom
-            .unwrap_or_else(|| self.fitted_zoom(&self.last_view));
+        let zoom = self.zoom.unwrap_or_else(|| self.fitted_zoom(&self.last_view));
         self.zoom = Some((zoom * 1.15f32.powf(steps)).clamp(1.0 / 64.0, 64.0));
     }
 
@@ -724,17 +638,11 @@ impl Demo for Blur {
                 let job = self.settings.job(self.size());
                 let launch = kernels.launches(&job)[0];
                 Some(KernelInfo {
-                    name: format!(
-                        "blur {} ({})",
-                        self.settings.filter.name(),
-                        self.settings.format.name()
-                    ),
+                    name: format!("blur {} ({})", self.settings.filter.name(), self.settings.format.name()),
                     origin: kernels.origin.clone(),
                     launch,
                     attributes: *kernels.attributes(self.settings.filter),
-                    occupancy: self
-                        .occupancy
-                        .get(kernels.first_function(self.settings.filter), &launch),
+                    occupancy: self.occupancy.get(kernels.first_function(self.settings.filter), &launch),
                 })
             }
             Engine::Cpu { .. } => None,
@@ -768,10 +676,8 @@ impl Demo for Blur {
 
 /// The CPU backend's filter.
 pub fn run_cpu(input: &cpu::Image<f32>, settings: &BlurSettings) -> cpu::Image<f32> {
-    let weights: Vec<f32> = cpu::gaussian_weights(settings.sigma, settings.radius() as usize)
-        .iter()
-        .map(|&w| w as f32)
-        .collect();
+    let weights: Vec<f32> =
+        cpu::gaussian_weights(settings.sigma, settings.radius() as usize).iter().map(|&w| w as f32).collect();
     match settings.filter {
         Filter::Naive => cpu::naive(input, &weights),
         Filter::Separable => cpu::gaussian(input, &weights),
@@ -786,11 +692,7 @@ fn mismatch() -> Error {
 /// The blur section of the panel.
 fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
     let [w, h] = demo.size();
-    ui.label(format!(
-        "{}: {w}×{h} {}",
-        demo.source.origin,
-        demo.settings.format.name()
-    ));
+    ui.label(format!("{}: {w}×{h} {}", demo.source.origin, demo.settings.format.name()));
     let radius = demo.settings.radius();
     match demo.settings.filter {
         Filter::Box => {
@@ -801,11 +703,7 @@ fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
             ));
         }
         _ => {
-            ui.label(format!(
-                "σ {:.2}: radius {radius} ({} taps per pass)",
-                demo.settings.sigma,
-                2 * radius + 1
-            ));
+            ui.label(format!("σ {:.2}: radius {radius} ({} taps per pass)", demo.settings.sigma, 2 * radius + 1));
         }
     }
     ui.label(format!("route: {}", demo.route().label()));
@@ -813,29 +711,20 @@ fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
         let total_us = first.median + second.median;
         let pixels = f64::from(w) * f64::from(h);
         let bytes = bytes_moved(demo.settings.filter, demo.settings.format, pixels);
-        let bandwidth = demo
-            .pipeline
-            .cuda()
-            .map(|c| c.context.device().dram_bandwidth_bytes_per_s());
+        let bandwidth = demo.pipeline.cuda().map(|c| c.context.device().dram_bandwidth_bytes_per_s());
         ui.label(format!(
             "kernels: {:.1} + {:.1} µs, {:.0} Mpixel/s, {:.0} GB/s{}",
             first.median,
             second.median,
             pixels / total_us,
             bytes / (total_us * 1e3),
-            bandwidth
-                .map(|b| format!(" ({:.0} % of DRAM)", 100.0 * bytes / (total_us * 1e-6) / b))
-                .unwrap_or_default()
+            bandwidth.map(|b| format!(" ({:.0} % of DRAM)", 100.0 * bytes / (total_us * 1e-6) / b)).unwrap_or_default()
         ));
     }
 
     ui.separator();
     let edit = &mut demo.edit;
-    ui.add(
-        egui::Slider::new(&mut edit.sigma, SIGMA_RANGE.0..=200.0)
-            .logarithmic(true)
-            .text("σ"),
-    );
+    ui.add(egui::Slider::new(&mut edit.sigma, SIGMA_RANGE.0..=200.0).logarithmic(true).text("σ"));
     let mut manual = edit.radius.is_some();
     ui.horizontal(|ui| {
         ui.checkbox(&mut manual, "radius by hand");
@@ -858,9 +747,7 @@ fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
     });
     let interop = demo.pipeline.kind() == TransferKind::Interop;
     ui.horizontal(|ui| {
-        ui.add_enabled_ui(interop, |ui| {
-            ui.radio_value(&mut edit.route, Route::Texture, "texture")
-        });
+        ui.add_enabled_ui(interop, |ui| ui.radio_value(&mut edit.route, Route::Texture, "texture"));
         ui.radio_value(&mut edit.route, Route::Pbo, "pixel buffer");
     });
     if demo.pipeline.cuda().is_some() {
@@ -888,22 +775,15 @@ fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
         });
         match valid {
             Ok(()) => {
-                let only_view = BlurSettings {
-                    split: demo.settings.split,
-                    ..candidate.clone()
-                } == demo.settings;
+                let only_view = BlurSettings { split: demo.settings.split, ..candidate.clone() } == demo.settings;
                 if only_view {
                     demo.settings.split = candidate.split;
-                } else if demo.pending.last()
-                    != Some(&Change::Settings(Box::new(candidate.clone())))
-                {
+                } else if demo.pending.last() != Some(&Change::Settings(Box::new(candidate.clone()))) {
                     demo.pending.push(Change::Settings(Box::new(candidate)));
                 }
                 demo.message = None;
             }
-            Err(error) => {
-                demo.message = Some(format!("{error} (still running the previous settings)"))
-            }
+            Err(error) => demo.message = Some(format!("{error} (still running the previous settings)")),
         }
     }
 
@@ -926,19 +806,12 @@ fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
             demo.pending.push(Change::Open(PathBuf::from(&demo.path)));
         }
         if ui.button("save blurred").clicked() {
-            let path = if demo.path.is_empty() {
-                PathBuf::from("blurred.png")
-            } else {
-                blurred_name(Path::new(&demo.path))
-            };
+            let path =
+                if demo.path.is_empty() { PathBuf::from("blurred.png") } else { blurred_name(Path::new(&demo.path)) };
             demo.pending.push(Change::Save(path));
         }
     });
-    ui.label(
-        egui::RichText::new("Drop a PNG or JPEG on the window to open it.")
-            .small()
-            .weak(),
-    );
+    ui.label(egui::RichText::new("Drop a PNG or JPEG on the window to open it.").small().weak());
     if let Some(message) = &demo.message {
         ui.colored_label(egui::Color32::LIGHT_RED, message);
     }
@@ -946,10 +819,7 @@ fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
 
 /// `photo.jpg` → `photo-blurred.png`.
 fn blurred_name(path: &Path) -> PathBuf {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "image".to_owned());
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "image".to_owned());
     path.with_file_name(format!("{stem}-blurred.png"))
 }
 

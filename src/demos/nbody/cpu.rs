@@ -92,24 +92,14 @@ pub struct Scratch<T> {
 
 impl<T> Default for Scratch<T> {
     fn default() -> Self {
-        Self {
-            x: Vec::new(),
-            y: Vec::new(),
-            z: Vec::new(),
-            m: Vec::new(),
-        }
+        Self { x: Vec::new(), y: Vec::new(), z: Vec::new(), m: Vec::new() }
     }
 }
 
 impl<T: Real> Scratch<T> {
     fn load(&mut self, positions: &[[T; 4]]) {
         let padded = positions.len().div_ceil(LANES) * LANES;
-        for (array, component) in [
-            (&mut self.x, 0),
-            (&mut self.y, 1),
-            (&mut self.z, 2),
-            (&mut self.m, 3),
-        ] {
+        for (array, component) in [(&mut self.x, 0), (&mut self.y, 1), (&mut self.z, 2), (&mut self.m, 3)] {
             array.clear();
             array.extend(positions.iter().map(|p| p[component]));
             array.resize(padded, T::ZERO);
@@ -118,51 +108,38 @@ impl<T: Real> Scratch<T> {
 }
 
 /// `out[i] = G Σ_j m_j (x_j − x_i) / (|x_j − x_i|² + ε²)^{3/2}` for every body, on all cores.
-pub fn accelerations<T: Real>(
-    positions: &[[T; 4]],
-    params: &Params,
-    scratch: &mut Scratch<T>,
-    out: &mut [[T; 4]],
-) {
+pub fn accelerations<T: Real>(positions: &[[T; 4]], params: &Params, scratch: &mut Scratch<T>, out: &mut [[T; 4]]) {
     scratch.load(positions);
     let softening2 = T::from_f64(params.softening * params.softening);
     let gravity = T::from_f64(params.gravity);
     let scratch = &*scratch;
-    out.par_chunks_mut(CHUNK)
-        .enumerate()
-        .for_each(|(chunk, out)| {
-            for (k, acceleration) in out.iter_mut().enumerate() {
-                let me = positions[chunk * CHUNK + k];
-                let (mut ax, mut ay, mut az) =
-                    ([T::ZERO; LANES], [T::ZERO; LANES], [T::ZERO; LANES]);
-                let lanes = scratch
-                    .x
-                    .chunks_exact(LANES)
-                    .zip(scratch.y.chunks_exact(LANES))
-                    .zip(scratch.z.chunks_exact(LANES))
-                    .zip(scratch.m.chunks_exact(LANES));
-                for (((x, y), z), m) in lanes {
-                    for l in 0..LANES {
-                        let dx = x[l] - me[0];
-                        let dy = y[l] - me[1];
-                        let dz = z[l] - me[2];
-                        let distance2 = dx * dx + dy * dy + dz * dz + softening2;
-                        let inverse = T::ONE / distance2.sqrt();
-                        let strength = m[l] * (inverse * inverse * inverse);
-                        ax[l] += dx * strength;
-                        ay[l] += dy * strength;
-                        az[l] += dz * strength;
-                    }
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
+        for (k, acceleration) in out.iter_mut().enumerate() {
+            let me = positions[chunk * CHUNK + k];
+            let (mut ax, mut ay, mut az) = ([T::ZERO; LANES], [T::ZERO; LANES], [T::ZERO; LANES]);
+            let lanes = scratch
+                .x
+                .chunks_exact(LANES)
+                .zip(scratch.y.chunks_exact(LANES))
+                .zip(scratch.z.chunks_exact(LANES))
+                .zip(scratch.m.chunks_exact(LANES));
+            for (((x, y), z), m) in lanes {
+                for l in 0..LANES {
+                    let dx = x[l] - me[0];
+                    let dy = y[l] - me[1];
+                    let dz = z[l] - me[2];
+                    let distance2 = dx * dx + dy * dy + dz * dz + softening2;
+                    let inverse = T::ONE / distance2.sqrt();
+                    let strength = m[l] * (inverse * inverse * inverse);
+                    ax[l] += dx * strength;
+                    ay[l] += dy * strength;
+                    az[l] += dz * strength;
                 }
-                let sum = |lanes: [T; LANES]| lanes.iter().fold(T::ZERO, |s, &v| s + v);
-                *acceleration = [
-                    sum(ax) * gravity,
-                    sum(ay) * gravity,
-                    sum(az) * gravity,
-                    T::ZERO,
-                ];
             }
-        });
+            let sum = |lanes: [T; LANES]| lanes.iter().fold(T::ZERO, |s, &v| s + v);
+            *acceleration = [sum(ax) * gravity, sum(ay) * gravity, sum(az) * gravity, T::ZERO];
+        }
+    });
 }
 
 /// First half of a step: `v += a·dt/2`, `x_out = x_in + v·dt` (mass carried over).
@@ -190,14 +167,11 @@ pub fn drift<T: Real>(
 /// Second half: `v = (v + a·dt/2)·damping`.
 pub fn kick<T: Real>(velocities: &mut [[T; 4]], accelerations: &[[T; 4]], dt: f64, damping: f64) {
     let (half, damping) = (T::from_f64(dt * 0.5), T::from_f64(damping));
-    velocities
-        .par_iter_mut()
-        .zip(accelerations.par_iter())
-        .for_each(|(v, a)| {
-            for axis in 0..3 {
-                v[axis] = (v[axis] + a[axis] * half) * damping;
-            }
-        });
+    velocities.par_iter_mut().zip(accelerations.par_iter()).for_each(|(v, a)| {
+        for axis in 0..3 {
+            v[axis] = (v[axis] + a[axis] * half) * damping;
+        }
+    });
 }
 
 /// One full step from `positions_in` into `positions_out`; `accelerations` must hold a(x_in)
@@ -210,13 +184,7 @@ pub fn step<T: Real>(
     params: &Params,
     scratch: &mut Scratch<T>,
 ) {
-    drift(
-        positions_in,
-        positions_out,
-        velocities,
-        accelerations_now,
-        params.dt,
-    );
+    drift(positions_in, positions_out, velocities, accelerations_now, params.dt);
     accelerations(positions_out, params, scratch, accelerations_now);
     kick(velocities, accelerations_now, params.dt, params.damping);
 }
@@ -288,16 +256,11 @@ pub fn reference_steps(bodies: &Bodies, params: &Params, steps: usize) -> Bodies
         acceleration = acceleration_of(&positions);
         for i in 0..n {
             for axis in 0..3 {
-                velocities[i][axis] = (velocities[i][axis]
-                    + acceleration[i][axis] * params.dt * 0.5)
-                    * params.damping;
+                velocities[i][axis] = (velocities[i][axis] + acceleration[i][axis] * params.dt * 0.5) * params.damping;
             }
         }
     }
-    Bodies {
-        positions,
-        velocities,
-    }
+    Bodies { positions, velocities }
 }
 
 /// `‖a − b‖₂ / ‖b‖₂` over the first three components of each row; NaN if anything is NaN.
@@ -320,31 +283,17 @@ pub fn simulate<T: Real>(bodies: &Bodies, params: &Params, steps: usize) -> Bodi
     let to_t = |row: [f64; 4]| row.map(T::from_f64);
     let mut positions: Vec<[T; 4]> = bodies.positions.iter().map(|&p| to_t(p)).collect();
     let mut next = positions.clone();
-    let mut velocities: Vec<[T; 4]> = bodies
-        .velocities
-        .iter()
-        .map(|v| to_t([v[0], v[1], v[2], 0.0]))
-        .collect();
+    let mut velocities: Vec<[T; 4]> = bodies.velocities.iter().map(|v| to_t([v[0], v[1], v[2], 0.0])).collect();
     let mut acceleration = vec![[T::ZERO; 4]; bodies.len()];
     let mut scratch = Scratch::default();
     accelerations(&positions, params, &mut scratch, &mut acceleration);
     for _ in 0..steps {
-        step(
-            &positions,
-            &mut next,
-            &mut velocities,
-            &mut acceleration,
-            params,
-            &mut scratch,
-        );
+        step(&positions, &mut next, &mut velocities, &mut acceleration, params, &mut scratch);
         std::mem::swap(&mut positions, &mut next);
     }
     Bodies {
         positions: positions.iter().map(|p| p.map(T::to_f64)).collect(),
-        velocities: velocities
-            .iter()
-            .map(|v| [v[0].to_f64(), v[1].to_f64(), v[2].to_f64()])
-            .collect(),
+        velocities: velocities.iter().map(|v| [v[0].to_f64(), v[1].to_f64(), v[2].to_f64()]).collect(),
     }
 }
 
@@ -354,12 +303,7 @@ mod tests {
     use crate::demos::nbody::presets::Preset;
 
     fn params() -> Params {
-        Params {
-            dt: 0.002,
-            softening: 0.05,
-            gravity: 1.0,
-            damping: 1.0,
-        }
+        Params { dt: 0.002, softening: 0.05, gravity: 1.0, damping: 1.0 }
     }
 
     #[test]
@@ -384,21 +328,11 @@ mod tests {
                 relative_error(&f32_run.velocities, &reference.velocities),
             );
             // f64 differs from the reference only by summation order: ~1e-15 per step.
-            assert!(
-                e64.0 < 1e-12 && e64.1 < 1e-12,
-                "{steps} steps, f64: {e64:?}"
-            );
+            assert!(e64.0 < 1e-12 && e64.1 < 1e-12, "{steps} steps, f64: {e64:?}");
             // f32: positions carry ~6e-8 rounding; velocities the f32 sums of 509 terms (≲ 1e-6 each
             // step), compounding over 100 steps of a smooth Plummer sphere.
-            let bound = if steps == 1 {
-                (1e-6, 1e-5)
-            } else {
-                (1e-5, 1e-4)
-            };
-            assert!(
-                e32.0 < bound.0 && e32.1 < bound.1,
-                "{steps} steps, f32: {e32:?} (bounds {bound:?})"
-            );
+            let bound = if steps == 1 { (1e-6, 1e-5) } else { (1e-5, 1e-4) };
+            assert!(e32.0 < bound.0 && e32.1 < bound.1, "{steps} steps, f32: {e32:?} (bounds {bound:?})");
         }
     }
 
@@ -416,22 +350,12 @@ mod tests {
             .map(|(p, v)| p[3] * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt())
             .sum();
         for axis in 0..3 {
-            assert!(
-                (p1[axis] - p0[axis]).abs() < 1e-13 * scale,
-                "axis {axis}: {} → {}",
-                p0[axis],
-                p1[axis]
-            );
+            assert!((p1[axis] - p0[axis]).abs() < 1e-13 * scale, "axis {axis}: {} → {}", p0[axis], p1[axis]);
         }
         let after32 = simulate::<f32>(&bodies, &params(), 100);
         let p32 = after32.momentum();
         for axis in 0..3 {
-            assert!(
-                (p32[axis] - p0[axis]).abs() < 1e-5 * scale,
-                "f32 axis {axis}: {} → {}",
-                p0[axis],
-                p32[axis]
-            );
+            assert!((p32[axis] - p0[axis]).abs() < 1e-5 * scale, "f32 axis {axis}: {} → {}", p0[axis], p32[axis]);
         }
     }
 
@@ -462,33 +386,15 @@ mod tests {
             velocities: vec![[0.0, 0.0, speed], [0.0, 0.0, -speed]],
         };
         let period = std::f64::consts::TAU / omega;
-        (
-            bodies,
-            Params {
-                dt: period / steps as f64,
-                softening,
-                gravity: 1.0,
-                damping: 1.0,
-            },
-            steps,
-        )
+        (bodies, Params { dt: period / steps as f64, softening, gravity: 1.0, damping: 1.0 }, steps)
     }
 
     #[test]
     fn energy_is_conserved_by_the_integrator() {
         let bodies = Preset::Plummer.generate(400, 5);
-        let params = Params {
-            dt: 0.001,
-            ..params()
-        };
+        let params = Params { dt: 0.001, ..params() };
         let to32 = |b: &Bodies| -> (Vec<[f64; 4]>, Vec<[f64; 4]>) {
-            (
-                b.positions.clone(),
-                b.velocities
-                    .iter()
-                    .map(|v| [v[0], v[1], v[2], 0.0])
-                    .collect(),
-            )
+            (b.positions.clone(), b.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect())
         };
         let (p0, v0) = to32(&bodies);
         let (k0, w0) = energy(&p0, &v0, &params);

@@ -66,13 +66,7 @@ pub struct Variant {
 
 impl Default for Variant {
     fn default() -> Self {
-        Self {
-            precision: Precision::F32,
-            block_size: 256,
-            tile_size: 256,
-            unroll: 8,
-            bodies_per_thread: 2,
-        }
+        Self { precision: Precision::F32, block_size: 256, tile_size: 256, unroll: 8, bodies_per_thread: 2 }
     }
 }
 
@@ -81,23 +75,12 @@ impl Variant {
     pub fn validate(&self) -> Result<()> {
         let rules = [
             (
-                self.block_size >= 32
-                    && self.block_size <= 1024
-                    && self.block_size.is_multiple_of(32),
+                self.block_size >= 32 && self.block_size <= 1024 && self.block_size.is_multiple_of(32),
                 "block size must be a multiple of 32 from 32 to 1024",
             ),
-            (
-                self.tile_size >= 1 && self.tile_size <= 8192,
-                "tile size must be 1..=8192 bodies",
-            ),
-            (
-                self.unroll >= 1 && self.unroll <= 64,
-                "unroll must be 1..=64",
-            ),
-            (
-                self.bodies_per_thread >= 1 && self.bodies_per_thread <= 8,
-                "bodies per thread must be 1..=8",
-            ),
+            (self.tile_size >= 1 && self.tile_size <= 8192, "tile size must be 1..=8192 bodies"),
+            (self.unroll >= 1 && self.unroll <= 64, "unroll must be 1..=64"),
+            (self.bodies_per_thread >= 1 && self.bodies_per_thread <= 8, "bodies per thread must be 1..=8"),
         ];
         match rules.iter().find(|(ok, _)| !ok) {
             Some((_, rule)) => Err(Error::InvalidInput(format!("{rule} (asked for {self:?})"))),
@@ -221,20 +204,13 @@ impl Kernels {
 
     /// Resident blocks of the forces kernel per multiprocessor.
     pub fn forces_blocks_per_multiprocessor(&self) -> Result<i32> {
-        self.forces.max_active_blocks_per_multiprocessor(
-            self.variant.block_size,
-            self.variant.shared_bytes(),
-        )
+        self.forces.max_active_blocks_per_multiprocessor(self.variant.block_size, self.variant.shared_bytes())
     }
 
     /// The forces launch for `n` bodies whose j range is cut into slices of `slice_length`.
     pub fn forces_config(&self, n: u32, slice_length: u32) -> LaunchConfig {
         LaunchConfig {
-            grid: [
-                n.div_ceil(self.variant.bodies_per_block()).max(1),
-                n.div_ceil(slice_length.max(1)).max(1),
-                1,
-            ],
+            grid: [n.div_ceil(self.variant.bodies_per_block()).max(1), n.div_ceil(slice_length.max(1)).max(1), 1],
             block: [self.variant.block_size, 1, 1],
             shared_memory_bytes: self.variant.shared_bytes(),
         }
@@ -242,9 +218,7 @@ impl Kernels {
 
     /// Checks that the forces launch for `n` bodies can run here (block, grid, shared memory).
     pub fn validate_forces(&self, n: u32, slice_length: u32) -> Result<()> {
-        Ok(self
-            .forces_config(n, slice_length)
-            .validate(&self.limits, self.forces.attributes())?)
+        Ok(self.forces_config(n, slice_length).validate(&self.limits, self.forces.attributes())?)
     }
 
     /// `partial = forces(positions)`, slice by slice.
@@ -260,19 +234,9 @@ impl Kernels {
         let config = self.forces_config(n, slice_length);
         let vector = self.variant.precision.vector_bytes();
         check_len("positions", positions, n as usize * vector)?;
-        check_len(
-            "partial accelerations",
-            partial,
-            config.grid[1] as usize * n as usize * vector,
-        )?;
+        check_len("partial accelerations", partial, config.grid[1] as usize * n as usize * vector)?;
         let softening2 = RealArg::new(self.variant.precision, params.softening * params.softening);
-        let mut args = [
-            arg(&positions.ptr),
-            arg(&partial.ptr),
-            arg(&n),
-            arg(&slice_length),
-            softening2.pointer(),
-        ];
+        let mut args = [arg(&positions.ptr), arg(&partial.ptr), arg(&n), arg(&slice_length), softening2.pointer()];
         // SAFETY: matches nbody_forces(const real4*, real4*, unsigned, unsigned, real) for this
         // variant's `real`; positions hold n vectors and partial grid.y·n (checked above); the
         // kernel reads/writes only indices below those.
@@ -302,9 +266,7 @@ impl Kernels {
             check_len(name, span, n as usize * vector)?;
         }
         let display_ptr = match display {
-            Some(span) => {
-                check_len("display positions", span, n as usize * 16).map(|()| span.ptr)?
-            }
+            Some(span) => check_len("display positions", span, n as usize * 16).map(|()| span.ptr)?,
             None => NO_BUFFER,
         };
         let dt = RealArg::new(self.variant.precision, params.dt);
@@ -339,15 +301,9 @@ impl Kernels {
         let vector = self.variant.precision.vector_bytes();
         check_len("velocities", velocities, n as usize * vector)?;
         check_len("accelerations", accelerations, n as usize * vector)?;
-        check_len(
-            "partial accelerations",
-            partial,
-            slices as usize * n as usize * vector,
-        )?;
+        check_len("partial accelerations", partial, slices as usize * n as usize * vector)?;
         let display_ptr = match display {
-            Some(span) => {
-                check_len("display velocities", span, n as usize * 16).map(|()| span.ptr)?
-            }
+            Some(span) => check_len("display velocities", span, n as usize * 16).map(|()| span.ptr)?,
             None => NO_BUFFER,
         };
         let precision = self.variant.precision;
@@ -393,10 +349,8 @@ impl Kernels {
         check_len("velocities", velocities, n as usize * vector)?;
         check_len("energy sums", sums, Self::energy_blocks(n) as usize * 16)?;
         let precision = self.variant.precision;
-        let (softening2, gravity) = (
-            RealArg::new(precision, params.softening * params.softening),
-            RealArg::new(precision, params.gravity),
-        );
+        let (softening2, gravity) =
+            (RealArg::new(precision, params.softening * params.softening), RealArg::new(precision, params.gravity));
         let mut args = [
             arg(&positions.ptr),
             arg(&velocities.ptr),
@@ -415,10 +369,7 @@ impl Kernels {
 
 fn check_len(name: &str, span: DeviceSpan, needed: usize) -> Result<()> {
     if span.bytes < needed {
-        return Err(Error::InvalidInput(format!(
-            "n-body: {name} buffer has {} bytes, {needed} needed",
-            span.bytes
-        )));
+        return Err(Error::InvalidInput(format!("n-body: {name} buffer has {} bytes, {needed} needed", span.bytes)));
     }
     Ok(())
 }

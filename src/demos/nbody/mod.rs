@@ -105,9 +105,7 @@ impl NBodySettings {
     pub fn params(&self) -> Params {
         Params {
             dt: self.dt.unwrap_or_else(|| self.preset.default_dt()),
-            softening: self
-                .softening
-                .unwrap_or_else(|| self.preset.default_softening()),
+            softening: self.softening.unwrap_or_else(|| self.preset.default_softening()),
             gravity: self.gravity,
             damping: self.damping,
         }
@@ -115,29 +113,19 @@ impl NBodySettings {
 
     /// The body count for a backend.
     pub fn body_count(&self, cuda: bool) -> u32 {
-        self.bodies.unwrap_or(if cuda {
-            DEFAULT_BODIES_CUDA
-        } else {
-            DEFAULT_BODIES_CPU
-        })
+        self.bodies.unwrap_or(if cuda { DEFAULT_BODIES_CUDA } else { DEFAULT_BODIES_CPU })
     }
 }
 
 /// Checks the physical parameters; the message says which is wrong and what is allowed.
 pub fn validate_params(params: &Params) -> Result<()> {
     let rules = [
-        (
-            params.dt.is_finite() && params.dt > 0.0 && params.dt <= 1.0,
-            "dt must be a number in (0, 1]",
-        ),
+        (params.dt.is_finite() && params.dt > 0.0 && params.dt <= 1.0, "dt must be a number in (0, 1]"),
         (
             params.softening.is_finite() && params.softening > 0.0 && params.softening <= 10.0,
             "softening must be in (0, 10]: without it a close pair's force is unbounded and a body's own term divides by zero",
         ),
-        (
-            params.gravity.is_finite() && params.gravity > 0.0 && params.gravity <= 1e6,
-            "gravity G must be in (0, 1e6]",
-        ),
+        (params.gravity.is_finite() && params.gravity > 0.0 && params.gravity <= 1e6, "gravity G must be in (0, 1e6]"),
         (
             params.damping.is_finite() && params.damping > 0.0 && params.damping <= 1.0,
             "damping must be in (0, 1] (1 = none)",
@@ -155,9 +143,7 @@ pub fn validate_params(params: &Params) -> Result<()> {
 /// Checks a body count.
 pub fn validate_bodies(n: u32) -> Result<()> {
     if n == 0 || n > MAX_BODIES {
-        return Err(Error::InvalidInput(format!(
-            "the number of bodies must be 1..={MAX_BODIES}, not {n}"
-        )));
+        return Err(Error::InvalidInput(format!("the number of bodies must be 1..={MAX_BODIES}, not {n}")));
     }
     Ok(())
 }
@@ -260,8 +246,7 @@ impl NBody {
         let (vertex_source, _) = VERTEX_SHADER.read(env.shaders_dir.as_deref())?;
         let (fragment_source, _) = FRAGMENT_SHADER.read(env.shaders_dir.as_deref())?;
         let program = gl::Program::new(gl, "nbody", &vertex_source, &fragment_source);
-        let arrays =
-            gl::VertexArray::new(gl).and_then(|a| gl::VertexArray::new(gl).map(|b| [a, b]));
+        let arrays = gl::VertexArray::new(gl).and_then(|a| gl::VertexArray::new(gl).map(|b| [a, b]));
         let (program, vertex_arrays) = match (program, arrays) {
             (Ok(program), Ok(arrays)) => (program, arrays),
             (program, arrays) => {
@@ -318,10 +303,7 @@ impl NBody {
             message: None,
             occupancy: super::OccupancyCache::default(),
         };
-        if let Err(error) = demo
-            .bind_vertex_arrays(gl)
-            .and_then(|()| demo.initialise_accelerations(gl))
-        {
+        if let Err(error) = demo.bind_vertex_arrays(gl).and_then(|()| demo.initialise_accelerations(gl)) {
             Box::new(demo).destroy(gl);
             return Err(error);
         }
@@ -377,10 +359,7 @@ impl NBody {
             let v: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&v);
             Ok(Bodies {
                 positions: p.iter().map(|p| p.map(f64::from)).collect(),
-                velocities: v
-                    .iter()
-                    .map(|v| [f64::from(v[0]), f64::from(v[1]), f64::from(v[2])])
-                    .collect(),
+                velocities: v.iter().map(|v| [f64::from(v[0]), f64::from(v[1]), f64::from(v[2])]).collect(),
             })
         };
         match &self.engine {
@@ -388,27 +367,15 @@ impl NBody {
                 let stream = crate::cuda::Stream::new(simulation.context())?;
                 match simulation.read_double_state(&stream)? {
                     Some(bodies) => Ok(bodies),
-                    None => from_gl(
-                        self.pipeline.transfer(),
-                        &self.positions[self.current],
-                        &self.velocities,
-                    ),
+                    None => from_gl(self.pipeline.transfer(), &self.positions[self.current], &self.velocities),
                 }
             }
             Engine::Cpu(engine) => match &engine.double {
                 Some(double) => Ok(Bodies {
                     positions: double.positions[double.current].clone(),
-                    velocities: double
-                        .velocities
-                        .iter()
-                        .map(|v| [v[0], v[1], v[2]])
-                        .collect(),
+                    velocities: double.velocities.iter().map(|v| [v[0], v[1], v[2]]).collect(),
                 }),
-                None => from_gl(
-                    self.pipeline.transfer(),
-                    &self.positions[self.current],
-                    &self.velocities,
-                ),
+                None => from_gl(self.pipeline.transfer(), &self.positions[self.current], &self.velocities),
             },
         }
     }
@@ -419,16 +386,10 @@ impl NBody {
         self.pipeline.transfer().synchronize()?;
         let poison = vec![f32::NAN; self.len() as usize * 4];
         let next = 1 - self.current;
-        let buffer = self
-            .pipeline
-            .transfer()
-            .create_buffer(gl, bytemuck::cast_slice(&poison))?;
+        let buffer = self.pipeline.transfer().create_buffer(gl, bytemuck::cast_slice(&poison))?;
         std::mem::replace(&mut self.positions[next], buffer).destroy(gl);
         if self.settings.variant.precision == Precision::F64 {
-            let buffer = self
-                .pipeline
-                .transfer()
-                .create_buffer(gl, bytemuck::cast_slice(&poison))?;
+            let buffer = self.pipeline.transfer().create_buffer(gl, bytemuck::cast_slice(&poison))?;
             std::mem::replace(&mut self.velocities, buffer).destroy(gl);
         }
         self.bind_vertex_arrays(gl)
@@ -437,28 +398,15 @@ impl NBody {
     /// What the GL buffers hold now (float copies of the state in fp64 runs), for tests.
     pub fn read_gl_buffers(&mut self, gl: &glow::Context) -> Result<(Vec<Float4>, Vec<Float4>)> {
         self.pipeline.transfer().synchronize()?;
-        let positions = self
-            .pipeline
-            .transfer()
-            .read_buffer(gl, &self.positions[self.current])?;
+        let positions = self.pipeline.transfer().read_buffer(gl, &self.positions[self.current])?;
         let velocities = self.pipeline.transfer().read_buffer(gl, &self.velocities)?;
-        Ok((
-            bytemuck::pod_collect_to_vec(&positions),
-            bytemuck::pod_collect_to_vec(&velocities),
-        ))
+        Ok((bytemuck::pod_collect_to_vec(&positions), bytemuck::pod_collect_to_vec(&velocities)))
     }
 
     /// Saves the current state.
     pub fn save(&mut self, gl: &glow::Context, path: &std::path::Path) -> Result<()> {
         let bodies = self.read_bodies(gl)?;
-        state::save(
-            path,
-            &SavedState {
-                bodies,
-                params: self.params,
-                step: self.step,
-            },
-        )
+        state::save(path, &SavedState { bodies, params: self.params, step: self.step })
     }
 
     /// The last energy readout: `(step, kinetic, potential)` and the energy at the reset.
@@ -479,18 +427,8 @@ impl NBody {
     }
 
     fn bind_vertex_arrays(&self, gl: &glow::Context) -> Result<()> {
-        let body = Attribute {
-            location: 0,
-            components: 4,
-            stride: 16,
-            offset: 0,
-        };
-        let velocity = Attribute {
-            location: 1,
-            components: 4,
-            stride: 16,
-            offset: 0,
-        };
+        let body = Attribute { location: 0, components: 4, stride: 16, offset: 0 };
+        let velocity = Attribute { location: 1, components: 4, stride: 16, offset: 0 };
         for (array, positions) in self.vertex_arrays.iter().zip(&self.positions) {
             array.set_attributes(gl, positions.gl(), &[body], None)?;
             array.set_attributes(gl, self.velocities.gl(), &[velocity], None)?;
@@ -506,56 +444,37 @@ impl NBody {
         let engine = &mut self.engine;
         let [p0, p1] = &mut self.positions;
         let (positions_in, positions_out) = if current == 0 { (p0, p1) } else { (p1, p0) };
-        let mut buffers = [
-            (positions_in, Access::Read),
-            (positions_out, Access::Read),
-            (&mut self.velocities, Access::ReadWrite),
-        ];
-        self.pipeline
-            .transfer()
-            .run(
-                gl,
-                u64::MAX,
-                &mut buffers,
-                &mut |target| match (target, &mut *engine) {
-                    (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
-                        let spans = StepBuffers {
-                            positions_in: buffers[0],
-                            positions_out: buffers[1],
-                            velocities: buffers[2],
-                        };
-                        simulation.initialise(stream, &spans, &params)?;
-                        if energy_every > 0 || step == 0 {
-                            simulation.request_energy(stream, &spans, &params, step)?;
-                        }
-                        Ok(())
+        let mut buffers =
+            [(positions_in, Access::Read), (positions_out, Access::Read), (&mut self.velocities, Access::ReadWrite)];
+        self.pipeline.transfer().run(gl, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
+            (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
+                let spans = StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] };
+                simulation.initialise(stream, &spans, &params)?;
+                if energy_every > 0 || step == 0 {
+                    simulation.request_energy(stream, &spans, &params, step)?;
+                }
+                Ok(())
+            }
+            (Target::Host { buffers }, Engine::Cpu(engine)) => {
+                match &mut engine.double {
+                    Some(double) => {
+                        let current = double.current;
+                        cpu::accelerations(
+                            &double.positions[current],
+                            &params,
+                            &mut double.scratch,
+                            &mut double.accelerations,
+                        );
                     }
-                    (Target::Host { buffers }, Engine::Cpu(engine)) => {
-                        match &mut engine.double {
-                            Some(double) => {
-                                let current = double.current;
-                                cpu::accelerations(
-                                    &double.positions[current],
-                                    &params,
-                                    &mut double.scratch,
-                                    &mut double.accelerations,
-                                );
-                            }
-                            None => {
-                                let positions: &[[f32; 4]] = cast(&*buffers[0])?;
-                                cpu::accelerations(
-                                    positions,
-                                    &params,
-                                    &mut engine.scratch,
-                                    &mut engine.accelerations,
-                                );
-                            }
-                        }
-                        Ok(())
+                    None => {
+                        let positions: &[[f32; 4]] = cast(&*buffers[0])?;
+                        cpu::accelerations(positions, &params, &mut engine.scratch, &mut engine.accelerations);
                     }
-                    _ => Err(mismatch()),
-                },
-            )?;
+                }
+                Ok(())
+            }
+            _ => Err(mismatch()),
+        })?;
         if matches!(self.engine, Engine::Cpu(_)) {
             self.cpu_energy(gl)?;
         }
@@ -565,11 +484,7 @@ impl NBody {
     /// Energy of the CPU state (f64 sums on all cores).
     fn cpu_energy(&mut self, gl: &glow::Context) -> Result<()> {
         let bodies = self.read_bodies(gl)?;
-        let velocities: Vec<[f64; 4]> = bodies
-            .velocities
-            .iter()
-            .map(|v| [v[0], v[1], v[2], 0.0])
-            .collect();
+        let velocities: Vec<[f64; 4]> = bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect();
         let (kinetic, potential) = cpu::energy(&bodies.positions, &velocities, &self.params);
         self.record_energy(self.step, kinetic, potential);
         Ok(())
@@ -632,14 +547,8 @@ impl NBody {
                     ..self.settings.clone()
                 };
                 validate_bodies(self.edit.bodies)?;
-                let bodies = settings
-                    .preset
-                    .generate(self.edit.bodies as usize, settings.seed);
-                let params = Params {
-                    dt: self.edit.params.dt,
-                    softening: self.edit.params.softening,
-                    ..self.params
-                };
+                let bodies = settings.preset.generate(self.edit.bodies as usize, settings.seed);
+                let params = Params { dt: self.edit.params.dt, softening: self.edit.params.softening, ..self.params };
                 let preset_changed = settings.preset != self.settings.preset;
                 self.rebuild(gl, settings, bodies, params, 0)?;
                 if preset_changed {
@@ -649,10 +558,7 @@ impl NBody {
             }
             Change::Variant(variant) => self.set_variant(gl, variant),
             Change::Slices(slices) => {
-                let settings = NBodySettings {
-                    slices,
-                    ..self.settings.clone()
-                };
+                let settings = NBodySettings { slices, ..self.settings.clone() };
                 let bodies = self.read_bodies(gl)?;
                 self.rebuild(gl, settings, bodies, self.params, self.step)
             }
@@ -661,18 +567,11 @@ impl NBody {
             }),
             Change::Load(path) => {
                 let saved = state::load(&path)?;
-                let settings = NBodySettings {
-                    bodies: Some(saved.bodies.len() as u32),
-                    ..self.settings.clone()
-                };
+                let settings = NBodySettings { bodies: Some(saved.bodies.len() as u32), ..self.settings.clone() };
                 self.rebuild(gl, settings, saved.bodies, saved.params, saved.step)?;
                 self.edit.params = self.params;
                 self.edit.bodies = self.len();
-                self.message = Some(format!(
-                    "loaded {} bodies from {}",
-                    self.len(),
-                    path.display()
-                ));
+                self.message = Some(format!("loaded {} bodies from {}", self.len(), path.display()));
                 Ok(())
             }
             Change::Energy => match &self.engine {
@@ -687,28 +586,14 @@ impl NBody {
         let engine = &mut self.engine;
         let [p0, p1] = &mut self.positions;
         let positions = if self.current == 0 { p0 } else { p1 };
-        let mut buffers = [
-            (positions, Access::Read),
-            (&mut self.velocities, Access::Read),
-        ];
-        self.pipeline
-            .transfer()
-            .run(
-                gl,
-                u64::MAX,
-                &mut buffers,
-                &mut |target| match (target, &mut *engine) {
-                    (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
-                        let spans = StepBuffers {
-                            positions_in: buffers[0],
-                            positions_out: buffers[0],
-                            velocities: buffers[1],
-                        };
-                        simulation.request_energy(stream, &spans, &params, step)
-                    }
-                    _ => Err(mismatch()),
-                },
-            )?;
+        let mut buffers = [(positions, Access::Read), (&mut self.velocities, Access::Read)];
+        self.pipeline.transfer().run(gl, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
+            (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
+                let spans = StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] };
+                simulation.request_energy(stream, &spans, &params, step)
+            }
+            _ => Err(mismatch()),
+        })?;
         Ok(())
     }
 
@@ -717,10 +602,7 @@ impl NBody {
         variant.validate()?;
         let Some(cuda) = self.pipeline.cuda().cloned() else {
             // The CPU backend has no kernel variants, only the precision.
-            let settings = NBodySettings {
-                variant,
-                ..self.settings.clone()
-            };
+            let settings = NBodySettings { variant, ..self.settings.clone() };
             let bodies = self.read_bodies(gl)?;
             return self.rebuild(gl, settings, bodies, self.params, self.step);
         };
@@ -729,19 +611,12 @@ impl NBody {
             return Ok(());
         }
         if current.map(|v| v.precision) != Some(variant.precision) {
-            let settings = NBodySettings {
-                variant,
-                ..self.settings.clone()
-            };
+            let settings = NBodySettings { variant, ..self.settings.clone() };
             let bodies = self.read_bodies(gl)?;
             return self.rebuild(gl, settings, bodies, self.params, self.step);
         }
         self.pipeline.transfer().synchronize()?;
-        let Engine::Cuda {
-            simulation,
-            compiled,
-        } = &mut self.engine
-        else {
+        let Engine::Cuda { simulation, compiled } = &mut self.engine else {
             return Err(mismatch());
         };
         let kernels = match compiled.remove(&variant) {
@@ -761,12 +636,7 @@ impl NBody {
     fn note_step(&mut self) {
         let now = Instant::now();
         self.readouts.steps.push_back(now);
-        while self
-            .readouts
-            .steps
-            .front()
-            .is_some_and(|t| now.duration_since(*t).as_secs_f64() > 1.0)
-        {
+        while self.readouts.steps.front().is_some_and(|t| now.duration_since(*t).as_secs_f64() > 1.0) {
             self.readouts.steps.pop_front();
         }
     }
@@ -796,8 +666,7 @@ fn cast<T: bytemuck::Pod>(bytes: &[u8]) -> Result<&[T]> {
 }
 
 fn cast_mut<T: bytemuck::Pod>(bytes: &mut [u8]) -> Result<&mut [T]> {
-    bytemuck::try_cast_slice_mut(bytes)
-        .map_err(|e| Error::InvalidInput(format!("n-body buffer: {e}")))
+    bytemuck::try_cast_slice_mut(bytes).map_err(|e| Error::InvalidInput(format!("n-body buffer: {e}")))
 }
 
 fn mismatch() -> Error {
@@ -828,38 +697,23 @@ fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bodies, Params
             validate_bodies(n)?;
             let params = settings.params();
             validate_params(&params)?;
-            Ok((
-                settings.preset.generate(n as usize, settings.seed),
-                params,
-                0,
-            ))
+            Ok((settings.preset.generate(n as usize, settings.seed), params, 0))
         }
     }
 }
 
-fn make_engine(
-    cuda: Option<&CudaRuntime>,
-    settings: &NBodySettings,
-    bodies: &Bodies,
-) -> Result<Engine> {
+fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, bodies: &Bodies) -> Result<Engine> {
     match cuda {
         Some(cuda) => {
             let kernels = Kernels::load(cuda, settings.variant)?;
             let simulation = Simulation::new(&cuda.context, kernels, bodies, settings.slices)?;
-            Ok(Engine::Cuda {
-                simulation: Box::new(simulation),
-                compiled: HashMap::new(),
-            })
+            Ok(Engine::Cuda { simulation: Box::new(simulation), compiled: HashMap::new() })
         }
         None => {
             let n = bodies.len();
             let double = (settings.variant.precision == Precision::F64).then(|| CpuDouble {
                 positions: [bodies.positions.clone(), bodies.positions.clone()],
-                velocities: bodies
-                    .velocities
-                    .iter()
-                    .map(|v| [v[0], v[1], v[2], 0.0])
-                    .collect(),
+                velocities: bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect(),
                 accelerations: vec![[0.0; 4]; n],
                 scratch: Scratch::default(),
                 current: 0,
@@ -880,16 +734,9 @@ fn make_buffers(
     gl: &glow::Context,
     bodies: &Bodies,
 ) -> Result<([SharedBuffer; 2], SharedBuffer)> {
-    let positions: Vec<[f32; 4]> = bodies
-        .positions
-        .iter()
-        .map(|p| p.map(|v| v as f32))
-        .collect();
-    let velocities: Vec<[f32; 4]> = bodies
-        .velocities
-        .iter()
-        .map(|v| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0])
-        .collect();
+    let positions: Vec<[f32; 4]> = bodies.positions.iter().map(|p| p.map(|v| v as f32)).collect();
+    let velocities: Vec<[f32; 4]> =
+        bodies.velocities.iter().map(|v| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0]).collect();
     let transfer = pipeline.transfer();
     let first = transfer.create_buffer(gl, bytemuck::cast_slice(&positions))?;
     let second = match transfer.create_buffer(gl, bytemuck::cast_slice(&positions)) {
@@ -919,10 +766,24 @@ impl Demo for NBody {
     }
 
     fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()> {
+        let previous = self.pipeline.kind();
+        if previous.uses_cuda() == kind.uses_cuda() {
+            let [p0, p1] = &mut self.positions;
+            self.pipeline.switch(gl, kind, &mut [p0, p1, &mut self.velocities])?;
+            return self.bind_vertex_arrays(gl);
+        }
+        // Between CUDA and the CPU the engine changes too: carry the bodies over.
+        let bodies = self.read_bodies(gl)?;
         let [p0, p1] = &mut self.positions;
-        self.pipeline
-            .switch(gl, kind, &mut [p0, p1, &mut self.velocities])?;
-        self.bind_vertex_arrays(gl)
+        self.pipeline.switch(gl, kind, &mut [p0, p1, &mut self.velocities])?;
+        let (settings, params, step) = (self.settings.clone(), self.params, self.step);
+        if let Err(error) = self.rebuild(gl, settings, bodies, params, step) {
+            let [p0, p1] = &mut self.positions;
+            self.pipeline.switch(gl, previous, &mut [p0, p1, &mut self.velocities])?;
+            self.bind_vertex_arrays(gl)?;
+            return Err(error);
+        }
+        Ok(())
     }
 
     fn step(&mut self, gl: &glow::Context, frame: u64, _dt: f32) -> Result<StageTimes> {
@@ -933,16 +794,12 @@ impl Demo for NBody {
         }
         let params = self.params;
         let step = self.step;
-        let energy_due = self.settings.energy_every > 0
-            && (step + 1).is_multiple_of(u64::from(self.settings.energy_every));
+        let energy_due =
+            self.settings.energy_every > 0 && (step + 1).is_multiple_of(u64::from(self.settings.energy_every));
         let precision = self.settings.variant.precision;
         let engine = &mut self.engine;
         let [p0, p1] = &mut self.positions;
-        let (positions_in, positions_out) = if self.current == 0 {
-            (p0, p1)
-        } else {
-            (p1, p0)
-        };
+        let (positions_in, positions_out) = if self.current == 0 { (p0, p1) } else { (p1, p0) };
         let velocities = &mut self.velocities;
         // fp32: the state is in the GL buffers (read one, write the other, update velocities);
         // fp64: the state is in device memory and both GL buffers only receive float copies.
@@ -950,11 +807,8 @@ impl Demo for NBody {
         let mut f64_buffers;
         let buffers: &mut [(&mut SharedBuffer, Access)] = match precision {
             Precision::F32 => {
-                f32_buffers = [
-                    (positions_in, Access::Read),
-                    (positions_out, Access::Write),
-                    (velocities, Access::ReadWrite),
-                ];
+                f32_buffers =
+                    [(positions_in, Access::Read), (positions_out, Access::Write), (velocities, Access::ReadWrite)];
                 &mut f32_buffers
             }
             Precision::F64 => {
@@ -962,92 +816,69 @@ impl Demo for NBody {
                 &mut f64_buffers
             }
         };
-        let times = self
-            .pipeline
-            .transfer()
-            .run(
-                gl,
-                frame,
-                buffers,
-                &mut |target| match (target, &mut *engine) {
-                    (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
-                        let spans = match precision {
-                            Precision::F32 => StepBuffers {
-                                positions_in: buffers[0],
-                                positions_out: buffers[1],
-                                velocities: buffers[2],
-                            },
-                            Precision::F64 => StepBuffers {
-                                positions_in: buffers[0],
-                                positions_out: buffers[0],
-                                velocities: buffers[1],
-                            },
-                        };
-                        simulation.step(stream, &spans, &params, step)?;
-                        if energy_due {
-                            let after = StepBuffers {
-                                positions_in: spans.positions_out,
-                                ..spans
-                            };
-                            simulation.request_energy(stream, &after, &params, step + 1)?;
-                        }
-                        Ok(())
+        let times = self.pipeline.transfer().run(gl, frame, buffers, &mut |target| match (target, &mut *engine) {
+            (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
+                let spans = match precision {
+                    Precision::F32 => {
+                        StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] }
                     }
-                    (Target::Host { buffers }, Engine::Cpu(engine)) => {
-                        let started = Instant::now();
-                        match &mut engine.double {
-                            Some(double) => {
-                                let from = double.current;
-                                let [a, b] = &mut double.positions;
-                                let (from_positions, to_positions) =
-                                    if from == 0 { (&*a, b) } else { (&*b, a) };
-                                cpu::step(
-                                    from_positions,
-                                    to_positions,
-                                    &mut double.velocities,
-                                    &mut double.accelerations,
-                                    &params,
-                                    &mut double.scratch,
-                                );
-                                double.current = 1 - from;
-                                let display_positions: &mut [[f32; 4]] =
-                                    cast_mut(&mut *buffers[0])?;
-                                for (out, p) in display_positions
-                                    .iter_mut()
-                                    .zip(&double.positions[double.current])
-                                {
-                                    *out = p.map(|v| v as f32);
-                                }
-                                let display_velocities: &mut [[f32; 4]] =
-                                    cast_mut(&mut *buffers[1])?;
-                                for (out, v) in
-                                    display_velocities.iter_mut().zip(&double.velocities)
-                                {
-                                    *out = v.map(|v| v as f32);
-                                }
-                            }
-                            None => {
-                                let (first, rest) = buffers.split_at_mut(1);
-                                let positions_in: &[[f32; 4]] = cast(&*first[0])?;
-                                let (second, third) = rest.split_at_mut(1);
-                                let positions_out: &mut [[f32; 4]] = cast_mut(&mut *second[0])?;
-                                let velocities: &mut [[f32; 4]] = cast_mut(&mut *third[0])?;
-                                cpu::step(
-                                    positions_in,
-                                    positions_out,
-                                    velocities,
-                                    &mut engine.accelerations,
-                                    &params,
-                                    &mut engine.scratch,
-                                );
-                            }
-                        }
-                        engine.forces_us = Some(started.elapsed().as_secs_f64() * 1e6);
-                        Ok(())
+                    Precision::F64 => {
+                        StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] }
                     }
-                    _ => Err(mismatch()),
-                },
-            )?;
+                };
+                simulation.step(stream, &spans, &params, step)?;
+                if energy_due {
+                    let after = StepBuffers { positions_in: spans.positions_out, ..spans };
+                    simulation.request_energy(stream, &after, &params, step + 1)?;
+                }
+                Ok(())
+            }
+            (Target::Host { buffers }, Engine::Cpu(engine)) => {
+                let started = Instant::now();
+                match &mut engine.double {
+                    Some(double) => {
+                        let from = double.current;
+                        let [a, b] = &mut double.positions;
+                        let (from_positions, to_positions) = if from == 0 { (&*a, b) } else { (&*b, a) };
+                        cpu::step(
+                            from_positions,
+                            to_positions,
+                            &mut double.velocities,
+                            &mut double.accelerations,
+                            &params,
+                            &mut double.scratch,
+                        );
+                        double.current = 1 - from;
+                        let display_positions: &mut [[f32; 4]] = cast_mut(&mut *buffers[0])?;
+                        for (out, p) in display_positions.iter_mut().zip(&double.positions[double.current]) {
+                            *out = p.map(|v| v as f32);
+                        }
+                        let display_velocities: &mut [[f32; 4]] = cast_mut(&mut *buffers[1])?;
+                        for (out, v) in display_velocities.iter_mut().zip(&double.velocities) {
+                            *out = v.map(|v| v as f32);
+                        }
+                    }
+                    None => {
+                        let (first, rest) = buffers.split_at_mut(1);
+                        let positions_in: &[[f32; 4]] = cast(&*first[0])?;
+                        let (second, third) = rest.split_at_mut(1);
+                        let positions_out: &mut [[f32; 4]] = cast_mut(&mut *second[0])?;
+                        let velocities: &mut [[f32; 4]] = cast_mut(&mut *third[0])?;
+                        cpu::step(
+                            positions_in,
+                            positions_out,
+                            velocities,
+                            &mut engine.accelerations,
+                            &params,
+                            &mut engine.scratch,
+                        );
+                    }
+                }
+                engine.forces_us = Some(started.elapsed().as_secs_f64() * 1e6);
+                Ok(())
+            }
+            _ => Err(mismatch()),
+        })?;
         self.current = 1 - self.current;
         self.step += 1;
         self.note_step();
@@ -1067,10 +898,7 @@ impl Demo for NBody {
             self.readouts.forces_us.pop_front();
         }
         self.poll_energy()?;
-        if energy_due
-            && matches!(self.engine, Engine::Cpu(_))
-            && u64::from(self.len()).pow(2) <= 1 << 26
-        {
+        if energy_due && matches!(self.engine, Engine::Cpu(_)) && u64::from(self.len()).pow(2) <= 1 << 26 {
             self.cpu_energy(gl)?;
         }
         Ok(times)
@@ -1081,32 +909,16 @@ impl Demo for NBody {
     }
 
     fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()> {
-        gl::begin_scene(
-            gl,
-            view.origin,
-            view.size,
-            [0.0, 0.0, 0.01, 1.0],
-            DrawState::Additive,
-        );
+        gl::begin_scene(gl, view.origin, view.size, [0.0, 0.0, 0.01, 1.0], DrawState::Additive);
         self.program.bind(gl)?;
-        self.program.set_mat4(
-            gl,
-            "view_projection",
-            &self.camera.view_projection(view.aspect()),
-        );
+        self.program.set_mat4(gl, "view_projection", &self.camera.view_projection(view.aspect()));
         let pixels_per_unit = view.size[1] as f32 / (2.0 * (self.camera.fov_y * 0.5).tan());
         self.program.set_f32(gl, "pixels_per_unit", pixels_per_unit);
-        self.program
-            .set_f32(gl, "point_radius", self.settings.point_size);
-        self.program.set_f32(
-            gl,
-            "speed_scale",
-            self.speed_reference * self.settings.colour_scale,
-        );
+        self.program.set_f32(gl, "point_radius", self.settings.point_size);
+        self.program.set_f32(gl, "speed_scale", self.speed_reference * self.settings.colour_scale);
         // Many bodies overlap: dim each so the dense parts saturate gently.
         let density = (16_384.0 / self.len().max(1) as f32).sqrt().min(1.0);
-        self.program
-            .set_f32(gl, "brightness", self.settings.brightness * density);
+        self.program.set_f32(gl, "brightness", self.settings.brightness * density);
         self.vertex_arrays[self.current].draw_arrays(gl, glow::POINTS, self.len() as i32);
         gl::end_scene(gl);
         gl::check_error(gl, "drawing the bodies")
@@ -1126,11 +938,7 @@ impl Demo for NBody {
                 let kernels = simulation.kernels();
                 let launch = kernels.forces_config(
                     simulation.len(),
-                    sim::slice_length(
-                        simulation.len(),
-                        simulation.slices(),
-                        kernels.variant.tile_size,
-                    ),
+                    sim::slice_length(simulation.len(), simulation.slices(), kernels.variant.tile_size),
                 );
                 Some(KernelInfo {
                     name: format!("nbody_forces ({})", kernels.variant.label()),
@@ -1165,11 +973,7 @@ impl Demo for NBody {
         for array in &mut self.vertex_arrays {
             array.destroy(gl);
         }
-        let NBody {
-            positions: [p0, p1],
-            velocities,
-            ..
-        } = *self;
+        let NBody { positions: [p0, p1], velocities, .. } = *self;
         for buffer in [p0, p1, velocities] {
             buffer.destroy(gl);
         }
@@ -1181,21 +985,14 @@ fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
     let n = demo.len();
     // Readouts first: what the user came to see.
     let steps_per_second = demo.steps_per_second();
-    ui.label(format!(
-        "{} bodies, step {}, {:.1} steps/s",
-        n, demo.step, steps_per_second
-    ));
+    ui.label(format!("{} bodies, step {}, {:.1} steps/s", n, demo.step, steps_per_second));
     if let Some(forces_us) = demo.readouts.median_forces_us() {
         let interactions = f64::from(n) * f64::from(n) / (forces_us * 1e-6);
         let gflops = interactions * FLOPS_PER_INTERACTION / 1e9;
         let peak = demo
             .peak_flops()
             .map(|peak| {
-                format!(
-                    ", {:.0} % of {} peak",
-                    100.0 * gflops * 1e9 / peak,
-                    demo.settings.variant.precision.name()
-                )
+                format!(", {:.0} % of {} peak", 100.0 * gflops * 1e9 / peak, demo.settings.variant.precision.name())
             })
             .unwrap_or_default();
         ui.label(format!(
@@ -1206,13 +1003,8 @@ fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
     match demo.energy() {
         (Some((step, kinetic, potential)), Some(initial)) => {
             let total = kinetic + potential;
-            ui.label(format!(
-                "energy {total:.6} (K {kinetic:.4}, W {potential:.4}) at step {step}"
-            ));
-            ui.label(format!(
-                "drift since reset: {:+.2e} (relative)",
-                (total - initial) / initial.abs().max(1e-300)
-            ));
+            ui.label(format!("energy {total:.6} (K {kinetic:.4}, W {potential:.4}) at step {step}"));
+            ui.label(format!("drift since reset: {:+.2e} (relative)", (total - initial) / initial.abs().max(1e-300)));
         }
         _ => {
             ui.label("energy: not computed yet");
@@ -1224,29 +1016,19 @@ fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
 
     ui.separator();
     ui.horizontal(|ui| {
-        egui::ComboBox::new("nbody_preset", "preset")
-            .selected_text(demo.edit.preset.name())
-            .show_ui(ui, |ui| {
-                for preset in Preset::ALL {
-                    ui.selectable_value(&mut demo.edit.preset, preset, preset.name());
-                }
-            });
+        egui::ComboBox::new("nbody_preset", "preset").selected_text(demo.edit.preset.name()).show_ui(ui, |ui| {
+            for preset in Preset::ALL {
+                ui.selectable_value(&mut demo.edit.preset, preset, preset.name());
+            }
+        });
     });
     ui.horizontal(|ui| {
         ui.label("bodies");
-        ui.add(
-            egui::DragValue::new(&mut demo.edit.bodies)
-                .range(1..=MAX_BODIES)
-                .speed(64),
-        );
+        ui.add(egui::DragValue::new(&mut demo.edit.bodies).range(1..=MAX_BODIES).speed(64));
         ui.label("seed");
         ui.add(egui::DragValue::new(&mut demo.edit.seed));
     });
-    if ui
-        .button("reset")
-        .on_hover_text("regenerate the preset with this body count and seed")
-        .clicked()
-    {
+    if ui.button("reset").on_hover_text("regenerate the preset with this body count and seed").clicked() {
         demo.pending.push(Change::Reset);
     }
 
@@ -1254,31 +1036,15 @@ fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
     let mut params = demo.edit.params;
     ui.horizontal(|ui| {
         ui.label("dt");
-        ui.add(
-            egui::DragValue::new(&mut params.dt)
-                .speed(0.0001)
-                .max_decimals(5),
-        );
+        ui.add(egui::DragValue::new(&mut params.dt).speed(0.0001).max_decimals(5));
         ui.label("softening");
-        ui.add(
-            egui::DragValue::new(&mut params.softening)
-                .speed(0.001)
-                .max_decimals(4),
-        );
+        ui.add(egui::DragValue::new(&mut params.softening).speed(0.001).max_decimals(4));
     });
     ui.horizontal(|ui| {
         ui.label("damping");
-        ui.add(
-            egui::DragValue::new(&mut params.damping)
-                .speed(0.0001)
-                .max_decimals(5),
-        );
+        ui.add(egui::DragValue::new(&mut params.damping).speed(0.0001).max_decimals(5));
         ui.label("G");
-        ui.add(
-            egui::DragValue::new(&mut params.gravity)
-                .speed(0.01)
-                .max_decimals(3),
-        );
+        ui.add(egui::DragValue::new(&mut params.gravity).speed(0.01).max_decimals(3));
     });
     if params != demo.edit.params {
         demo.edit.params = params;
@@ -1287,27 +1053,15 @@ fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
                 demo.params = params;
                 demo.message = None;
             }
-            Err(error) => {
-                demo.message = Some(format!("{error} (still running with the previous values)"))
-            }
+            Err(error) => demo.message = Some(format!("{error} (still running with the previous values)")),
         }
     }
 
     ui.separator();
+    ui.add(egui::Slider::new(&mut demo.settings.point_size, 0.001..=0.05).logarithmic(true).text("point size"));
+    ui.add(egui::Slider::new(&mut demo.settings.brightness, 0.05..=20.0).logarithmic(true).text("brightness"));
     ui.add(
-        egui::Slider::new(&mut demo.settings.point_size, 0.001..=0.05)
-            .logarithmic(true)
-            .text("point size"),
-    );
-    ui.add(
-        egui::Slider::new(&mut demo.settings.brightness, 0.05..=20.0)
-            .logarithmic(true)
-            .text("brightness"),
-    );
-    ui.add(
-        egui::Slider::new(&mut demo.settings.colour_scale, 0.2..=10.0)
-            .logarithmic(true)
-            .text("colour: speed scale"),
+        egui::Slider::new(&mut demo.settings.colour_scale, 0.2..=10.0).logarithmic(true).text("colour: speed scale"),
     );
 
     ui.separator();
@@ -1320,12 +1074,10 @@ fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
     });
     ui.horizontal(|ui| {
         if ui.button("save").clicked() {
-            demo.pending
-                .push(Change::Save(PathBuf::from(&demo.edit.path)));
+            demo.pending.push(Change::Save(PathBuf::from(&demo.edit.path)));
         }
         if ui.button("load").clicked() {
-            demo.pending
-                .push(Change::Load(PathBuf::from(&demo.edit.path)));
+            demo.pending.push(Change::Load(PathBuf::from(&demo.edit.path)));
         }
     });
     if let Some(message) = &demo.message {
@@ -1342,47 +1094,20 @@ fn variant_controls(demo: &mut NBody, ui: &mut egui::Ui) {
     });
     let cuda = matches!(demo.engine, Engine::Cuda { .. });
     if cuda {
-        let choice =
-            |ui: &mut egui::Ui, id: &str, label: &str, value: &mut u32, options: &[u32]| {
-                egui::ComboBox::new(id, label)
-                    .selected_text(value.to_string())
-                    .show_ui(ui, |ui| {
-                        for &option in options {
-                            ui.selectable_value(value, option, option.to_string());
-                        }
-                    });
-            };
+        let choice = |ui: &mut egui::Ui, id: &str, label: &str, value: &mut u32, options: &[u32]| {
+            egui::ComboBox::new(id, label).selected_text(value.to_string()).show_ui(ui, |ui| {
+                for &option in options {
+                    ui.selectable_value(value, option, option.to_string());
+                }
+            });
+        };
         ui.horizontal(|ui| {
-            choice(
-                ui,
-                "nbody_block",
-                "block",
-                &mut variant.block_size,
-                &[64, 128, 256, 512, 1024],
-            );
-            choice(
-                ui,
-                "nbody_tile",
-                "tile",
-                &mut variant.tile_size,
-                &[64, 128, 256, 512, 1024, 2048],
-            );
+            choice(ui, "nbody_block", "block", &mut variant.block_size, &[64, 128, 256, 512, 1024]);
+            choice(ui, "nbody_tile", "tile", &mut variant.tile_size, &[64, 128, 256, 512, 1024, 2048]);
         });
         ui.horizontal(|ui| {
-            choice(
-                ui,
-                "nbody_unroll",
-                "unroll",
-                &mut variant.unroll,
-                &[1, 2, 4, 8, 16, 32],
-            );
-            choice(
-                ui,
-                "nbody_per_thread",
-                "bodies/thread",
-                &mut variant.bodies_per_thread,
-                &[1, 2, 4, 8],
-            );
+            choice(ui, "nbody_unroll", "unroll", &mut variant.unroll, &[1, 2, 4, 8, 16, 32]);
+            choice(ui, "nbody_per_thread", "bodies/thread", &mut variant.bodies_per_thread, &[1, 2, 4, 8]);
         });
         ui.horizontal(|ui| {
             let mut auto = demo.edit.slices_auto;
@@ -1407,17 +1132,11 @@ fn variant_controls(demo: &mut NBody, ui: &mut egui::Ui) {
         let kernels = simulation.kernels();
         let attributes = kernels.forces_attributes();
         let device = simulation.context().device();
-        let occupancy = kernels
-            .forces_blocks_per_multiprocessor()
-            .ok()
-            .map(|blocks| {
-                let warps = blocks * kernels.variant.block_size as i32 / device.warp_size.max(1);
-                let most = device.max_threads_per_multiprocessor / device.warp_size.max(1);
-                format!(
-                    "{blocks} blocks/SM, {:.0} % occupancy",
-                    100.0 * warps as f64 / most.max(1) as f64
-                )
-            });
+        let occupancy = kernels.forces_blocks_per_multiprocessor().ok().map(|blocks| {
+            let warps = blocks * kernels.variant.block_size as i32 / device.warp_size.max(1);
+            let most = device.max_threads_per_multiprocessor / device.warp_size.max(1);
+            format!("{blocks} blocks/SM, {:.0} % occupancy", 100.0 * warps as f64 / most.max(1) as f64)
+        });
         ui.label(format!(
             "{} registers/thread, {} B shared/block, {} slices{}",
             attributes.registers,

@@ -37,11 +37,7 @@ impl Bodies {
 
     /// Root-mean-square speed.
     pub fn rms_speed(&self) -> f64 {
-        let sum: f64 = self
-            .velocities
-            .iter()
-            .map(|v| v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-            .sum();
+        let sum: f64 = self.velocities.iter().map(|v| v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sum();
         (sum / self.len().max(1) as f64).sqrt()
     }
 
@@ -87,14 +83,8 @@ pub enum Preset {
 
 impl Preset {
     /// Every preset, in menu order.
-    pub const ALL: [Preset; 6] = [
-        Preset::Collision,
-        Preset::Disk,
-        Preset::Plummer,
-        Preset::Cube,
-        Preset::Shell,
-        Preset::Expanding,
-    ];
+    pub const ALL: [Preset; 6] =
+        [Preset::Collision, Preset::Disk, Preset::Plummer, Preset::Cube, Preset::Shell, Preset::Expanding];
 
     /// Name as on the command line.
     pub fn name(self) -> &'static str {
@@ -148,29 +138,9 @@ fn equal_masses(n: usize, total: f64) -> f64 {
 
 fn cube(n: usize, rng: &mut Rng) -> Bodies {
     let m = equal_masses(n, 1.0);
-    let positions = (0..n)
-        .map(|_| {
-            [
-                rng.range(-1.0, 1.0),
-                rng.range(-1.0, 1.0),
-                rng.range(-1.0, 1.0),
-                m,
-            ]
-        })
-        .collect();
-    let velocities = (0..n)
-        .map(|_| {
-            [
-                0.02 * rng.normal(),
-                0.02 * rng.normal(),
-                0.02 * rng.normal(),
-            ]
-        })
-        .collect();
-    Bodies {
-        positions,
-        velocities,
-    }
+    let positions = (0..n).map(|_| [rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), rng.range(-1.0, 1.0), m]).collect();
+    let velocities = (0..n).map(|_| [0.02 * rng.normal(), 0.02 * rng.normal(), 0.02 * rng.normal()]).collect();
+    Bodies { positions, velocities }
 }
 
 fn shell(n: usize, rng: &mut Rng) -> Bodies {
@@ -185,10 +155,7 @@ fn shell(n: usize, rng: &mut Rng) -> Bodies {
         let omega = 0.5;
         velocities.push([omega * z * r, 0.0, -omega * x * r]);
     }
-    Bodies {
-        positions,
-        velocities,
-    }
+    Bodies { positions, velocities }
 }
 
 /// Plummer sphere with scale length 1 (Aarseth, Hénon & Wielen 1974 sampling).
@@ -215,20 +182,14 @@ fn plummer(n: usize, rng: &mut Rng) -> Bodies {
         let speed = q * escape;
         velocities.push([vx * speed, vy * speed, vz * speed]);
     }
-    Bodies {
-        positions,
-        velocities,
-    }
+    Bodies { positions, velocities }
 }
 
 /// A disk of `n − 1` bodies (exponential profile, scale length 0.25) around a central body of 30 %
 /// of the mass, each on a circular orbit for the softened mass inside its radius.
 fn disk(n: usize, rng: &mut Rng, total_mass: f64, softening: f64) -> Bodies {
     if n == 1 {
-        return Bodies {
-            positions: vec![[0.0, 0.0, 0.0, total_mass]],
-            velocities: vec![[0.0; 3]],
-        };
+        return Bodies { positions: vec![[0.0, 0.0, 0.0, total_mass]], velocities: vec![[0.0; 3]] };
     }
     let central = 0.3 * total_mass;
     let m = (total_mass - central) / (n - 1) as f64;
@@ -262,10 +223,7 @@ fn disk(n: usize, rng: &mut Rng, total_mass: f64, softening: f64) -> Bodies {
             speed * cos + dispersion * rng.normal(),
         ]);
     }
-    Bodies {
-        positions,
-        velocities,
-    }
+    Bodies { positions, velocities }
 }
 
 fn collision(n: usize, rng: &mut Rng, softening: f64) -> Bodies {
@@ -285,10 +243,9 @@ fn collision(n: usize, rng: &mut Rng, softening: f64) -> Bodies {
         v[1] = vy * cos - vz * sin;
         v[2] = vy * sin + vz * cos;
     }
-    for (bodies, offset, drift) in [
-        (&mut a, [-1.4, 0.0, -0.35], [0.32, 0.0, 0.05]),
-        (&mut b, [1.4, 0.0, 0.35], [-0.32, 0.0, -0.05]),
-    ] {
+    for (bodies, offset, drift) in
+        [(&mut a, [-1.4, 0.0, -0.35], [0.32, 0.0, 0.05]), (&mut b, [1.4, 0.0, 0.35], [-0.32, 0.0, -0.05])]
+    {
         for (p, v) in bodies.positions.iter_mut().zip(&mut bodies.velocities) {
             for axis in 0..3 {
                 p[axis] += offset[axis];
@@ -313,10 +270,7 @@ fn expanding(n: usize, rng: &mut Rng) -> Bodies {
         let speed = 1.6 * r;
         velocities.push([x * speed, y * speed, z * speed]);
     }
-    Bodies {
-        positions,
-        velocities,
-    }
+    Bodies { positions, velocities }
 }
 
 #[cfg(test)]
@@ -330,45 +284,16 @@ mod tests {
                 let bodies = preset.generate(n, 12345);
                 assert_eq!(bodies.len(), n, "{}", preset.name());
                 assert_eq!(bodies.velocities.len(), n);
-                assert!(
-                    bodies.positions.iter().flatten().all(|v| v.is_finite()),
-                    "{}",
-                    preset.name()
-                );
-                assert!(
-                    bodies.velocities.iter().flatten().all(|v| v.is_finite()),
-                    "{}",
-                    preset.name()
-                );
+                assert!(bodies.positions.iter().flatten().all(|v| v.is_finite()), "{}", preset.name());
+                assert!(bodies.velocities.iter().flatten().all(|v| v.is_finite()), "{}", preset.name());
                 let mass: f64 = bodies.positions.iter().map(|p| p[3]).sum();
-                assert!(
-                    (mass - 1.0).abs() < 1e-9,
-                    "{} n={n}: total mass {mass}",
-                    preset.name()
-                );
-                assert!(
-                    bodies.positions.iter().all(|p| p[3] > 0.0),
-                    "positive masses"
-                );
+                assert!((mass - 1.0).abs() < 1e-9, "{} n={n}: total mass {mass}", preset.name());
+                assert!(bodies.positions.iter().all(|p| p[3] > 0.0), "positive masses");
                 let momentum = bodies.momentum();
-                assert!(
-                    momentum.iter().all(|p| p.abs() < 1e-12),
-                    "{}: momentum {momentum:?}",
-                    preset.name()
-                );
+                assert!(momentum.iter().all(|p| p.abs() < 1e-12), "{}: momentum {momentum:?}", preset.name());
             }
-            assert_eq!(
-                preset.generate(100, 1),
-                preset.generate(100, 1),
-                "{}: same seed, same bodies",
-                preset.name()
-            );
-            assert_ne!(
-                preset.generate(100, 1),
-                preset.generate(100, 2),
-                "{}: seeds differ",
-                preset.name()
-            );
+            assert_eq!(preset.generate(100, 1), preset.generate(100, 1), "{}: same seed, same bodies", preset.name());
+            assert_ne!(preset.generate(100, 1), preset.generate(100, 2), "{}: seeds differ", preset.name());
         }
     }
 
@@ -386,8 +311,7 @@ mod tests {
         for i in 0..bodies.len() {
             for j in i + 1..bodies.len() {
                 let (a, b) = (bodies.positions[i], bodies.positions[j]);
-                let r =
-                    ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt();
+                let r = ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt();
                 potential -= a[3] * b[3] / r;
             }
         }

@@ -71,46 +71,26 @@ impl Simulation {
     /// Device memory for `n` bodies with `kernels`. For fp64 the state is uploaded from `bodies`;
     /// for fp32 it lives in the GL buffers the caller fills. Fails with a clear message when the
     /// device lacks the memory, allocating nothing.
-    pub fn new(
-        context: &Rc<Context>,
-        kernels: Kernels,
-        bodies: &Bodies,
-        slices: Option<u32>,
-    ) -> Result<Self> {
-        let n = u32::try_from(bodies.len())
-            .map_err(|_| Error::InvalidInput("too many bodies".to_owned()))?;
+    pub fn new(context: &Rc<Context>, kernels: Kernels, bodies: &Bodies, slices: Option<u32>) -> Result<Self> {
+        let n = u32::try_from(bodies.len()).map_err(|_| Error::InvalidInput("too many bodies".to_owned()))?;
         if n == 0 {
-            return Err(Error::InvalidInput(
-                "the simulation needs at least 1 body".to_owned(),
-            ));
+            return Err(Error::InvalidInput("the simulation needs at least 1 body".to_owned()));
         }
         let variant = kernels.variant;
         let slices = slices.unwrap_or_else(|| {
-            auto_slices(
-                context.device().multiprocessors,
-                variant.bodies_per_block(),
-                variant.tile_size,
-                n,
-            )
+            auto_slices(context.device().multiprocessors, variant.bodies_per_block(), variant.tile_size, n)
         });
         if slices == 0 || slices > MAX_SLICES {
-            return Err(Error::InvalidInput(format!(
-                "slices must be 1..={MAX_SLICES}, not {slices}"
-            )));
+            return Err(Error::InvalidInput(format!("slices must be 1..={MAX_SLICES}, not {slices}")));
         }
         let slice_length = slice_length(n, slices, variant.tile_size);
         let slices = n.div_ceil(slice_length);
         kernels.validate_forces(n, slice_length)?;
 
         let vector = variant.precision.vector_bytes();
-        let double_bytes = if variant.precision == Precision::F64 {
-            3 * n as usize * vector
-        } else {
-            0
-        };
+        let double_bytes = if variant.precision == Precision::F64 { 3 * n as usize * vector } else { 0 };
         // GL's buffers (3 × n × 16 bytes) are counted too: they come out of the same memory.
-        let needed =
-            (1 + slices as usize) * n as usize * vector + double_bytes + 3 * n as usize * 16;
+        let needed = (1 + slices as usize) * n as usize * vector + double_bytes + 3 * n as usize * 16;
         let (free, _) = context.memory_info()?;
         if needed > free {
             return Err(Error::InvalidInput(format!(
@@ -133,11 +113,7 @@ impl Simulation {
             Precision::F64 => {
                 let stream = Stream::new(context)?;
                 let positions: Vec<[f64; 4]> = bodies.positions.clone();
-                let velocities: Vec<[f64; 4]> = bodies
-                    .velocities
-                    .iter()
-                    .map(|v| [v[0], v[1], v[2], 0.0])
-                    .collect();
+                let velocities: Vec<[f64; 4]> = bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect();
                 let mut state = DoubleState {
                     positions: [
                         DeviceBuffer::new(context, n as usize * vector)?,
@@ -149,9 +125,7 @@ impl Simulation {
                 for buffer in &mut state.positions {
                     buffer.upload(&stream, bytemuck::cast_slice(&positions))?;
                 }
-                state
-                    .velocities
-                    .upload(&stream, bytemuck::cast_slice(&velocities))?;
+                state.velocities.upload(&stream, bytemuck::cast_slice(&velocities))?;
                 Some(state)
             }
         };
@@ -193,16 +167,12 @@ impl Simulation {
     /// can't run for this `n`, nothing changes.
     pub fn set_kernels(&mut self, kernels: Kernels) -> Result<Kernels> {
         if kernels.variant.precision != self.kernels.variant.precision {
-            return Err(Error::InvalidInput(
-                "a precision change needs a new simulation".to_owned(),
-            ));
+            return Err(Error::InvalidInput("a precision change needs a new simulation".to_owned()));
         }
         let slice_length = slice_length(self.n, self.slices, kernels.variant.tile_size);
         let slices = self.n.div_ceil(slice_length);
         if slices > self.slices {
-            return Err(Error::InvalidInput(
-                "this tile size needs more slices than allocated".to_owned(),
-            ));
+            return Err(Error::InvalidInput("this tile size needs more slices than allocated".to_owned()));
         }
         kernels.validate_forces(self.n, slice_length)?;
         self.slice_length = slice_length;
@@ -212,26 +182,10 @@ impl Simulation {
 
     /// Computes the accelerations of the current state (after a reset or load): forces, then a
     /// kick with dt = 0.
-    pub fn initialise(
-        &mut self,
-        stream: &Stream,
-        buffers: &StepBuffers,
-        params: &Params,
-    ) -> Result<()> {
+    pub fn initialise(&mut self, stream: &Stream, buffers: &StepBuffers, params: &Params) -> Result<()> {
         let (positions, velocities, display) = self.state_spans(buffers);
-        let only_accelerations = Params {
-            dt: 0.0,
-            damping: 1.0,
-            ..*params
-        };
-        self.kernels.forces(
-            stream,
-            positions,
-            self.partial.span(),
-            self.n,
-            self.slice_length,
-            params,
-        )?;
+        let only_accelerations = Params { dt: 0.0, damping: 1.0, ..*params };
+        self.kernels.forces(stream, positions, self.partial.span(), self.n, self.slice_length, params)?;
         self.kernels.kick(
             stream,
             velocities,
@@ -248,43 +202,26 @@ impl Simulation {
     fn state_spans(&self, buffers: &StepBuffers) -> (DeviceSpan, DeviceSpan, Option<DeviceSpan>) {
         match &self.double {
             None => (buffers.positions_in, buffers.velocities, None),
-            Some(state) => (
-                state.positions[state.current].span(),
-                state.velocities.span(),
-                Some(buffers.velocities),
-            ),
+            Some(state) => (state.positions[state.current].span(), state.velocities.span(), Some(buffers.velocities)),
         }
     }
 
     /// One kick-drift-kick step; the forces kernel is timed for [`Self::poll_force_time`].
-    pub fn step(
-        &mut self,
-        stream: &Stream,
-        buffers: &StepBuffers,
-        params: &Params,
-        tag: u64,
-    ) -> Result<()> {
-        let (positions_in, positions_out, velocities, display_positions, display_velocities) =
-            match &mut self.double {
-                None => (
-                    buffers.positions_in,
-                    buffers.positions_out,
-                    buffers.velocities,
-                    None,
-                    None,
-                ),
-                Some(state) => {
-                    let from = state.current;
-                    state.current = 1 - from;
-                    (
-                        state.positions[from].span(),
-                        state.positions[1 - from].span(),
-                        state.velocities.span(),
-                        Some(buffers.positions_out),
-                        Some(buffers.velocities),
-                    )
-                }
-            };
+    pub fn step(&mut self, stream: &Stream, buffers: &StepBuffers, params: &Params, tag: u64) -> Result<()> {
+        let (positions_in, positions_out, velocities, display_positions, display_velocities) = match &mut self.double {
+            None => (buffers.positions_in, buffers.positions_out, buffers.velocities, None, None),
+            Some(state) => {
+                let from = state.current;
+                state.current = 1 - from;
+                (
+                    state.positions[from].span(),
+                    state.positions[1 - from].span(),
+                    state.velocities.span(),
+                    Some(buffers.positions_out),
+                    Some(buffers.velocities),
+                )
+            }
+        };
         let accelerations = self.accelerations.span();
         self.kernels.drift(
             stream,
@@ -298,14 +235,7 @@ impl Simulation {
         )?;
         let marks = self.force_timer.begin();
         marks.mark(0, stream)?;
-        self.kernels.forces(
-            stream,
-            positions_out,
-            self.partial.span(),
-            self.n,
-            self.slice_length,
-            params,
-        )?;
+        self.kernels.forces(stream, positions_out, self.partial.span(), self.n, self.slice_length, params)?;
         marks.mark(1, stream)?;
         self.force_timer.commit(tag);
         self.kernels.kick(
@@ -323,36 +253,18 @@ impl Simulation {
     /// GPU time of the forces kernel of an earlier step: `(tag, µs)`, never blocking.
     pub fn poll_force_time(&mut self) -> Result<Option<(u64, f64)>> {
         let mut interval = [0.0];
-        Ok(self
-            .force_timer
-            .poll(&mut interval)?
-            .map(|tag| (tag, interval[0])))
+        Ok(self.force_timer.poll(&mut interval)?.map(|tag| (tag, interval[0])))
     }
 
     /// Queues an energy computation of the current state (one at a time; later requests while one
     /// is in flight are ignored). `buffers.positions_in` must hold the current fp32 state.
-    pub fn request_energy(
-        &mut self,
-        stream: &Stream,
-        buffers: &StepBuffers,
-        params: &Params,
-        tag: u64,
-    ) -> Result<()> {
+    pub fn request_energy(&mut self, stream: &Stream, buffers: &StepBuffers, params: &Params, tag: u64) -> Result<()> {
         if self.energy.pending.is_some() {
             return Ok(());
         }
         let (positions, velocities, _) = self.state_spans(buffers);
-        self.kernels.energy(
-            stream,
-            positions,
-            velocities,
-            self.energy.sums.span(),
-            self.n,
-            params,
-        )?;
-        self.energy
-            .host
-            .download_async(stream, self.energy.sums.span())?;
+        self.kernels.energy(stream, positions, velocities, self.energy.sums.span(), self.n, params)?;
+        self.energy.host.download_async(stream, self.energy.sums.span())?;
         self.energy.done.record(stream)?;
         self.energy.pending = Some(tag);
         Ok(())
@@ -383,15 +295,9 @@ impl Simulation {
         let n = self.n as usize;
         let mut positions = vec![[0.0f64; 4]; n];
         let mut velocities = vec![[0.0f64; 4]; n];
-        state.positions[state.current]
-            .download(stream, bytemuck::cast_slice_mut(&mut positions))?;
-        state
-            .velocities
-            .download(stream, bytemuck::cast_slice_mut(&mut velocities))?;
-        Ok(Some(Bodies {
-            positions,
-            velocities: velocities.iter().map(|v| [v[0], v[1], v[2]]).collect(),
-        }))
+        state.positions[state.current].download(stream, bytemuck::cast_slice_mut(&mut positions))?;
+        state.velocities.download(stream, bytemuck::cast_slice_mut(&mut velocities))?;
+        Ok(Some(Bodies { positions, velocities: velocities.iter().map(|v| [v[0], v[1], v[2]]).collect() }))
     }
 
     /// The context.
@@ -412,12 +318,7 @@ mod tests {
         assert_eq!(auto_slices(132, 512, 256, 1 << 20), 1);
         // Never more slices than tiles.
         assert_eq!(auto_slices(132, 512, 256, 300), 1);
-        for (n, slices, tile) in [
-            (65536u32, 5u32, 256u32),
-            (1000, 3, 128),
-            (7, 4, 256),
-            (1, 1, 64),
-        ] {
+        for (n, slices, tile) in [(65536u32, 5u32, 256u32), (1000, 3, 128), (7, 4, 256), (1, 1, 64)] {
             let length = slice_length(n, slices, tile);
             assert_eq!(length % tile, 0);
             assert!(length * n.div_ceil(length) >= n, "slices cover all bodies");

@@ -34,12 +34,7 @@ pub fn encode(state: &SavedState) -> Vec<u8> {
     bytes.extend_from_slice(&(state.bodies.len() as u32).to_le_bytes());
     bytes.extend_from_slice(&0u32.to_le_bytes());
     bytes.extend_from_slice(&state.step.to_le_bytes());
-    for value in [
-        state.params.dt,
-        state.params.softening,
-        state.params.gravity,
-        state.params.damping,
-    ] {
+    for value in [state.params.dt, state.params.softening, state.params.gravity, state.params.damping] {
         bytes.extend_from_slice(&value.to_le_bytes());
     }
     for (p, v) in state.bodies.positions.iter().zip(&state.bodies.velocities) {
@@ -55,8 +50,7 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<SavedState, String> {
     if bytes.len() < HEADER_BYTES || &bytes[..8] != MAGIC {
         return Err("not an interop-lab n-body state (it does not start with ILNBODY1)".to_owned());
     }
-    let u32_at =
-        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    let u32_at = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
     let f64_at = |at: usize| {
         let mut raw = [0u8; 8];
         raw.copy_from_slice(&bytes[at..at + 8]);
@@ -64,9 +58,7 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<SavedState, String> {
     };
     let count = u32_at(8) as usize;
     if count == 0 || count > MAX_BODIES {
-        return Err(format!(
-            "the file says it holds {count} bodies; 1..={MAX_BODIES} are allowed"
-        ));
+        return Err(format!("the file says it holds {count} bodies; 1..={MAX_BODIES} are allowed"));
     }
     let expected = HEADER_BYTES + count * BODY_BYTES;
     if bytes.len() != expected {
@@ -78,21 +70,14 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<SavedState, String> {
     let mut step_bytes = [0u8; 8];
     step_bytes.copy_from_slice(&bytes[16..24]);
     let step = u64::from_le_bytes(step_bytes);
-    let params = Params {
-        dt: f64_at(24),
-        softening: f64_at(32),
-        gravity: f64_at(40),
-        damping: f64_at(48),
-    };
+    let params = Params { dt: f64_at(24), softening: f64_at(32), gravity: f64_at(40), damping: f64_at(48) };
     let mut positions = Vec::with_capacity(count);
     let mut velocities = Vec::with_capacity(count);
     for body in 0..count {
         let at = HEADER_BYTES + body * BODY_BYTES;
         let values: [f64; 7] = std::array::from_fn(|k| f64_at(at + 8 * k));
         if values.iter().any(|v| !v.is_finite()) {
-            return Err(format!(
-                "body {body} has a value that is not a finite number"
-            ));
+            return Err(format!("body {body} has a value that is not a finite number"));
         }
         if values[3] < 0.0 {
             return Err(format!("body {body} has a negative mass"));
@@ -100,14 +85,7 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<SavedState, String> {
         positions.push([values[0], values[1], values[2], values[3]]);
         velocities.push([values[4], values[5], values[6]]);
     }
-    Ok(SavedState {
-        bodies: Bodies {
-            positions,
-            velocities,
-        },
-        params,
-        step,
-    })
+    Ok(SavedState { bodies: Bodies { positions, velocities }, params, step })
 }
 
 /// Writes `state` to `path`.
@@ -130,12 +108,7 @@ mod tests {
     fn round_trip_and_every_kind_of_damage_is_named() {
         let state = SavedState {
             bodies: Preset::Disk.generate(33, 4),
-            params: Params {
-                dt: 0.001,
-                softening: 0.02,
-                gravity: 1.0,
-                damping: 0.999,
-            },
+            params: Params { dt: 0.001, softening: 0.02, gravity: 1.0, damping: 0.999 },
             step: 1234,
         };
         let bytes = encode(&state);
@@ -143,10 +116,7 @@ mod tests {
 
         let expect = |bytes: &[u8], message: &str| {
             let error = decode(bytes).expect_err("damaged input must be rejected");
-            assert!(
-                error.contains(message),
-                "{error:?} should mention {message:?}"
-            );
+            assert!(error.contains(message), "{error:?} should mention {message:?}");
         };
         expect(b"hello", "does not start with ILNBODY1");
         expect(&bytes[..bytes.len() - 1], "truncated");

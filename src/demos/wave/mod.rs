@@ -93,22 +93,13 @@ impl WaveSettings {
                 self.width, self.height
             )));
         }
-        for (name, value) in [
-            ("frequency", self.frequency),
-            ("amplitude", self.amplitude),
-            ("speed", self.speed),
-        ] {
+        for (name, value) in [("frequency", self.frequency), ("amplitude", self.amplitude), ("speed", self.speed)] {
             if !value.is_finite() || value.abs() > 1e4 {
-                return Err(Error::InvalidInput(format!(
-                    "wave {name} {value} must be a finite number within ±10000"
-                )));
+                return Err(Error::InvalidInput(format!("wave {name} {value} must be a finite number within ±10000")));
             }
         }
         if !(self.point_size.is_finite() && (0.5..=64.0).contains(&self.point_size)) {
-            return Err(Error::InvalidInput(format!(
-                "point size {} must be 0.5..=64",
-                self.point_size
-            )));
+            return Err(Error::InvalidInput(format!("point size {} must be 0.5..=64", self.point_size)));
         }
         Ok(())
     }
@@ -184,9 +175,7 @@ impl Wave {
         let mut program = gl::Program::new(gl, "wave", &vertex_source, &fragment_source)?;
         let mut pipeline = pipeline;
         let built = (|| -> Result<_> {
-            let positions = pipeline
-                .transfer()
-                .create_buffer(gl, &initial_positions(&settings))?;
+            let positions = pipeline.transfer().create_buffer(gl, &initial_positions(&settings))?;
             let (indices, index_count) = mesh_indices(gl, settings.width, settings.height)?;
             let vertex_array = gl::VertexArray::new(gl)?;
             Ok((positions, indices, index_count, vertex_array))
@@ -242,10 +231,7 @@ impl Wave {
     /// Refills the vertex buffer with NaN, so a test can tell written vertices from stale ones.
     pub fn poison_positions(&mut self, gl: &glow::Context) -> Result<()> {
         let poison = vec![f32::NAN; self.settings.vertices() * 4];
-        let positions = self
-            .pipeline
-            .transfer()
-            .create_buffer(gl, bytemuck::cast_slice(&poison))?;
+        let positions = self.pipeline.transfer().create_buffer(gl, bytemuck::cast_slice(&poison))?;
         self.pipeline.transfer().synchronize()?;
         std::mem::replace(&mut self.positions, positions).destroy(gl);
         self.bind_vertex_array(gl)
@@ -261,22 +247,15 @@ impl Wave {
         WaveFrame {
             width: self.settings.width,
             height: self.settings.height,
-            phase: (self.phase + f64::from(dt) * f64::from(self.settings.speed)).rem_euclid(TAU)
-                as f32,
+            phase: (self.phase + f64::from(dt) * f64::from(self.settings.speed)).rem_euclid(TAU) as f32,
             frequency: self.settings.frequency,
             amplitude: self.settings.amplitude,
         }
     }
 
     fn bind_vertex_array(&self, gl: &glow::Context) -> Result<()> {
-        let attribute = Attribute {
-            location: 0,
-            components: 4,
-            stride: VERTEX_BYTES as i32,
-            offset: 0,
-        };
-        self.vertex_array
-            .set_attributes(gl, self.positions.gl(), &[attribute], Some(&self.indices))
+        let attribute = Attribute { location: 0, components: 4, stride: VERTEX_BYTES as i32, offset: 0 };
+        self.vertex_array.set_attributes(gl, self.positions.gl(), &[attribute], Some(&self.indices))
     }
 
     /// Changes the number of vertices: allocates new buffers (registered anew on the interop path)
@@ -287,24 +266,14 @@ impl Wave {
 
     /// Re-allocates the grid (and, on the interop path, re-registers the new buffer).
     fn resize(&mut self, gl: &glow::Context, width: u32, height: u32) -> Result<()> {
-        let candidate = WaveSettings {
-            width,
-            height,
-            ..self.settings.clone()
-        };
+        let candidate = WaveSettings { width, height, ..self.settings.clone() };
         candidate.validate()?;
         let launch = if self.launch_editor.auto_grid() {
-            LaunchConfig {
-                grid: candidate.launch_config().grid,
-                ..self.launch
-            }
+            LaunchConfig { grid: candidate.launch_config().grid, ..self.launch }
         } else {
             self.launch
         };
-        let positions = self
-            .pipeline
-            .transfer()
-            .create_buffer(gl, &initial_positions(&candidate))?;
+        let positions = self.pipeline.transfer().create_buffer(gl, &initial_positions(&candidate))?;
         let (indices, index_count) = match mesh_indices(gl, width, height) {
             Ok(parts) => parts,
             Err(error) => {
@@ -331,8 +300,7 @@ fn initial_positions(settings: &WaveSettings) -> Vec<u8> {
 
 /// Two triangles per grid cell.
 fn mesh_indices(gl: &glow::Context, width: u32, height: u32) -> Result<(gl::Buffer, i32)> {
-    let mut indices: Vec<u32> =
-        Vec::with_capacity((width.saturating_sub(1) * height.saturating_sub(1) * 6) as usize);
+    let mut indices: Vec<u32> = Vec::with_capacity((width.saturating_sub(1) * height.saturating_sub(1) * 6) as usize);
     for y in 0..height.saturating_sub(1) {
         for x in 0..width.saturating_sub(1) {
             let corner = y * width + x;
@@ -378,29 +346,18 @@ impl Demo for Wave {
         let launch = self.launch;
         let kernel = &mut self.kernel;
         let mut buffers = [(&mut self.positions, Access::Write)];
-        self.pipeline
-            .transfer()
-            .run(gl, frame, &mut buffers, &mut |target| match target {
-                Target::Device { buffers, stream } => {
-                    let kernel = kernel
-                        .as_mut()
-                        .ok_or_else(|| Error::Unavailable("wave kernel not loaded".to_owned()))?;
-                    kernel::launch(
-                        &mut kernel.function,
-                        stream,
-                        &kernel.limits,
-                        &launch,
-                        buffers[0],
-                        &wave_frame,
-                    )
-                }
-                Target::Host { buffers } => {
-                    let positions: &mut [[f32; 4]] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
-                        .map_err(|e| Error::InvalidInput(format!("wave vertex buffer: {e}")))?;
-                    cpu::fill(positions, &wave_frame);
-                    Ok(())
-                }
-            })
+        self.pipeline.transfer().run(gl, frame, &mut buffers, &mut |target| match target {
+            Target::Device { buffers, stream } => {
+                let kernel = kernel.as_mut().ok_or_else(|| Error::Unavailable("wave kernel not loaded".to_owned()))?;
+                kernel::launch(&mut kernel.function, stream, &kernel.limits, &launch, buffers[0], &wave_frame)
+            }
+            Target::Host { buffers } => {
+                let positions: &mut [[f32; 4]] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
+                    .map_err(|e| Error::InvalidInput(format!("wave vertex buffer: {e}")))?;
+                cpu::fill(positions, &wave_frame);
+                Ok(())
+            }
+        })
     }
 
     fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
@@ -408,31 +365,17 @@ impl Demo for Wave {
     }
 
     fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()> {
-        gl::begin_scene(
-            gl,
-            view.origin,
-            view.size,
-            [0.02, 0.025, 0.045, 1.0],
-            DrawState::DepthTested,
-        );
+        gl::begin_scene(gl, view.origin, view.size, [0.02, 0.025, 0.045, 1.0], DrawState::DepthTested);
         self.program.bind(gl)?;
-        self.program.set_mat4(
-            gl,
-            "view_projection",
-            &self.camera.view_projection(view.aspect()),
-        );
-        self.program
-            .set_f32(gl, "point_size", self.settings.point_size);
-        self.program
-            .set_f32(gl, "amplitude", self.settings.amplitude.abs());
+        self.program.set_mat4(gl, "view_projection", &self.camera.view_projection(view.aspect()));
+        self.program.set_f32(gl, "point_size", self.settings.point_size);
+        self.program.set_f32(gl, "amplitude", self.settings.amplitude.abs());
         let mesh = self.settings.mode == DrawMode::Mesh && self.index_count > 0;
         self.program.set_i32(gl, "shade_mesh", i32::from(mesh));
         if mesh {
-            self.vertex_array
-                .draw_elements(gl, glow::TRIANGLES, self.index_count);
+            self.vertex_array.draw_elements(gl, glow::TRIANGLES, self.index_count);
         } else {
-            self.vertex_array
-                .draw_arrays(gl, glow::POINTS, self.settings.vertices() as i32);
+            self.vertex_array.draw_arrays(gl, glow::POINTS, self.settings.vertices() as i32);
         }
         gl::end_scene(gl);
         gl::check_error(gl, "drawing the wave")
@@ -443,17 +386,9 @@ impl Demo for Wave {
         let mut size = [gl_size.0, gl_size.1];
         ui.horizontal(|ui| {
             ui.label("Vertices");
-            ui.add(
-                egui::DragValue::new(&mut size[0])
-                    .range(1..=MAX_SIDE)
-                    .speed(4),
-            );
+            ui.add(egui::DragValue::new(&mut size[0]).range(1..=MAX_SIDE).speed(4));
             ui.label("×");
-            ui.add(
-                egui::DragValue::new(&mut size[1])
-                    .range(1..=MAX_SIDE)
-                    .speed(4),
-            );
+            ui.add(egui::DragValue::new(&mut size[1]).range(1..=MAX_SIDE).speed(4));
         });
         if size != [gl_size.0, gl_size.1] {
             self.pending_resize = Some(size);
@@ -472,20 +407,14 @@ impl Demo for Wave {
         match &self.kernel {
             Some(kernel) => {
                 let problem = [self.settings.width, self.settings.height];
-                if let Some(config) = self.launch_editor.show(
-                    ui,
-                    &kernel.limits,
-                    kernel.function.attributes(),
-                    problem,
-                ) {
+                if let Some(config) = self.launch_editor.show(ui, &kernel.limits, kernel.function.attributes(), problem)
+                {
                     self.launch = config;
                     self.settings.block = [config.block[0], config.block[1]];
-                    self.settings.grid = (!self.launch_editor.auto_grid())
-                        .then_some([config.grid[0], config.grid[1]]);
+                    self.settings.grid = (!self.launch_editor.auto_grid()).then_some([config.grid[0], config.grid[1]]);
                 }
-                let threads = self.launch.block_threads()
-                    * u64::from(self.launch.grid[0])
-                    * u64::from(self.launch.grid[1]);
+                let threads =
+                    self.launch.block_threads() * u64::from(self.launch.grid[0]) * u64::from(self.launch.grid[1]);
                 if threads < self.settings.vertices() as u64 {
                     ui.colored_label(
                         egui::Color32::YELLOW,
