@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod bench;
+pub mod bench_transfer;
 pub mod camera;
 pub mod context;
 pub mod cuda;

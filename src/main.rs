@@ -15,7 +15,8 @@ use interop_lab::gl::PixelFormat;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
 use interop_lab::stats::Stage;
-use interop_lab::{Error, Result, app, bench, doctor};
+use interop_lab::transfer::TransferKind;
+use interop_lab::{Error, Result, app, bench, bench_transfer, doctor};
 
 /// See CUDA and OpenGL work on the same memory.
 ///
@@ -53,6 +54,51 @@ enum BenchCommand {
     Nbody(NBodyBenchArgs),
     /// Every blur filter at each σ (kernels alone), then full frames per route.
     Blur(BlurBenchArgs),
+    /// What each transfer path (interop, external memory, pinned / pageable copy, CPU) costs per frame.
+    Transfer(TransferBenchArgs),
+}
+
+#[derive(Args, Debug)]
+struct TransferBenchArgs {
+    /// Buffer sizes, comma-separated (K, M, G suffixes).
+    #[arg(long, value_delimiter = ',', value_parser = bench_transfer::parse_bytes, default_value = "1M,16M,64M")]
+    bytes: Vec<usize>,
+    /// Paths to measure, comma-separated (default: every one available here).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    path: Vec<TransferKindArg>,
+    /// Untimed frames first.
+    #[arg(long, default_value_t = 10)]
+    warmup: u32,
+    /// Timed frames (median and p90 reported).
+    #[arg(long, default_value_t = 100)]
+    frames: u32,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    cuda: CudaArgs,
+}
+
+/// `--path` values of `bench transfer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TransferKindArg {
+    Interop,
+    External,
+    Copy,
+    Pageable,
+    Cpu,
+}
+
+impl From<TransferKindArg> for TransferKind {
+    fn from(arg: TransferKindArg) -> Self {
+        match arg {
+            TransferKindArg::Interop => TransferKind::Interop,
+            TransferKindArg::External => TransferKind::External,
+            TransferKindArg::Copy => TransferKind::HostCopy,
+            TransferKindArg::Pageable => TransferKind::HostCopyPageable,
+            TransferKindArg::Cpu => TransferKind::Cpu,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -444,6 +490,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Blur(args)) => run_demo(&args.run, args.spec()),
         Some(Command::Doctor(args)) => Ok(run_doctor(&args)),
         Some(Command::Bench(BenchCommand::Nbody(args))) => run_nbody_bench(&args),
+        Some(Command::Bench(BenchCommand::Transfer(args))) => {
+            let report = bench_transfer::run(&bench_transfer::TransferBench {
+                sizes: args.bytes.clone(),
+                paths: args.path.iter().map(|&p| p.into()).collect(),
+                warmup: args.warmup,
+                frames: args.frames,
+                cuda: args.cuda.options(),
+                json: args.json.clone(),
+            })?;
+            print!("{}", report.table);
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Bench(BenchCommand::Blur(args))) => {
             let report = bench::blur(&bench::BlurBench {
                 size: args.size,

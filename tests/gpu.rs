@@ -81,7 +81,8 @@ fn interop_and_copy_paths_write_the_reference_values() {
     {
         let settings = random_settings(&mut random, width, height, block);
         let mut outputs = Vec::new();
-        let paths = [TransferKind::Interop, TransferKind::External, TransferKind::HostCopy, TransferKind::HostCopyPageable];
+        let paths =
+            [TransferKind::Interop, TransferKind::External, TransferKind::HostCopy, TransferKind::HostCopyPageable];
         for transfer in paths {
             let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer, shaders_dir: None };
             let mut wave = Wave::new(&env, settings.clone()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
@@ -103,7 +104,13 @@ fn switching_paths_keeps_the_buffer_contents() {
     let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
     let mut wave = Wave::new(&env, random_settings(&mut random, 300, 200, [16, 16])).expect("wave");
     let written = step_and_compare(&gl, &mut wave, &mut random);
-    for transfer in [TransferKind::HostCopy, TransferKind::External, TransferKind::Cpu, TransferKind::HostCopyPageable, TransferKind::Interop] {
+    for transfer in [
+        TransferKind::HostCopy,
+        TransferKind::External,
+        TransferKind::Cpu,
+        TransferKind::HostCopyPageable,
+        TransferKind::Interop,
+    ] {
         wave.set_transfer(&gl, transfer).expect("switch");
         assert_eq!(wave.transfer_kind(), transfer);
         let carried = wave.read_positions(&gl).expect("read");

@@ -255,10 +255,22 @@ fn the_simulation_carries_over_between_every_path() {
     let (context, selection) = setup();
     let gl = context.gl().clone();
     let n = 1024;
-    let settings = NBodySettings { bodies: Some(n), preset: Preset::Plummer, seed: 21, energy_every: 0, ..NBodySettings::default() };
+    let settings = NBodySettings {
+        bodies: Some(n),
+        preset: Preset::Plummer,
+        seed: 21,
+        energy_every: 0,
+        ..NBodySettings::default()
+    };
     let initial = Preset::Plummer.generate(n as usize, 21);
     let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings.clone());
-    let path = [TransferKind::External, TransferKind::Cpu, TransferKind::HostCopyPageable, TransferKind::HostCopy, TransferKind::Interop];
+    let path = [
+        TransferKind::External,
+        TransferKind::Cpu,
+        TransferKind::HostCopyPageable,
+        TransferKind::HostCopy,
+        TransferKind::Interop,
+    ];
     for (frame, transfer) in path.into_iter().enumerate() {
         nbody.step(&gl, frame as u64, 0.0).expect("step");
         let before = nbody.read_bodies(&gl).expect("read");

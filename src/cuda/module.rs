@@ -16,8 +16,12 @@ use crate::sources::SourceFile;
 use crate::{Error, Result};
 
 /// Every kernel file of the project, for tools that compile them all (tests, `doctor`).
-pub const ALL_KERNELS: &[SourceFile] =
-    &[crate::demos::blur::KERNEL, crate::demos::nbody::KERNEL, crate::demos::wave::KERNEL];
+pub const ALL_KERNELS: &[SourceFile] = &[
+    crate::bench_transfer::KERNEL,
+    crate::demos::blur::KERNEL,
+    crate::demos::nbody::KERNEL,
+    crate::demos::wave::KERNEL,
+];
 
 /// What NVRTC produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -1,0 +1,201 @@
+//! `interop-lab bench transfer`: what each way of getting a kernel's output into a GL buffer costs
+//! per frame, for several buffer sizes. A fill kernel (or the CPU) writes every byte; each frame
+//! ends when GL has executed everything issued, so the figure is the latency a frame pays.
+#![allow(unsafe_code)]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde_json::json;
+
+use crate::bench::BenchReport;
+use crate::context::headless::HeadlessGl;
+use crate::cuda::launch::arg;
+use crate::cuda::{DeviceLimits, LaunchConfig, Module, Stream};
+use crate::runtime::{self, CudaOptions};
+use crate::sources::SourceFile;
+use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage};
+use crate::transfer::{self, Access, Target, TransferKind};
+use crate::{Error, Result, gl, source_file};
+
+/// The kernel source.
+pub const KERNEL: SourceFile = source_file!("kernels/fill.cu");
+
+/// What `bench transfer` measures.
+#[derive(Debug, Clone)]
+pub struct TransferBench {
+    /// Buffer sizes in bytes (multiples of 4).
+    pub sizes: Vec<usize>,
+    /// Paths to measure (empty: every one available).
+    pub paths: Vec<TransferKind>,
+    /// Untimed frames first.
+    pub warmup: u32,
+    /// Timed frames.
+    pub frames: u32,
+    /// Backend and device.
+    pub cuda: CudaOptions,
+    /// Where to write the JSON.
+    pub json: Option<PathBuf>,
+}
+
+/// Parses `1M`, `16M`, `512K`, `4096` into bytes.
+pub fn parse_bytes(text: &str) -> std::result::Result<usize, String> {
+    let text = text.trim();
+    let (number, scale) = match text.chars().last() {
+        Some('K' | 'k') => (&text[..text.len() - 1], 1 << 10),
+        Some('M' | 'm') => (&text[..text.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    let value: usize = number.parse().map_err(|_| format!("{text:?} is not a size like 1M, 512K or 4096"))?;
+    let bytes = value.checked_mul(scale).ok_or_else(|| format!("{text} is too large"))?;
+    if bytes == 0 || bytes % 4 != 0 || bytes > 4 << 30 {
+        return Err(format!("{text}: sizes must be multiples of 4 bytes, 4 B..=4 GiB"));
+    }
+    Ok(bytes)
+}
+
+/// Runs the benchmark on a headless GL context.
+pub fn run(options: &TransferBench) -> Result<BenchReport> {
+    if options.sizes.is_empty() || options.frames == 0 {
+        return Err(Error::InvalidInput("bench transfer needs at least one size and one frame".to_owned()));
+    }
+    let context = HeadlessGl::new(runtime::preferred_cuda_device(&options.cuda))?;
+    let gl = context.gl().clone();
+    let selection = runtime::select(&options.cuda, &gl, &|name| context.proc_address(name));
+    let available = selection.available_transfers();
+    let paths: Vec<TransferKind> = if options.paths.is_empty() { available.clone() } else { options.paths.clone() };
+    let stream = match &selection.cuda {
+        Some(cuda) => Some(std::rc::Rc::new(Stream::new(&cuda.context)?)),
+        None => None,
+    };
+    let mut kernel = match &selection.cuda {
+        Some(cuda) => {
+            let compiled = cuda.compiler.compile(&KERNEL, &[])?;
+            let module = Module::load(&cuda.context, &compiled)?;
+            Some((module.function("fill")?, DeviceLimits::from(cuda.context.device())))
+        }
+        None => None,
+    };
+    let device = selection.cuda.as_ref().map(|c| c.context.device().name.clone()).unwrap_or_else(|| "CPU".to_owned());
+    let mut table = format!(
+        "transfer paths on {device}: per-frame latency (fill every byte, then wait for GL), median of {} frames\n",
+        options.frames
+    );
+    table.push_str(&format!(
+        "{:>9} {:<22} {:>10} {:>10} {:>10}  {}\n",
+        "bytes", "path", "frame µs", "p90 µs", "GB/s", "stages (host µs)"
+    ));
+    let mut results = Vec::new();
+    for &bytes in &options.sizes {
+        for &kind in &paths {
+            if !available.contains(&kind) {
+                results.push(
+                    json!({ "bytes": bytes, "path": kind, "skipped": "not available with this GL context and device" }),
+                );
+                table.push_str(&format!("{bytes:>9} {:<22} not available here\n", kind.label()));
+                continue;
+            }
+            let mut path = transfer::create(kind, selection.cuda.as_deref(), stream.as_ref())?;
+            let mut buffer = path.create_buffer(&gl, &vec![0u8; bytes])?;
+            let mut history = FrameHistory::new(options.frames as usize);
+            let mut frame_us = Vec::with_capacity(options.frames as usize);
+            for frame in 0..u64::from(options.warmup + options.frames) {
+                let started = Instant::now();
+                let value = frame as u32;
+                let mut buffers = [(&mut buffer, Access::Write)];
+                let times = path.run(&gl, frame, &mut buffers, &mut |target| match target {
+                    Target::Device { buffers, stream } => {
+                        let (function, limits) =
+                            kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
+                        let words = (buffers[0].bytes / 4) as u64;
+                        let config = LaunchConfig { grid: [1024, 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
+                        let mut args = [arg(&buffers[0].ptr), arg(&words), arg(&value)];
+                        // SAFETY: matches fill(unsigned*, unsigned long long, unsigned); the kernel
+                        // writes words < buffers[0].bytes / 4 only.
+                        unsafe { function.launch(stream, limits, &config, &mut args) }
+                    }
+                    Target::Host { buffers } => {
+                        let words: &mut [u32] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
+                            .map_err(|e| Error::InvalidInput(e.to_string()))?;
+                        words.par_iter_mut().enumerate().for_each(|(i, w)| *w = value ^ i as u32);
+                        Ok(())
+                    }
+                })?;
+                // GL uses the buffer: the frame ends when GL has executed everything issued.
+                gl::wait_for_gl(&gl)?;
+                if frame >= u64::from(options.warmup) {
+                    frame_us.push(started.elapsed().as_secs_f64() * 1e6);
+                    history.push(FrameSample { frame, frame_us: f64::NAN, stages: times });
+                }
+                while let Some(late) = path.poll_gpu_times()? {
+                    history.add_late(late);
+                }
+            }
+            path.synchronize()?;
+            while let Some(late) = path.poll_gpu_times()? {
+                history.add_late(late);
+            }
+            buffer.destroy(&gl);
+            let frame =
+                Percentiles::of(frame_us.into_iter()).ok_or_else(|| Error::Unavailable("no frames".to_owned()))?;
+            let summary = history.summary(None);
+            let stages: Vec<String> = summary
+                .stages
+                .iter()
+                .filter_map(|s| s.host_us.map(|h| format!("{} {:.0}", s.stage.name(), h.median)))
+                .collect();
+            let gbps = bytes as f64 / (frame.median * 1e3);
+            table.push_str(&format!(
+                "{bytes:>9} {:<22} {:>10.1} {:>10.1} {:>10.2}  {}\n",
+                kind.label(),
+                frame.median,
+                frame.p90,
+                gbps,
+                stages.join(", ")
+            ));
+            let map_unmap = [Stage::Map, Stage::Unmap].iter().any(|&s| summary.stage(s).is_some());
+            results.push(json!({
+                "bytes": bytes,
+                "path": kind,
+                "frame_us": frame,
+                "gigabytes_per_s": gbps,
+                "maps_and_unmaps": map_unmap,
+                "stages_us": summary.stages,
+            }));
+        }
+    }
+    let json = json!({
+        "benchmark": "transfer",
+        "device": device,
+        "gl": crate::gl::GlInfo::query(&gl),
+        "method": format!(
+            "{} warm-up frames, then {} timed; a frame: the path's run (fill kernel or CPU loop writing every byte) and a \
+             GL fence wait; wall-clock median and p90",
+            options.warmup, options.frames
+        ),
+        "results": results,
+    });
+    if let Some(path) = &options.json {
+        let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
+    }
+    Ok(BenchReport { json, table })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units_and_refuse_nonsense() {
+        assert_eq!(parse_bytes("1M"), Ok(1 << 20));
+        assert_eq!(parse_bytes("512K"), Ok(512 << 10));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("3").is_err(), "not a multiple of 4");
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("9G").is_err(), "over 4 GiB");
+    }
+}
