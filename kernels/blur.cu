@@ -91,12 +91,20 @@ extern "C" __global__ void blur_naive_to_surface(const pixel* in, cudaSurfaceObj
 
 struct Tile {
     int tile;       // pixels per row of the tile
-    int span;       // tile + 2·reach: staged pixels per row
+    int span;       // staged pixels per row: tile + 2·reach, padded (see tile_span)
     int x0;         // first output column
     int y;          // this thread's row (may be ≥ height for the last block)
-    float4* row;    // this row's staged pixels (span of them)
-    float4* work;   // a second row-sized scratch buffer
+    float4* row;    // this row's staged pixels
+    float4* work;   // a second row-sized buffer: results, or intermediate sums
 };
+
+// Staged pixels per row: the tile, `reach` on each side, PIXELS_PER_THREAD more so the Gaussian's
+// register window may read past the last tap, rounded up to an odd count: rows of an odd number
+// of float4 start in different banks, so the transposed write reads them without conflicts.
+__device__ __forceinline__ int tile_span(int tile, int reach)
+{
+    return (tile + 2 * reach + PIXELS_PER_THREAD) | 1;
+}
 
 template <class In>
 __device__ Tile stage_rows(const In* __restrict__ in, int width, int height, int reach)
@@ -104,7 +112,7 @@ __device__ Tile stage_rows(const In* __restrict__ in, int width, int height, int
     extern __shared__ float4 blur_shared[];
     Tile t;
     t.tile = blockDim.x * PIXELS_PER_THREAD;
-    t.span = t.tile + 2 * reach;
+    t.span = tile_span(t.tile, reach);
     t.x0 = blockIdx.x * t.tile;
     t.y = blockIdx.y * blockDim.y + threadIdx.y;
     t.row = blur_shared + threadIdx.y * t.span;
@@ -117,23 +125,24 @@ __device__ Tile stage_rows(const In* __restrict__ in, int width, int height, int
     return t;
 }
 
-// Writes the tile's results (in t.work[0..tile)) transposed: out[x·height + y], so that a warp
-// writes runs of blockDim.y consecutive pixels; `Out::write` gets transposed coordinates.
+// Writes the tile's results (t.work[0..tile) of every row) transposed: out[x·height + y], so that
+// consecutive threads write the blockDim.y consecutive pixels of one output row. blockDim.y must
+// be a power of two (checked on the host), so the index split is a shift and a mask.
 template <class Out>
 __device__ void write_transposed(const Tile& t, Out out, int width, int height)
 {
     __syncthreads();
     extern __shared__ float4 blur_shared[];
     const int rows = blockDim.y;
+    const int row_bits = __ffs(rows) - 1;
     const int threads = blockDim.x * blockDim.y;
     const int thread = threadIdx.y * blockDim.x + threadIdx.x;
     for (int k = thread; k < t.tile * rows; k += threads) {
-        const int column = k / rows;
-        const int row = k % rows;
+        const int column = k >> row_bits;
+        const int row = k & (rows - 1);
         const int x = t.x0 + column;
         const int y = blockIdx.y * rows + row;
         if (x < width && y < height) {
-            // Row `row`'s results live in its work buffer.
             const float4 v = blur_shared[(rows + row) * t.span + column];
             out.write(y, x, height, v);
         }
@@ -145,17 +154,48 @@ struct FloatOut {
     __device__ void write(int x, int y, int width, const float4 v) const { data[(size_t)y * width + x] = v; }
 };
 
-// 1-D Gaussian along the staged row: work[c] = Σ_k w_k (row[c + r − k] + row[c + r + k]) − w_0 row[c + r].
+// 1-D Gaussian along the staged row. Each thread computes PIXELS_PER_THREAD consecutive outputs
+// c0..c0+P−1, sliding a register window along the taps: every staged pixel it loads serves P
+// outputs, so shared-memory traffic is (P + 2r)/P loads per output instead of 2r + 1. With P odd
+// the threads' windows start in different banks (no conflicts).
 __device__ void gaussian_row(const Tile& t, const float* __restrict__ weights, int radius)
 {
-    for (int p = 0; p < PIXELS_PER_THREAD; ++p) {
-        const int c = threadIdx.x + p * blockDim.x;
-        const float4* centre = t.row + c + radius;
-        float4 sum = weights[0] * centre[0];
-        for (int k = 1; k <= radius; ++k) {
-            sum = fma4(weights[k], centre[-k] + centre[k], sum);
+    constexpr int P = PIXELS_PER_THREAD;
+    const int c0 = threadIdx.x * P;
+    const float4* row = t.row + c0;
+    const int taps = 2 * radius + 1;
+    float4 sum[P];
+    float4 window[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+        sum[i] = make_float4(0, 0, 0, 0);
+        window[i] = row[i];
+    }
+    for (int k0 = 0; k0 < taps; k0 += P) {
+        float4 next[P];
+#pragma unroll
+        for (int i = 0; i < P; ++i) {
+            next[i] = row[k0 + P + i];
         }
-        t.work[c] = sum;
+#pragma unroll
+        for (int kk = 0; kk < P; ++kk) {
+            const int k = k0 + kk;
+            if (k < taps) {
+                const float w = weights[abs(k - radius)];
+#pragma unroll
+                for (int i = 0; i < P; ++i) {
+                    sum[i] = fma4(w, i + kk < P ? window[i + kk] : next[i + kk - P], sum[i]);
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < P; ++i) {
+            window[i] = next[i];
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+        t.work[c0 + i] = sum[i];
     }
 }
 
@@ -230,7 +270,8 @@ __device__ void exclusive_scan_totals(float4* totals, int count)
 __device__ void prefix_sum_row(const float4* row, float4* prefix, int n, float4* chunk_totals)
 {
     const int threads = blockDim.x;
-    const int chunk = (n + threads - 1) / threads;
+    // An odd chunk keeps the threads' sequential walks in different banks.
+    const int chunk = ((n + threads - 1) / threads) | 1;
     const int begin = min(n, threadIdx.x * chunk);
     const int end = min(n, begin + chunk);
     float4 running = make_float4(0, 0, 0, 0);
@@ -288,8 +329,7 @@ __device__ float4* box_chunk_totals(int width, int4 radii)
 {
     extern __shared__ float4 blur_shared[];
     const int reach = radii.x + radii.y + radii.z + radii.w;
-    const int span = blockDim.x * PIXELS_PER_THREAD + 2 * reach;
-    return blur_shared + 2 * blockDim.y * span;
+    return blur_shared + 2 * blockDim.y * tile_span(blockDim.x * PIXELS_PER_THREAD, reach);
 }
 
 extern "C" __global__ void blur_box_first(const pixel* in, float4* out, int width, int height, int4 radii)

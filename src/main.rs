@@ -116,10 +116,10 @@ struct BlurBenchArgs {
     #[arg(long, value_enum, value_delimiter = ',')]
     variant: Vec<Filter>,
     /// CUDA threads per block, XxY.
-    #[arg(long, value_parser = parse_pair, default_value = "128x4")]
+    #[arg(long, value_parser = parse_pair, default_value = "64x4")]
     block: [u32; 2],
     /// Outputs each thread computes per tile row.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 5)]
     pixels_per_thread: u32,
     /// Untimed runs before timing.
     #[arg(long, default_value_t = 3)]
@@ -358,11 +358,12 @@ struct BlurArgs {
     /// Pixel format of image, kernels and textures.
     #[arg(long, value_enum, default_value_t = PixelFormat::Rgba8)]
     format: PixelFormat,
-    /// CUDA threads per block, XxY.
-    #[arg(long, value_parser = parse_pair, default_value = "128x4")]
+    /// CUDA threads per block, XxY (y a power of two for separable and box).
+    #[arg(long, value_parser = parse_pair, default_value = "64x4")]
     block: [u32; 2],
-    /// Outputs each thread computes per tile row (the tile is block.x × this wide).
-    #[arg(long, default_value_t = 2)]
+    /// Outputs each thread computes per tile row (the tile is block.x × this wide; odd avoids
+    /// shared-memory bank conflicts).
+    #[arg(long, default_value_t = 5)]
     pixels_per_thread: u32,
     /// Write the blurred image as PNG (16-bit for rgba32f) when the run ends.
     #[arg(long, value_name = "FILE.png")]

@@ -40,8 +40,13 @@ fn random_settings(random: &mut common::Random, width: u32, height: u32, block: 
 /// Poisons the buffer, steps once at a random phase, reads the buffer back through GL (interop) or
 /// the path's own read, and compares with the reference.
 fn step_and_compare(gl: &glow::Context, wave: &mut Wave, random: &mut common::Random) -> Vec<[f32; 4]> {
-    wave.poison_positions(gl).expect("poison");
     let phase = random.range(0.0, std::f64::consts::TAU);
+    step_at_phase(gl, wave, phase)
+}
+
+/// As [`step_and_compare`], at a given phase.
+fn step_at_phase(gl: &glow::Context, wave: &mut Wave, phase: f64) -> Vec<[f32; 4]> {
+    wave.poison_positions(gl).expect("poison");
     wave.set_phase(phase);
     wave.step(gl, 0, 0.0).expect("step");
     let out = wave.read_positions(gl).expect("read back");
@@ -80,6 +85,7 @@ fn interop_and_copy_paths_write_the_reference_values() {
         [(257u32, 131u32, [32u32, 4u32]), (1, 1000, [1, 256]), (1023, 1, [128, 1]), (512, 512, [16, 16])]
     {
         let settings = random_settings(&mut random, width, height, block);
+        let phase = random.range(0.0, std::f64::consts::TAU);
         let mut outputs = Vec::new();
         let paths =
             [TransferKind::Interop, TransferKind::External, TransferKind::HostCopy, TransferKind::HostCopyPageable];
@@ -87,7 +93,7 @@ fn interop_and_copy_paths_write_the_reference_values() {
             let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer, shaders_dir: None };
             let mut wave = Wave::new(&env, settings.clone()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
             assert_eq!(wave.transfer_kind(), transfer);
-            outputs.push((wave.launch_config(), step_and_compare(&gl, &mut wave, &mut random)));
+            outputs.push((wave.launch_config(), step_at_phase(&gl, &mut wave, phase)));
             Box::new(wave).destroy(&gl);
         }
         assert!(outputs.iter().all(|o| o.0 == outputs[0].0), "same launch on every path");

@@ -334,11 +334,15 @@ impl Module {
             CString::new(name).map_err(|_| Error::InvalidInput(format!("kernel name {name:?} contains a NUL byte")))?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: live module; NUL-terminated name; valid out-pointer.
-        let status = unsafe { sys::cuModuleGetFunction(&mut raw, self.raw, name_c.as_ptr()) };
-        if status == sys::CUresult::CUDA_ERROR_NOT_FOUND {
-            return Err(Error::MissingKernel { file: self.origin.clone(), function: name.to_owned() });
+        let found = self.context.trace().call("cuModuleGetFunction", || name.to_owned(), || unsafe {
+            sys::cuModuleGetFunction(&mut raw, self.raw, name_c.as_ptr())
+        });
+        match found {
+            Err(Error::Cuda { code, .. }) if code == sys::CUresult::CUDA_ERROR_NOT_FOUND as u32 => {
+                return Err(Error::MissingKernel { file: self.origin.clone(), function: name.to_owned() });
+            }
+            other => other?,
         }
-        check(status, "cuModuleGetFunction")?;
         let attributes = FunctionAttributes::query(raw)?;
         Ok(Function { raw, name: name.to_owned(), attributes, module: self.clone() })
     }

@@ -137,7 +137,8 @@ impl BlurKernels {
                     _ => job.radius,
                 };
                 let tile = bx.saturating_mul(self.pixels_per_thread);
-                let span = tile.saturating_add(reach.saturating_mul(2));
+                // As tile_span() in blur.cu: padded for the register window, rounded up to odd.
+                let span = (tile.saturating_add(reach.saturating_mul(2)).saturating_add(self.pixels_per_thread)) | 1;
                 let mut shared = 2u64 * u64::from(by) * u64::from(span) * 16;
                 if job.filter == Filter::Box {
                     shared += u64::from(by) * u64::from(bx) * 16;
@@ -155,6 +156,13 @@ impl BlurKernels {
 
     /// Checks `job`'s launches against the device and kernels; the message names the limit.
     pub fn validate(&self, job: &Job) -> Result<()> {
+        if job.filter != Filter::Naive && !job.block[1].is_power_of_two() {
+            return Err(Error::InvalidInput(format!(
+                "the {} filter writes its tiles transposed with a shift, so block.y must be a power of two (not {})",
+                job.filter.name(),
+                job.block[1]
+            )));
+        }
         if job.filter == Filter::Box && !job.block[0].is_multiple_of(32) {
             return Err(Error::InvalidInput(format!(
                 "the box filter scans each tile row with one warp, so block.x must be a multiple of 32 (not {})",

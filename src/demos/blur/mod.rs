@@ -89,8 +89,8 @@ impl Default for BlurSettings {
             filter: Filter::Separable,
             route: Route::Texture,
             format: PixelFormat::Rgba8,
-            block: [128, 4],
-            pixels_per_thread: 2,
+            block: [64, 4],
+            pixels_per_thread: 5,
             output: None,
             split: 0.5,
         }
