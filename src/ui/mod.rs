@@ -2,15 +2,14 @@
 //! controls and launch configuration, per-stage timings, and the device's attributes.
 
 pub mod launch;
+pub mod timeline;
 
 use crate::demos::{self, Demo};
 use crate::gl::GlInfo;
 use crate::runtime::Selection;
-use crate::stats::{FrameHistory, Stage};
+use crate::stats::FrameHistory;
 use crate::transfer::TransferKind;
 
-/// Frames the panel's medians are taken over.
-const SUMMARY_FRAMES: usize = 120;
 
 /// State of the panel that outlives one frame.
 #[derive(Debug, Default)]
@@ -27,6 +26,8 @@ pub struct PanelState {
     pub width_points: f32,
     /// The trace view shows the setup calls instead of the last frame's.
     pub trace_setup: bool,
+    /// Timeline options.
+    pub timeline: timeline::TimelineState,
 }
 
 /// What the user asked for in the panel; the app carries it out after the frame.
@@ -68,7 +69,11 @@ pub fn side_panel(ui: &mut egui::Ui, input: PanelInput<'_>, state: &mut PanelSta
                 input.demo.controls(ui);
             });
             ui.separator();
-            timings(ui, input.history);
+            egui::CollapsingHeader::new("Timings").default_open(true).show(ui, |ui| {
+                if let Some(message) = timeline::show(ui, input.history, &mut state.timeline) {
+                    push_message(state, message);
+                }
+            });
             inspector(ui, &input);
             trace_section(ui, &input, state);
             device_section(ui, &input);
@@ -131,42 +136,6 @@ fn run_controls(ui: &mut egui::Ui, state: &mut PanelState, actions: &mut Vec<Pan
             }
         }
     });
-}
-
-fn timings(ui: &mut egui::Ui, history: &FrameHistory) {
-    let summary = history.summary(Some(SUMMARY_FRAMES));
-    if let Some(frame) = summary.frame_us {
-        ui.label(format!(
-            "{:.0} frames/s (frame {:.2} ms median, {:.2} ms p90)",
-            1e6 / frame.median.max(1.0),
-            frame.median / 1e3,
-            frame.p90 / 1e3
-        ));
-    }
-    egui::Grid::new("stage_times").striped(true).show(ui, |ui| {
-        ui.strong("stage");
-        ui.strong("host µs");
-        ui.strong("GPU µs");
-        ui.end_row();
-        for stage in Stage::ALL {
-            let Some(times) = summary.stage(stage) else {
-                continue;
-            };
-            ui.label(stage.name());
-            ui.label(times.host_us.map(|p| format!("{:.1}", p.median)).unwrap_or_else(|| "–".to_owned()));
-            ui.label(times.gpu_us.map(|p| format!("{:.1}", p.median)).unwrap_or_else(|| "–".to_owned()));
-            ui.end_row();
-        }
-    });
-    let points: Vec<[f64; 2]> = history.samples().map(|s| [s.frame as f64, s.frame_us / 1e3]).collect();
-    egui_plot::Plot::new("frame_time_plot")
-        .height(90.0)
-        .include_y(0.0)
-        .allow_drag(false)
-        .allow_zoom(false)
-        .allow_scroll(false)
-        .y_axis_label("ms")
-        .show(ui, |plot| plot.line(egui_plot::Line::new("frame time", points)));
 }
 
 fn device_section(ui: &mut egui::Ui, input: &PanelInput<'_>) {
