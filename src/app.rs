@@ -189,6 +189,12 @@ impl App {
 impl Running {
     fn start(event_loop: &ActiveEventLoop, options: &WindowOptions) -> Result<Self> {
         let title = format!("interop-lab — {}", options.spec.name());
+        // From a checkout, kernels are read from its kernels/ folder and watched for edits.
+        let mut options = options.clone();
+        if options.cuda.kernels_dir.is_none() {
+            options.cuda.kernels_dir = crate::watch::checkout_kernels_dir();
+        }
+        let options = &options;
         let window = WindowGl::new(event_loop, &title, options.size, options.vsync, true)?;
         let gl = window.gl().clone();
         let selection = runtime::select(&options.cuda, &gl, &|name| window.proc_address(name));

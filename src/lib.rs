@@ -23,5 +23,6 @@ pub mod sources;
 pub mod stats;
 pub mod transfer;
 pub mod ui;
+pub mod watch;
 
 pub use error::{Error, Result};

@@ -11,6 +11,7 @@ use crate::runtime::Selection;
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::transfer::TransferKind;
 use crate::ui::{self, PanelAction, PanelInput, PanelState};
+use crate::watch::KernelWatcher;
 use crate::{Error, Result};
 
 /// Frames kept for the panel and the statistics.
@@ -26,6 +27,7 @@ pub struct Session {
     shaders_dir: Option<PathBuf>,
     frame: u64,
     last_frame_start: Option<Instant>,
+    watcher: Option<KernelWatcher>,
     /// Panel state (pause, messages...).
     pub panel: PanelState,
 }
@@ -53,7 +55,13 @@ impl Session {
                 return Err(error);
             }
         };
+        // Kernels read from a folder are watched, so edits there reload live.
+        let watcher = selection
+            .cuda
+            .as_ref()
+            .and_then(|cuda| Some(KernelWatcher::new(cuda.compiler.kernels_dir()?.to_owned(), cuda.compiler.clone())));
         Ok(Self {
+            watcher,
             demo: Some(demo),
             selection,
             history: FrameHistory::new(HISTORY_FRAMES),
@@ -84,6 +92,12 @@ impl Session {
         &self.history
     }
 
+    /// The kernel-source watcher and the demo it reloads, when kernels come from a folder.
+    pub fn watcher_mut(&mut self) -> Option<(&mut KernelWatcher, &mut dyn Demo)> {
+        let demo = self.demo.as_deref_mut()?;
+        Some((self.watcher.as_mut()?, demo))
+    }
+
     /// The GL context's strings.
     pub fn gl_info(&self) -> &GlInfo {
         &self.gl_info
@@ -106,6 +120,9 @@ impl Session {
         let Some(demo) = self.demo.as_deref_mut() else {
             return;
         };
+        if let Some(watcher) = &mut self.watcher {
+            watcher.poll(demo);
+        }
 
         let mut stages = StageTimes::default();
         let run = !self.panel.paused || std::mem::take(&mut self.panel.step_once);
@@ -174,7 +191,13 @@ impl Session {
         let Some(demo) = self.demo.as_deref_mut() else {
             return Vec::new();
         };
-        let input = PanelInput { demo, selection: &self.selection, history: &self.history, gl_info: &self.gl_info };
+        let input = PanelInput {
+            demo,
+            selection: &self.selection,
+            history: &self.history,
+            gl_info: &self.gl_info,
+            watcher: self.watcher.as_ref(),
+        };
         let actions = ui::side_panel(ui, input, &mut self.panel);
         let mut unhandled = Vec::new();
         for action in actions {

@@ -293,3 +293,59 @@ fn inspector_occupancy_is_what_the_driver_and_the_limits_say() {
         Box::new(wave).destroy(&gl);
     }
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_saved_kernel_edit_reloads_and_a_broken_one_keeps_the_old_kernel() {
+    use interop_lab::demos::wave::KERNEL;
+    use interop_lab::watch::{KernelWatcher, WatchStatus};
+    let dir = std::env::temp_dir().join(format!("interop-lab-watch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("wave.cu"), KERNEL.embedded).expect("copy");
+    let options = CudaOptions { kernels_dir: Some(dir.clone()), no_cache: true, ..cuda_options() };
+    let (context, selection) = common::gpu_setup(&options);
+    let gl = context.gl().clone();
+    let cuda = selection.cuda.clone().expect("cuda");
+    let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: TransferKind::Interop, shaders_dir: None };
+    let mut wave = Wave::new(&env, WaveSettings::default()).expect("wave");
+    let mut watcher = KernelWatcher::new(dir.clone(), cuda.compiler.clone());
+    let mut random = common::Random::new();
+    let save = |text: &str, watcher: &mut KernelWatcher, wave: &mut Wave| {
+        std::thread::sleep(std::time::Duration::from_millis(450));
+        std::fs::write(dir.join("wave.cu"), text).expect("save");
+        watcher.poll(wave);
+        assert!(matches!(watcher.status(), WatchStatus::Compiling { .. }), "{:?}", watcher.status());
+        watcher.wait(wave);
+    };
+
+    save(&format!("{}\nthis is not CUDA;\n", KERNEL.embedded), &mut watcher, &mut wave);
+    match watcher.status() {
+        WatchStatus::Failed { message, .. } => {
+            assert!(message.contains("wave.cu("), "NVRTC's log has file:line: {message}")
+        }
+        other => panic!("a broken edit must fail: {other:?}"),
+    }
+    step_and_compare(&gl, &mut wave, &mut random); // the old kernel still runs, still right
+
+    let doubled = KERNEL.embedded.replace("const float h = amplitude *", "const float h = 2.0f * amplitude *");
+    assert_ne!(doubled, KERNEL.embedded, "the edit applies");
+    save(&doubled, &mut watcher, &mut wave);
+    assert!(matches!(watcher.status(), WatchStatus::Reloaded { .. }), "{:?}", watcher.status());
+    let phase = random.range(0.0, std::f64::consts::TAU);
+    wave.poison_positions(&gl).expect("poison");
+    wave.set_phase(phase);
+    wave.step(&gl, 0, 0.0).expect("step");
+    let out = wave.read_positions(&gl).expect("read");
+    let s = wave.settings().clone();
+    let frame = WaveFrame {
+        width: s.width,
+        height: s.height,
+        phase: phase as f32,
+        frequency: s.frequency,
+        amplitude: 2.0 * s.amplitude,
+    };
+    let error = relative_error(&out, &reference(&frame));
+    assert!(error < WAVE_BOUND, "the reloaded kernel doubles the heights: {error:e}");
+    Box::new(wave).destroy(&gl);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -334,9 +334,11 @@ impl Module {
             CString::new(name).map_err(|_| Error::InvalidInput(format!("kernel name {name:?} contains a NUL byte")))?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: live module; NUL-terminated name; valid out-pointer.
-        let found = self.context.trace().call("cuModuleGetFunction", || name.to_owned(), || unsafe {
-            sys::cuModuleGetFunction(&mut raw, self.raw, name_c.as_ptr())
-        });
+        let found = self.context.trace().call(
+            "cuModuleGetFunction",
+            || name.to_owned(),
+            || unsafe { sys::cuModuleGetFunction(&mut raw, self.raw, name_c.as_ptr()) },
+        );
         match found {
             Err(Error::Cuda { code, .. }) if code == sys::CUresult::CUDA_ERROR_NOT_FOUND as u32 => {
                 return Err(Error::MissingKernel { file: self.origin.clone(), function: name.to_owned() });

@@ -9,9 +9,10 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use crate::camera::OrbitCamera;
-use crate::cuda::module::FunctionAttributes;
+use crate::cuda::module::{CompiledModule, FunctionAttributes};
 use crate::cuda::{LaunchConfig, Stream};
 use crate::runtime::CudaRuntime;
+use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, StageTimes};
 use crate::transfer::{self, SharedBuffer, Transfer, TransferKind};
 use crate::{Error, Result};
@@ -134,6 +135,18 @@ pub trait Demo {
         if let Some(camera) = self.camera_mut() {
             camera.zoom(steps);
         }
+    }
+
+    /// The kernel builds this demo runs now: each source file with its NVRTC options. A watcher
+    /// recompiles them when the file changes on disk.
+    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
+        Vec::new()
+    }
+
+    /// Replaces the running kernels of `file` by `compiled` (built with `options`). On failure the
+    /// old kernels keep running.
+    fn swap_kernels(&mut self, file: &str, _options: &[String], _compiled: &CompiledModule) -> Result<()> {
+        Err(Error::Unavailable(format!("the {} demo does not reload {file}", self.name())))
     }
 
     /// A file dropped on the window or chosen in the panel; opened at the next step.

@@ -10,7 +10,6 @@ use crate::runtime::Selection;
 use crate::stats::FrameHistory;
 use crate::transfer::TransferKind;
 
-
 /// State of the panel that outlives one frame.
 #[derive(Debug, Default)]
 pub struct PanelState {
@@ -51,6 +50,8 @@ pub struct PanelInput<'a> {
     pub history: &'a FrameHistory,
     /// The GL context's strings.
     pub gl_info: &'a GlInfo,
+    /// The kernel-source watcher, when kernels come from a folder.
+    pub watcher: Option<&'a crate::watch::KernelWatcher>,
 }
 
 /// Draws the side panel into `ui` and returns the actions the user took.
@@ -75,6 +76,7 @@ pub fn side_panel(ui: &mut egui::Ui, input: PanelInput<'_>, state: &mut PanelSta
                 }
             });
             inspector(ui, &input);
+            kernel_sources(ui, &input, state);
             trace_section(ui, &input, state);
             device_section(ui, &input);
             messages(ui, state);
@@ -300,5 +302,48 @@ fn trace_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &mut PanelSta
                 }
             });
         });
+    });
+}
+
+fn kernel_sources(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &mut PanelState) {
+    let builds = input.demo.kernel_builds();
+    if builds.is_empty() {
+        return;
+    }
+    egui::CollapsingHeader::new("Kernel sources").default_open(false).show(ui, |ui| {
+        let Some(watcher) = input.watcher else {
+            ui.label("The kernels are the copies built into the binary. Run from a checkout or with --kernels DIR to edit them live.");
+            return;
+        };
+        ui.label(format!("watching {}: save a file to recompile it", watcher.dir().display()));
+        for (file, _) in &builds {
+            let path = watcher.dir().join(file.name);
+            ui.horizontal(|ui| {
+                ui.monospace(file.name);
+                if ui.button("open").on_hover_text(path.display().to_string()).clicked()
+                    && let Err(error) = std::process::Command::new("xdg-open").arg(&path).spawn()
+                {
+                    push_message(state, format!("cannot open {} (xdg-open: {error})", path.display()));
+                }
+            });
+        }
+        match watcher.status() {
+            crate::watch::WatchStatus::Watching => {}
+            crate::watch::WatchStatus::Compiling { file, since } => {
+                ui.horizontal(|ui| {
+                    ui.spinner();
+                    ui.label(format!("compiling {file} ({:.1} s)", since.elapsed().as_secs_f64()));
+                });
+            }
+            crate::watch::WatchStatus::Reloaded { file, compile_ms } => {
+                ui.colored_label(egui::Color32::LIGHT_GREEN, format!("{file} reloaded (NVRTC {compile_ms:.0} ms)"));
+            }
+            crate::watch::WatchStatus::Failed { file, message } => {
+                ui.colored_label(egui::Color32::LIGHT_RED, format!("{file}: the previous kernels keep running"));
+                egui::ScrollArea::vertical().max_height(160.0).id_salt("nvrtc_log").show(ui, |ui| {
+                    ui.label(egui::RichText::new(message).monospace().small());
+                });
+            }
+        }
     });
 }

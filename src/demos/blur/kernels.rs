@@ -88,12 +88,27 @@ impl BlurKernels {
         if !(1..=8).contains(&pixels_per_thread) {
             return Err(Error::InvalidInput(format!("pixels per thread must be 1..=8, not {pixels_per_thread}")));
         }
+        let compiled = cuda.compiler.compile(&KERNEL, &Self::options(format, pixels_per_thread))?;
+        Self::from_compiled(cuda, format, pixels_per_thread, &compiled)
+    }
+
+    /// NVRTC options for a pixel format and tile width.
+    pub fn options(format: PixelFormat, pixels_per_thread: u32) -> Vec<String> {
         let mut options = vec![format!("-DPIXELS_PER_THREAD={pixels_per_thread}")];
         if format == PixelFormat::Rgba32f {
             options.push("-DFORMAT_F32".to_owned());
         }
-        let compiled = cuda.compiler.compile(&KERNEL, &options)?;
-        let module = Module::load(&cuda.context, &compiled)?;
+        options
+    }
+
+    /// Loads `compiled` (built with [`Self::options`], e.g. by a background recompile).
+    pub fn from_compiled(
+        cuda: &CudaRuntime,
+        format: PixelFormat,
+        pixels_per_thread: u32,
+        compiled: &crate::cuda::module::CompiledModule,
+    ) -> Result<Self> {
+        let module = Module::load(&cuda.context, compiled)?;
         Ok(Self {
             format,
             pixels_per_thread,

@@ -13,6 +13,7 @@ use std::time::Instant;
 use self::image::SourceImage;
 use self::kernels::{BlurKernels, Filter, Job, Output};
 use super::{Demo, DemoEnv, Drag, KernelInfo, Pipeline, View};
+use crate::cuda::module::CompiledModule;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
 use crate::gl::{self, PixelFormat};
@@ -651,6 +652,29 @@ impl Demo for Blur {
 
     fn synchronize(&mut self) -> Result<()> {
         self.pipeline.transfer().synchronize()
+    }
+
+    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
+        match &self.engine {
+            Engine::Cuda { .. } => {
+                vec![(KERNEL, BlurKernels::options(self.settings.format, self.settings.pixels_per_thread))]
+            }
+            Engine::Cpu { .. } => Vec::new(),
+        }
+    }
+
+    fn swap_kernels(&mut self, _file: &str, _options: &[String], compiled: &CompiledModule) -> Result<()> {
+        let Some(cuda) = self.pipeline.cuda().cloned() else {
+            return Err(Error::Unavailable("the blur runs on the CPU: no kernel to replace".to_owned()));
+        };
+        let fresh = BlurKernels::from_compiled(&cuda, self.settings.format, self.settings.pixels_per_thread, compiled)?;
+        fresh.validate(&self.settings.job(self.size()))?;
+        self.synchronize()?;
+        let Engine::Cuda { kernels, .. } = &mut self.engine else { return Err(mismatch()) };
+        **kernels = fresh;
+        self.occupancy = super::OccupancyCache::default();
+        self.pass_us.clear();
+        Ok(())
     }
 
     fn finish(&mut self, gl: &glow::Context) -> Result<()> {

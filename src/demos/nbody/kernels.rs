@@ -178,7 +178,12 @@ impl Kernels {
         if !compiled.log.is_empty() {
             log::info!("NVRTC ({}): {}", compiled.origin, compiled.log);
         }
-        let module = Module::load(&cuda.context, &compiled)?;
+        Self::from_compiled(cuda, variant, &compiled)
+    }
+
+    /// Loads `compiled` (built with `variant.options()`, e.g. by a background recompile).
+    pub fn from_compiled(cuda: &CudaRuntime, variant: Variant, compiled: &CompiledModule) -> Result<Self> {
+        let module = Module::load(&cuda.context, compiled)?;
         Ok(Self {
             variant,
             origin: compiled.origin.clone(),

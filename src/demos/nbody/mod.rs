@@ -19,6 +19,7 @@ use self::sim::{Simulation, StepBuffers};
 use self::state::SavedState;
 use super::{Demo, DemoEnv, KernelInfo, Pipeline, View};
 use crate::camera::OrbitCamera;
+use crate::cuda::module::CompiledModule;
 use crate::gl::{self, Attribute, DrawState};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
@@ -954,6 +955,27 @@ impl Demo for NBody {
 
     fn synchronize(&mut self) -> Result<()> {
         self.pipeline.transfer().synchronize()
+    }
+
+    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
+        match &self.engine {
+            Engine::Cuda { simulation, .. } => vec![(KERNEL, simulation.kernels().variant.options())],
+            Engine::Cpu(_) => Vec::new(),
+        }
+    }
+
+    fn swap_kernels(&mut self, _file: &str, _options: &[String], compiled: &CompiledModule) -> Result<()> {
+        let Some(cuda) = self.pipeline.cuda().cloned() else {
+            return Err(Error::Unavailable("n-body runs on the CPU: no kernel to replace".to_owned()));
+        };
+        self.synchronize()?;
+        let Engine::Cuda { simulation, compiled: variants } = &mut self.engine else { return Err(mismatch()) };
+        let kernels = Kernels::from_compiled(&cuda, simulation.kernels().variant, compiled)?;
+        simulation.set_kernels(kernels)?;
+        // Other variants were built from the old source.
+        variants.clear();
+        self.occupancy = super::OccupancyCache::default();
+        Ok(())
     }
 
     fn finish(&mut self, gl: &glow::Context) -> Result<()> {

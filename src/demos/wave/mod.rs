@@ -456,6 +456,24 @@ impl Demo for Wave {
         self.pipeline.transfer().synchronize()
     }
 
+    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
+        if self.kernel.is_some() { vec![(KERNEL, Vec::new())] } else { Vec::new() }
+    }
+
+    fn swap_kernels(&mut self, _file: &str, _options: &[String], compiled: &CompiledModule) -> Result<()> {
+        let Some(cuda) = self.pipeline.cuda() else {
+            return Err(Error::Unavailable("the wave runs on the CPU: no kernel to replace".to_owned()));
+        };
+        let module = Module::load(&cuda.context, compiled)?;
+        let function = module.function("wave")?;
+        let limits = DeviceLimits::from(cuda.context.device());
+        self.launch.validate(&limits, function.attributes())?;
+        self.synchronize()?;
+        self.kernel = Some(WaveKernel { function, origin: compiled.origin.clone(), limits });
+        self.occupancy = super::OccupancyCache::default();
+        Ok(())
+    }
+
     fn destroy(mut self: Box<Self>, gl: &glow::Context) {
         if let Err(error) = self.synchronize() {
             log::warn!("wave: {error}");

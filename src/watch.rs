@@ -1,0 +1,175 @@
+//! Live kernel editing: watches a folder of kernel sources; when a file the running demo uses
+//! changes, NVRTC recompiles it on a background thread and the demo swaps the new module in
+//! only if that succeeds. A compile error is shown (NVRTC's log, with file:line) and the old
+//! kernels keep running.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::cuda::Compiler;
+use crate::cuda::module::CompiledModule;
+use crate::demos::Demo;
+use crate::{Error, Result};
+
+/// How often the folder is looked at.
+const SCAN_INTERVAL: Duration = Duration::from_millis(400);
+
+/// Where a reload stands, for the panel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchStatus {
+    /// Nothing changed yet.
+    Watching,
+    /// NVRTC is compiling `file` in the background.
+    Compiling {
+        /// The file.
+        file: String,
+        /// Since when.
+        since: Instant,
+    },
+    /// The last change of `file` was compiled and swapped in.
+    Reloaded {
+        /// The file.
+        file: String,
+        /// NVRTC time, ms.
+        compile_ms: f64,
+    },
+    /// The last change failed; `message` is NVRTC's log or the load error. The old kernels run.
+    Failed {
+        /// The file.
+        file: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+type Outcome = (String, Vec<String>, Result<CompiledModule>);
+
+/// Watches one folder of kernel sources.
+pub struct KernelWatcher {
+    dir: PathBuf,
+    compiler: Compiler,
+    seen: HashMap<String, SystemTime>,
+    last_scan: Option<Instant>,
+    in_flight: Option<mpsc::Receiver<Outcome>>,
+    status: WatchStatus,
+}
+
+impl KernelWatcher {
+    /// Watches `dir`, compiling with `compiler`. Files as they are now count as seen.
+    pub fn new(dir: PathBuf, compiler: Compiler) -> Self {
+        let mut watcher = Self {
+            seen: HashMap::new(),
+            dir,
+            compiler,
+            last_scan: None,
+            in_flight: None,
+            status: WatchStatus::Watching,
+        };
+        watcher.seen = watcher.modification_times();
+        watcher
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the last reload stands.
+    pub fn status(&self) -> &WatchStatus {
+        &self.status
+    }
+
+    fn modification_times(&self) -> HashMap<String, SystemTime> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else { return HashMap::new() };
+        entries
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cu"))
+            .filter_map(|e| Some((e.file_name().to_string_lossy().into_owned(), e.metadata().ok()?.modified().ok()?)))
+            .collect()
+    }
+
+    /// Call once per frame: finishes a compile that is done (swapping the module into `demo`),
+    /// or, every few hundred ms, looks for changed files the demo uses and starts compiling one.
+    pub fn poll(&mut self, demo: &mut dyn Demo) {
+        if let Some(receiver) = &self.in_flight {
+            match receiver.try_recv() {
+                Ok((file, options, compiled)) => {
+                    self.in_flight = None;
+                    self.status = match compiled.and_then(|c| demo.swap_kernels(&file, &options, &c).map(|()| c)) {
+                        Ok(compiled) => {
+                            log::info!("reloaded {file}");
+                            WatchStatus::Reloaded { file, compile_ms: compiled.compile_time.as_secs_f64() * 1e3 }
+                        }
+                        Err(error) => WatchStatus::Failed { file, message: error.to_string() },
+                    };
+                }
+                Err(mpsc::TryRecvError::Empty) => return,
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    self.in_flight = None;
+                    self.status =
+                        WatchStatus::Failed { file: String::new(), message: "the compile thread stopped".to_owned() };
+                }
+            }
+        }
+        if self.last_scan.is_some_and(|t| t.elapsed() < SCAN_INTERVAL) {
+            return;
+        }
+        self.last_scan = Some(Instant::now());
+        let now = self.modification_times();
+        let changed: Vec<String> = now
+            .iter()
+            .filter(|(name, time)| self.seen.get(*name) != Some(*time))
+            .map(|(name, _)| name.clone())
+            .collect();
+        self.seen = now;
+        for file in changed {
+            let Some((_, options)) = demo.kernel_builds().into_iter().find(|(source, _)| source.name == file) else {
+                continue;
+            };
+            if let Err(error) = self.start(&file, options) {
+                self.status = WatchStatus::Failed { file, message: error.to_string() };
+            }
+            break;
+        }
+    }
+
+    fn start(&mut self, file: &str, options: Vec<String>) -> Result<()> {
+        let path = self.dir.join(file);
+        let source = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let compiler = self.compiler.clone();
+        let (sender, receiver) = mpsc::channel();
+        let name = file.to_owned();
+        let origin = path.display().to_string();
+        std::thread::Builder::new()
+            .name(format!("nvrtc {file}"))
+            .spawn(move || {
+                let compiled = compiler.compile_source(&name, &source, &origin, &options);
+                // The receiver may be gone if the app closed meanwhile; nothing to do then.
+                let _ = sender.send((name, options, compiled));
+            })
+            .map_err(|e| Error::Unavailable(format!("cannot start a compile thread: {e}")))?;
+        self.in_flight = Some(receiver);
+        self.status = WatchStatus::Compiling { file: file.to_owned(), since: Instant::now() };
+        Ok(())
+    }
+
+    /// Waits for a compile in flight (tests and headless runs), then applies it like [`Self::poll`].
+    pub fn wait(&mut self, demo: &mut dyn Demo) {
+        if let Some(receiver) = self.in_flight.take() {
+            let (sender, replacement) = mpsc::channel();
+            if let Ok(outcome) = receiver.recv() {
+                let _ = sender.send(outcome);
+            }
+            self.in_flight = Some(replacement);
+            self.poll(demo);
+        }
+    }
+}
+
+/// The kernel folder of the checkout this binary was built from, if it is still there.
+pub fn checkout_kernels_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels"));
+    dir.is_dir().then_some(dir)
+}
