@@ -15,6 +15,7 @@ use crate::demos::{DemoSpec, Drag, View};
 use crate::gl;
 use crate::runtime::{self, CudaOptions};
 use crate::session::Session;
+use crate::transfer::WhatIf;
 use crate::ui::{self, PanelAction};
 use crate::{Error, Result};
 
@@ -35,6 +36,8 @@ pub struct WindowOptions {
     pub max_frames: Option<u64>,
     /// Save the last frame, panel included, as PNG when closing.
     pub screenshot: Option<PathBuf>,
+    /// The learners' switches.
+    pub what_if: WhatIf,
 }
 
 /// What a window run leaves behind.
@@ -200,6 +203,7 @@ impl Running {
         let selection = runtime::select(&options.cuda, &gl, &|name| window.proc_address(name));
         let mut session = Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())?;
         session.panel.vsync = Some(options.vsync);
+        session.set_what_if(options.what_if);
         if let Some(unmet) = session.selection().unmet_request.clone() {
             ui::push_message(&mut session.panel, unmet);
         }

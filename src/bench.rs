@@ -369,6 +369,7 @@ fn frame_run(options: &NBodyBench, n: u32, spec: DemoSpec, cuda: CudaOptions) ->
         panel: false,
         cuda,
         shaders_dir: None,
+        what_if: Default::default(),
     };
     let report = headless::run(&headless)?;
     Ok(json!({
@@ -679,6 +680,7 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
                 panel: false,
                 cuda: CudaOptions { transfer, ..options.cuda.clone() },
                 shaders_dir: None,
+                what_if: Default::default(),
             };
             let report = headless::run(&headless)?;
             let label = format!("{} / {}", report.json["transfer"].as_str().unwrap_or("?"), route.label());

@@ -12,6 +12,7 @@ use crate::gl::{self, Framebuffer};
 use crate::runtime::{self, CudaOptions};
 use crate::session::Session;
 use crate::stats::Summary;
+use crate::transfer::WhatIf;
 use crate::{Error, Result};
 
 /// What a headless run does.
@@ -35,6 +36,8 @@ pub struct HeadlessOptions {
     pub cuda: CudaOptions,
     /// Folder of shader files replacing the embedded ones.
     pub shaders_dir: Option<PathBuf>,
+    /// The learners' switches.
+    pub what_if: WhatIf,
 }
 
 /// What a headless run measured.
@@ -73,6 +76,7 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
             return Err(error);
         }
     };
+    session.set_what_if(options.what_if);
     let mut overlay = if options.panel { Some(PanelOverlay::new(gl.clone())?) } else { None };
     let result = render(&gl, &mut session, &framebuffer, overlay.as_mut(), options, context.device());
     if let Some(overlay) = overlay.as_mut() {
@@ -135,7 +139,9 @@ fn report_json(
     let selection = session.selection();
     let device = selection.cuda.as_ref().map(|cuda| cuda.context.device().clone());
     let gl_info = session.gl_info().clone();
+    let reason = selection.reason.clone();
     let demo = session.demo()?;
+    let what_if_report = demo.what_if_report();
     let kernel = demo.kernel_info().map(|k| {
         json!({
             "name": k.name,
@@ -150,7 +156,7 @@ fn report_json(
         "demo": demo.name(),
         "backend": if device.is_some() { "cuda" } else { "cpu" },
         "transfer": demo.transfer_kind(),
-        "reason": session.selection().reason,
+        "reason": reason,
         "device": device,
         "gl": gl_info,
         "egl_device": egl_device,
@@ -159,6 +165,11 @@ fn report_json(
         "wall_seconds": wall,
         "frames_per_second": frames_per_second,
         "kernel": kernel,
+        "what_if": {
+            "register_every_frame": options.what_if.register_every_frame,
+            "skip_copy_sync": options.what_if.skip_copy_sync,
+            "report": what_if_report,
+        },
         "timings_us": summary,
     }))
 }

@@ -15,7 +15,7 @@ use interop_lab::gl::PixelFormat;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
 use interop_lab::stats::Stage;
-use interop_lab::transfer::TransferKind;
+use interop_lab::transfer::{TransferKind, WhatIf};
 use interop_lab::{Error, Result, app, bench, bench_transfer, doctor};
 
 /// See CUDA and OpenGL work on the same memory.
@@ -161,11 +161,32 @@ struct RunArgs {
     /// Simulated seconds per headless frame (the wave's clock; n-body steps by its own --dt).
     #[arg(long, default_value_t = 1.0 / 60.0)]
     frame_time: f32,
+    /// Learners' switches: register-every-frame (interop), skip-copy-sync (host copy).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    what_if: Vec<WhatIfSwitch>,
     /// Wait for vertical blank in the window.
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     vsync: bool,
     #[command(flatten)]
     cuda: CudaArgs,
+}
+
+/// A switch that breaks or slows one rule of the transfer paths, to show its effect.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum WhatIfSwitch {
+    /// Unregister and register the interop buffers every frame.
+    RegisterEveryFrame,
+    /// Upload host-copy staging memory without waiting for the copy into it.
+    SkipCopySync,
+}
+
+impl RunArgs {
+    fn what_if(&self) -> WhatIf {
+        WhatIf {
+            register_every_frame: self.what_if.contains(&WhatIfSwitch::RegisterEveryFrame),
+            skip_copy_sync: self.what_if.contains(&WhatIfSwitch::SkipCopySync),
+        }
+    }
 }
 
 /// Backend and transfer-path choices.
@@ -535,6 +556,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
             panel: run.panel,
             cuda: run.cuda.options(),
             shaders_dir: run.cuda.shaders.clone(),
+            what_if: run.what_if(),
         };
         let report = headless::run(&options)?;
         print_headless(&report, &options);
@@ -551,6 +573,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
         shaders_dir: run.cuda.shaders.clone(),
         max_frames: run.frames.map(u64::from),
         screenshot: run.screenshot.clone(),
+        what_if: run.what_if(),
     })?;
     log::info!("closed after {} frames", report.frames);
     Ok(ExitCode::SUCCESS)

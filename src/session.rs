@@ -9,7 +9,7 @@ use crate::demos::{Demo, DemoEnv, DemoSpec, View};
 use crate::gl::{GlInfo, TimerQueries};
 use crate::runtime::Selection;
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
-use crate::transfer::TransferKind;
+use crate::transfer::{TransferKind, WhatIf};
 use crate::ui::{self, PanelAction, PanelInput, PanelState};
 use crate::watch::KernelWatcher;
 use crate::{Error, Result};
@@ -203,6 +203,16 @@ impl Session {
         for action in actions {
             let result = match action {
                 PanelAction::SwitchTransfer(kind) => self.switch_transfer(gl, kind),
+                PanelAction::SetWhatIf(what_if) => {
+                    self.set_what_if(what_if);
+                    Ok(())
+                }
+                PanelAction::UseWhileMapped => self.demo().and_then(|demo| demo.use_while_mapped()).map(|answer| {
+                    ui::push_message(
+                        &mut self.panel,
+                        format!("Mapped again while CUDA held it; the driver said: {answer}"),
+                    );
+                }),
                 PanelAction::SwitchDemo(name) => {
                     DemoSpec::default_for(name).and_then(|spec| self.switch_demo(gl, &spec))
                 }
@@ -216,6 +226,14 @@ impl Session {
             }
         }
         unhandled
+    }
+
+    /// Turns the learners' switches on or off (they stay set across demo and path changes).
+    pub fn set_what_if(&mut self, what_if: WhatIf) {
+        self.panel.what_if = what_if;
+        if let Some(demo) = self.demo.as_deref_mut() {
+            demo.set_what_if(what_if);
+        }
     }
 
     /// Moves the demo to another transfer path; on failure it stays where it was.
@@ -234,7 +252,8 @@ impl Session {
             transfer,
             shaders_dir: self.shaders_dir.clone(),
         };
-        let next = spec.create(&env)?;
+        let mut next = spec.create(&env)?;
+        next.set_what_if(self.panel.what_if);
         if let Some(previous) = self.demo.replace(next) {
             previous.destroy(gl);
         }

@@ -91,6 +91,16 @@ impl std::fmt::Display for TransferKind {
     }
 }
 
+/// Switches for learners: each breaks or slows one rule of the transfer paths on purpose, so its
+/// effect can be seen. Paths a switch does not concern ignore it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WhatIf {
+    /// Interop: unregister and register the buffers every frame instead of once.
+    pub register_every_frame: bool,
+    /// Host copy: upload the staging memory without waiting for the copy into it to finish.
+    pub skip_copy_sync: bool,
+}
+
 /// What a compute step does with a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -273,6 +283,23 @@ pub trait Transfer {
     /// Waits for all GPU work of this path (before reading results or tearing down).
     fn synchronize(&mut self) -> Result<()>;
 
+    /// Applies the learners' switches (paths they do not concern ignore them).
+    fn set_what_if(&mut self, _what_if: WhatIf) {}
+
+    /// What the switches in effect did so far, in a sentence (`None` when none concerns this path).
+    fn what_if_report(&self) -> Option<String> {
+        None
+    }
+
+    /// Maps `buffer` and, while it is mapped, asks the driver to map it again — what using a buffer
+    /// CUDA holds amounts to — and returns the driver's answer (interop only).
+    fn use_while_mapped(&mut self, _buffer: &mut SharedBuffer) -> Result<String> {
+        Err(Error::Unavailable(format!(
+            "the {} path never maps a buffer: there is nothing to misuse",
+            self.kind().label()
+        )))
+    }
+
     /// Registers `texture` for kernels to write through a surface object (interop only).
     fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
         let mut texture = texture;
@@ -343,13 +370,17 @@ pub fn create(
     let events = EventRing::new(context, EVENT_FRAMES, 4)?;
     let (context, stream) = (context.clone(), stream.clone());
     Ok(match kind {
-        TransferKind::HostCopy => Box::new(HostCopy { context, stream, events, pinned: true }),
-        TransferKind::HostCopyPageable => Box::new(HostCopy { context, stream, events, pinned: false }),
+        TransferKind::HostCopy => {
+            Box::new(HostCopy { context, stream, events, pinned: true, skip_sync: false, raced: RaceCount::default() })
+        }
+        TransferKind::HostCopyPageable => {
+            Box::new(HostCopy { context, stream, events, pinned: false, skip_sync: false, raced: RaceCount::default() })
+        }
         TransferKind::Interop => {
             let entry_points = cuda.interop.ok_or_else(|| {
                 Error::Unavailable("GL interop is not available: the GL context is not on this CUDA device".to_owned())
             })?;
-            Box::new(Interop { context, stream, entry_points, events })
+            Box::new(Interop { context, stream, entry_points, events, register_every_frame: false })
         }
         TransferKind::External => {
             let gl_memory = cuda.external.ok_or_else(|| {
@@ -371,6 +402,7 @@ pub struct Interop {
     stream: Rc<Stream>,
     entry_points: GlEntryPoints,
     events: EventRing,
+    register_every_frame: bool,
 }
 
 impl Transfer for Interop {
@@ -404,6 +436,17 @@ impl Transfer for Interop {
         if count > interop::MAX_MAPPED {
             return Err(Error::InvalidInput(format!("at most {} buffers per step", interop::MAX_MAPPED)));
         }
+        let registering = Instant::now();
+        if self.register_every_frame {
+            // What not to do: registration costs about a millisecond per buffer (see the trace).
+            for (buffer, _) in buffers.iter_mut() {
+                let fresh = GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.gl.name())?;
+                if let Link::Interop(resource) = &mut buffer.link {
+                    *resource = fresh;
+                }
+            }
+        }
+        let register_us = micros_since(registering);
         let mut resources = Vec::with_capacity(count);
         for (buffer, access) in buffers.iter_mut() {
             match &mut buffer.link {
@@ -423,6 +466,35 @@ impl Transfer for Interop {
             },
             |spans, stream| compute(Target::Device { buffers: &spans[..count], stream }),
         )
+        .map(|mut times| {
+            if self.register_every_frame {
+                times.set_host(Stage::Map, times.host(Stage::Map).unwrap_or(0.0) + register_us);
+            }
+            times
+        })
+    }
+
+    fn set_what_if(&mut self, what_if: WhatIf) {
+        self.register_every_frame = what_if.register_every_frame;
+    }
+
+    fn what_if_report(&self) -> Option<String> {
+        self.register_every_frame
+            .then(|| "each frame unregisters and registers its buffers; see Map grow in the timeline".to_owned())
+    }
+
+    fn use_while_mapped(&mut self, buffer: &mut SharedBuffer) -> Result<String> {
+        let Link::Interop(resource) = &mut buffer.link else { return Err(mismatch(TransferKind::Interop)) };
+        let stream = &*self.stream;
+        let mapped = interop::map(stream, &mut [(&mut *resource, MapAccess::ReadWrite)])?;
+        // Safe Rust cannot reach the buffer while `mapped` borrows it; the driver's own check is
+        // shown by mapping the same resource a second time through its raw handle.
+        let answer = interop::map_again_raw(stream, &mapped, 0);
+        mapped.unmap()?;
+        Ok(match answer {
+            Ok(()) => "the driver accepted a second map (unexpected)".to_owned(),
+            Err(error) => error.to_string(),
+        })
     }
 
     fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
@@ -506,6 +578,16 @@ pub struct HostCopy {
     stream: Rc<Stream>,
     events: EventRing,
     pinned: bool,
+    skip_sync: bool,
+    raced: RaceCount,
+}
+
+/// Frames uploaded without waiting for their copy, and how many of those were uploaded while the
+/// copy was still running (stale or torn).
+#[derive(Debug, Default, Clone, Copy)]
+struct RaceCount {
+    unsynchronized: u64,
+    raced: u64,
 }
 
 impl Transfer for HostCopy {
@@ -576,14 +658,26 @@ impl Transfer for HostCopy {
         }
         timing.mark(2, stream)?;
         self.events.commit(frame);
-        // The CPU must not read the staging memory before the copies land.
-        stream.synchronize()?;
+        // The CPU must not read the staging memory before the copies land (unless a learner
+        // switched this off to see stale and torn frames).
+        let racing = if self.skip_sync {
+            self.raced.unsynchronized += 1;
+            let racing = !stream.is_idle()?;
+            self.raced.raced += u64::from(racing);
+            racing
+        } else {
+            stream.synchronize()?;
+            false
+        };
         times.set_host(Stage::Download, micros_since(started));
 
         let started = Instant::now();
         for (buffer, access) in buffers.iter() {
             if let (Link::HostCopy { staging, .. }, true) = (&buffer.link, access.writes()) {
-                buffer.gl.write(gl, staging.bytes())?;
+                match staging {
+                    Staging::Pinned(pinned) if racing => buffer.gl.write(gl, &pinned.snapshot_racing())?,
+                    staging => buffer.gl.write(gl, staging.bytes())?,
+                }
             }
         }
         times.set_host(Stage::Upload, micros_since(started));
@@ -592,6 +686,22 @@ impl Transfer for HostCopy {
 
     fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
         poll_stages(&mut self.events, &[Stage::Kernel, Stage::Download])
+    }
+
+    fn set_what_if(&mut self, what_if: WhatIf) {
+        if what_if.skip_copy_sync != self.skip_sync {
+            self.raced = RaceCount::default();
+        }
+        self.skip_sync = what_if.skip_copy_sync;
+    }
+
+    fn what_if_report(&self) -> Option<String> {
+        let RaceCount { unsynchronized, raced } = self.raced;
+        self.skip_sync.then(|| {
+            format!(
+                "{raced} of {unsynchronized} frames were uploaded while their copy was still running (stale or torn)"
+            )
+        })
     }
 
     fn synchronize(&mut self) -> Result<()> {

@@ -15,7 +15,7 @@ use interop_lab::gl;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
 use interop_lab::stats::Stage;
-use interop_lab::transfer::TransferKind;
+use interop_lab::transfer::{TransferKind, WhatIf};
 
 /// float32 evaluation of the wave against the f64 reference: the sine arguments are rounded to f32
 /// (|arg| ≤ ~30, so ~2e-6 absolute) and the GPU's sinf/cosf are within 2 ulp. Relative error over
@@ -183,6 +183,7 @@ fn headless_interop_and_copy_render_the_same_picture() {
             panel: false,
             cuda: CudaOptions { transfer, ..cuda_options() },
             shaders_dir: None,
+            what_if: WhatIf::default(),
         };
         let report = headless::run(&options).expect("headless run");
         let stages: Vec<Stage> = report.summary.stages.iter().filter(|s| s.gpu_us.is_some()).map(|s| s.stage).collect();
@@ -348,4 +349,49 @@ fn a_saved_kernel_edit_reloads_and_a_broken_one_keeps_the_old_kernel() {
     assert!(error < WAVE_BOUND, "the reloaded kernel doubles the heights: {error:e}");
     Box::new(wave).destroy(&gl);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn what_if_switches_do_what_the_panel_says() {
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let cuda = selection.cuda.clone().expect("cuda");
+    let mut random = common::Random::new();
+    let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: TransferKind::Interop, shaders_dir: None };
+    let mut wave = Wave::new(&env, random_settings(&mut random, 200, 120, [16, 16])).expect("wave");
+
+    // Drawing while mapped: the driver refuses the second map, and the buffer is usable after.
+    let answer = wave.use_while_mapped().expect("the demonstration itself works");
+    assert!(answer.contains("ALREADY_MAPPED"), "driver's answer: {answer}");
+    step_and_compare(&gl, &mut wave, &mut random);
+
+    // Registering every frame: the frame's trace shows register and unregister, results stay right.
+    wave.set_what_if(WhatIf { register_every_frame: true, ..WhatIf::default() });
+    let trace = cuda.context.trace();
+    trace.end_frame();
+    trace.set_per_frame(true);
+    step_and_compare(&gl, &mut wave, &mut random);
+    trace.end_frame();
+    let calls: Vec<&str> = trace.last_frame().iter().map(|e| e.call).collect();
+    let register = calls.iter().position(|c| *c == "cuGraphicsGLRegisterBuffer").expect("registered in the frame");
+    let map = calls.iter().position(|c| *c == "cuGraphicsMapResources").expect("mapped");
+    assert!(register < map && calls.contains(&"cuGraphicsUnregisterResource"), "{calls:?}");
+    trace.set_per_frame(false);
+    assert!(wave.what_if_report().is_some());
+
+    // Skipping the copy's sync: the path counts every unsynchronised frame, and once the stream is
+    // idle the buffer holds the right values again.
+    wave.set_what_if(WhatIf { skip_copy_sync: true, ..WhatIf::default() });
+    wave.set_transfer(&gl, TransferKind::HostCopy).expect("to host copy");
+    let steps = 5;
+    for frame in 0..steps {
+        wave.step(&gl, frame, 0.0).expect("step");
+    }
+    let report = wave.what_if_report().expect("report on the host-copy path");
+    assert!(report.contains(&format!("of {steps} frames")), "{report}");
+    wave.set_what_if(WhatIf::default());
+    step_and_compare(&gl, &mut wave, &mut random);
+    assert!(cuda.context.take_errors().is_empty(), "no deferred errors");
+    Box::new(wave).destroy(&gl);
 }

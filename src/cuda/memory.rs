@@ -121,6 +121,25 @@ impl PinnedBuffer {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
     }
 
+    /// Copies the buffer while an asynchronous copy may still be writing it, as a host that skips
+    /// the synchronisation does. Reads are volatile, so the compiler assumes nothing about the
+    /// bytes; what comes out may mix old and new data, which is the point of the demonstration.
+    pub fn snapshot_racing(&self) -> Vec<u8> {
+        let words = self.bytes / 8;
+        let mut out = vec![0u8; self.bytes];
+        let base = self.ptr.cast_const();
+        for (index, chunk) in out.chunks_exact_mut(8).take(words).enumerate() {
+            // SAFETY: in bounds of the live allocation; the allocation is 8-byte aligned (page aligned).
+            let word = unsafe { std::ptr::read_volatile(base.add(index * 8).cast::<u64>()) };
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+        for (index, byte) in out.iter_mut().enumerate().skip(words * 8) {
+            // SAFETY: in bounds of the live allocation.
+            *byte = unsafe { std::ptr::read_volatile(base.add(index)) };
+        }
+        out
+    }
+
     /// Queues a device-to-host copy of `source` into this buffer. The bytes are valid after the
     /// stream is synchronised; `&mut self` keeps Rust from reading them before the caller does so.
     pub fn download_async(&mut self, stream: &Stream, source: DeviceSpan) -> Result<()> {

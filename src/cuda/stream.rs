@@ -38,6 +38,20 @@ impl Stream {
         &self.context
     }
 
+    /// Whether all work queued so far has finished (`cuStreamQuery`), without waiting.
+    pub fn is_idle(&self) -> Result<bool> {
+        let mut status = sys::CUresult::CUDA_SUCCESS;
+        // SAFETY: `raw` is a live stream. NOT_READY is an answer here, not a failure.
+        let traced = self.context.trace().call("cuStreamQuery", String::new, || {
+            status = unsafe { sys::cuStreamQuery(self.raw) };
+            match status {
+                sys::CUresult::CUDA_ERROR_NOT_READY => sys::CUresult::CUDA_SUCCESS,
+                other => other,
+            }
+        });
+        traced.map(|()| status == sys::CUresult::CUDA_SUCCESS)
+    }
+
     /// Blocks the host until all work queued so far has finished.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: `raw` is a live stream.

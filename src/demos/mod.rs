@@ -14,7 +14,7 @@ use crate::cuda::{LaunchConfig, Stream};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, StageTimes};
-use crate::transfer::{self, SharedBuffer, Transfer, TransferKind};
+use crate::transfer::{self, SharedBuffer, Transfer, TransferKind, WhatIf};
 use crate::{Error, Result};
 
 /// What a demo gets when it is created.
@@ -149,6 +149,19 @@ pub trait Demo {
         Err(Error::Unavailable(format!("the {} demo does not reload {file}", self.name())))
     }
 
+    /// Applies the learners' switches to the demo's transfer path.
+    fn set_what_if(&mut self, _what_if: WhatIf) {}
+
+    /// Shows what the driver answers when a buffer CUDA holds is used (interop only).
+    fn use_while_mapped(&mut self) -> Result<String> {
+        Err(Error::Unavailable(format!("the {} demo has no buffer to misuse", self.name())))
+    }
+
+    /// What the switches in effect did so far, in a sentence.
+    fn what_if_report(&self) -> Option<String> {
+        None
+    }
+
     /// A file dropped on the window or chosen in the panel; opened at the next step.
     fn open_file(&mut self, path: &std::path::Path) -> Result<()> {
         Err(Error::Unavailable(format!("the {} demo opens no files ({} ignored)", self.name(), path.display())))
@@ -219,6 +232,7 @@ pub struct Pipeline {
     cuda: Option<Rc<CudaRuntime>>,
     stream: Option<Rc<Stream>>,
     transfer: Box<dyn Transfer>,
+    what_if: WhatIf,
 }
 
 impl Pipeline {
@@ -229,7 +243,7 @@ impl Pipeline {
             None => None,
         };
         let transfer = make_transfer(cuda.as_deref(), stream.as_ref(), kind)?;
-        Ok(Self { cuda, stream, transfer })
+        Ok(Self { cuda, stream, transfer, what_if: WhatIf::default() })
     }
 
     /// CUDA, when the path in use computes with it (the CPU path does not, even with CUDA present).
@@ -271,8 +285,20 @@ impl Pipeline {
         for (buffer, replacement) in buffers.iter_mut().zip(replacements) {
             std::mem::replace(*buffer, replacement).destroy(gl);
         }
+        next.set_what_if(self.what_if);
         self.transfer = next;
         Ok(())
+    }
+
+    /// Applies the learners' switches to this path and every later one.
+    pub fn set_what_if(&mut self, what_if: WhatIf) {
+        self.what_if = what_if;
+        self.transfer.set_what_if(what_if);
+    }
+
+    /// What the switches did on the current path, in a sentence.
+    pub fn what_if_report(&self) -> Option<String> {
+        self.transfer.what_if_report()
     }
 }
 

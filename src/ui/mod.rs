@@ -7,8 +7,8 @@ pub mod timeline;
 use crate::demos::{self, Demo};
 use crate::gl::GlInfo;
 use crate::runtime::Selection;
-use crate::stats::FrameHistory;
-use crate::transfer::TransferKind;
+use crate::stats::{FrameHistory, Percentiles, Stage};
+use crate::transfer::{TransferKind, WhatIf};
 
 /// State of the panel that outlives one frame.
 #[derive(Debug, Default)]
@@ -27,6 +27,8 @@ pub struct PanelState {
     pub trace_setup: bool,
     /// Timeline options.
     pub timeline: timeline::TimelineState,
+    /// The learners' switches.
+    pub what_if: WhatIf,
 }
 
 /// What the user asked for in the panel; the app carries it out after the frame.
@@ -38,6 +40,10 @@ pub enum PanelAction {
     SwitchTransfer(TransferKind),
     /// Turn vsync on or off.
     SetVsync(bool),
+    /// Change the learners' switches.
+    SetWhatIf(WhatIf),
+    /// Map a buffer CUDA already holds, to show the driver's answer.
+    UseWhileMapped,
 }
 
 /// What the panel shows.
@@ -75,6 +81,7 @@ pub fn side_panel(ui: &mut egui::Ui, input: PanelInput<'_>, state: &mut PanelSta
                     push_message(state, message);
                 }
             });
+            what_if_section(ui, &input, state, &mut actions);
             inspector(ui, &input);
             kernel_sources(ui, &input, state);
             trace_section(ui, &input, state);
@@ -119,6 +126,76 @@ fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<
     ui.label(egui::RichText::new(format!("Why: {}", input.selection.reason)).small().weak());
     if let Some(unmet) = &input.selection.unmet_request {
         ui.colored_label(egui::Color32::YELLOW, unmet);
+    }
+}
+
+fn what_if_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &PanelState, actions: &mut Vec<PanelAction>) {
+    egui::CollapsingHeader::new("What if…").default_open(false).show(ui, |ui| {
+        ownership(ui, input);
+        ui.separator();
+        let interop = input.demo.transfer_kind() == TransferKind::Interop;
+        if ui.add_enabled(interop, egui::Button::new("draw while mapped")).clicked() {
+            actions.push(PanelAction::UseWhileMapped);
+        }
+        explain(ui, "GL may not touch a buffer CUDA has mapped; instead of drawing, the app maps it a second time and shows what the driver answers.");
+        let mut what_if = state.what_if;
+        ui.checkbox(&mut what_if.skip_copy_sync, "skip the sync before the upload (host copy)");
+        explain(ui, "The host uploads staging memory the GPU may still be copying into, so frames can come out stale or torn.");
+        ui.checkbox(&mut what_if.register_every_frame, "register the buffer every frame (interop)");
+        explain(ui, "Registration is meant to happen once; doing it per frame adds its cost to Map in the timeline.");
+        if what_if != state.what_if {
+            actions.push(PanelAction::SetWhatIf(what_if));
+        }
+        if let Some(report) = input.demo.what_if_report() {
+            ui.colored_label(egui::Color32::YELLOW, report);
+        }
+    });
+}
+
+fn explain(ui: &mut egui::Ui, text: &str) {
+    ui.label(egui::RichText::new(text).small().weak());
+}
+
+/// Who owns the shared buffers, and for how long CUDA held them in recent frames.
+fn ownership(ui: &mut egui::Ui, input: &PanelInput<'_>) {
+    match input.demo.transfer_kind() {
+        TransferKind::Interop => {
+            // The panel is drawn between frames, after the unmap: GL owns the buffers now.
+            ui.label("Buffers now: owned by GL (CUDA maps them only during the compute step)");
+            let recent: Vec<(f64, f64)> = input
+                .history
+                .samples()
+                .rev()
+                .take(60)
+                .filter_map(|s| {
+                    let held = [Stage::Map, Stage::Kernel, Stage::Unmap]
+                        .iter()
+                        .map(|&stage| s.stages.host(stage))
+                        .sum::<Option<f64>>()?;
+                    Some((held, s.frame_us))
+                })
+                .collect();
+            let held = Percentiles::of(recent.iter().map(|r| r.0));
+            let frame = Percentiles::of(recent.iter().map(|r| r.1).filter(|&f| f > 0.0));
+            if let (Some(held), Some(frame)) = (held, frame) {
+                let share = (held.median / frame.median).clamp(0.0, 1.0) as f32;
+                ui.add(egui::ProgressBar::new(share).text(format!(
+                    "CUDA held them {:.0} µs of a {:.0} µs frame (median, host, map → unmap)",
+                    held.median, frame.median
+                )));
+            }
+        }
+        TransferKind::External => {
+            ui.label(
+                "Buffers: one allocation seen by both APIs, never handed over; ordering comes from stream and GL syncs",
+            );
+        }
+        TransferKind::HostCopy | TransferKind::HostCopyPageable => {
+            ui.label("Buffers: CUDA owns its device copy, GL owns its buffer; bytes cross through host memory");
+        }
+        TransferKind::Cpu => {
+            ui.label("Buffers: owned by GL; the CPU writes them with uploads");
+        }
     }
 }
 

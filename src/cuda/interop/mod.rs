@@ -289,6 +289,29 @@ impl Mapped<'_> {
     }
 }
 
+/// Asks the driver to map resource `index` of `mapped` again while it is mapped, and returns its
+/// answer (`CUDA_ERROR_ALREADY_MAPPED`): how the driver guards a resource CUDA holds. For
+/// demonstration only; it cannot leave anything mapped twice.
+pub fn map_again_raw(stream: &Stream, mapped: &Mapped<'_>, index: usize) -> Result<()> {
+    if index >= mapped.count {
+        return Err(Error::InvalidInput(format!("no mapped resource {index}")));
+    }
+    let mut raw = [mapped.raws[index]];
+    // SAFETY: the resource is live and mapped (the guard exists); the driver refuses the second
+    // map with an error, so nothing changes.
+    let result = stream.context().trace().call(
+        "cuGraphicsMapResources",
+        || "again, while mapped".to_owned(),
+        || unsafe { cu::cuGraphicsMapResources(1, raw.as_mut_ptr(), stream.raw()) },
+    );
+    if result.is_ok() {
+        // Should the driver ever accept it, undo it at once.
+        // SAFETY: the resource was just mapped a second time by the call above.
+        let _ = unsafe { cu::cuGraphicsUnmapResources(1, raw.as_mut_ptr(), stream.raw()) };
+    }
+    result
+}
+
 impl Drop for Mapped<'_> {
     fn drop(&mut self) {
         if let Err(error) = self.unmap_inner() {

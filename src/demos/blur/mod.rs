@@ -19,7 +19,7 @@ use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
 use crate::gl::{self, PixelFormat};
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, Percentiles, Stage, StageTimes};
-use crate::transfer::{Access, SharedBuffer, SharedImage, Target, TransferKind};
+use crate::transfer::{Access, SharedBuffer, SharedImage, Target, TransferKind, WhatIf};
 use crate::{Error, Result, source_file};
 
 /// The kernel source.
@@ -491,6 +491,23 @@ impl Demo for Blur {
 
     fn transfer_kind(&self) -> TransferKind {
         self.pipeline.kind()
+    }
+
+    fn set_what_if(&mut self, what_if: WhatIf) {
+        self.pipeline.set_what_if(what_if);
+    }
+
+    fn what_if_report(&self) -> Option<String> {
+        self.pipeline.what_if_report()
+    }
+
+    fn use_while_mapped(&mut self) -> Result<String> {
+        match &mut self.target {
+            Target2d::Buffer { pbo, .. } => self.pipeline.transfer().use_while_mapped(pbo),
+            Target2d::Image(_) => Err(Error::Unavailable(
+                "the texture route maps an image, not a buffer: choose the pixel-buffer route to try this".to_owned(),
+            )),
+        }
     }
 
     fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()> {

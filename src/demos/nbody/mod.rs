@@ -24,7 +24,7 @@ use crate::gl::{self, Attribute, DrawState};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, StageTimes};
-use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
+use crate::transfer::{Access, SharedBuffer, Target, TransferKind, WhatIf};
 use crate::{Error, Result, source_file};
 
 pub use self::kernels::KERNEL;
@@ -764,6 +764,18 @@ impl Demo for NBody {
 
     fn transfer_kind(&self) -> TransferKind {
         self.pipeline.kind()
+    }
+
+    fn set_what_if(&mut self, what_if: WhatIf) {
+        self.pipeline.set_what_if(what_if);
+    }
+
+    fn what_if_report(&self) -> Option<String> {
+        self.pipeline.what_if_report()
+    }
+
+    fn use_while_mapped(&mut self) -> Result<String> {
+        self.pipeline.transfer().use_while_mapped(&mut self.positions[self.current])
     }
 
     fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()> {
