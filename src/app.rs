@@ -38,6 +38,8 @@ pub struct WindowOptions {
     pub screenshot: Option<PathBuf>,
     /// The learners' switches.
     pub what_if: WhatIf,
+    /// Panel sections open from the start.
+    pub open_sections: Vec<crate::ui::PanelSection>,
 }
 
 /// What a window run leaves behind.
@@ -204,6 +206,7 @@ impl Running {
         let mut session = Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())?;
         session.panel.vsync = Some(options.vsync);
         session.set_what_if(options.what_if);
+        session.open_panel_sections(&options.open_sections);
         if let Some(unmet) = session.selection().unmet_request.clone() {
             ui::push_message(&mut session.panel, unmet);
         }

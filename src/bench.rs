@@ -370,6 +370,7 @@ fn frame_run(options: &NBodyBench, n: u32, spec: DemoSpec, cuda: CudaOptions) ->
         cuda,
         shaders_dir: None,
         what_if: Default::default(),
+        open_sections: Vec::new(),
     };
     let report = headless::run(&headless)?;
     Ok(json!({
@@ -681,6 +682,7 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
                 cuda: CudaOptions { transfer, ..options.cuda.clone() },
                 shaders_dir: None,
                 what_if: Default::default(),
+                open_sections: Vec::new(),
             };
             let report = headless::run(&headless)?;
             let label = format!("{} / {}", report.json["transfer"].as_str().unwrap_or("?"), route.label());

@@ -38,6 +38,8 @@ pub struct HeadlessOptions {
     pub shaders_dir: Option<PathBuf>,
     /// The learners' switches.
     pub what_if: WhatIf,
+    /// Panel sections open from the start.
+    pub open_sections: Vec<crate::ui::PanelSection>,
 }
 
 /// What a headless run measured.
@@ -77,6 +79,7 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
         }
     };
     session.set_what_if(options.what_if);
+    session.open_panel_sections(&options.open_sections);
     let mut overlay = if options.panel { Some(PanelOverlay::new(gl.clone())?) } else { None };
     let result = render(&gl, &mut session, &framebuffer, overlay.as_mut(), options, context.device());
     if let Some(overlay) = overlay.as_mut() {

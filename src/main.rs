@@ -164,6 +164,9 @@ struct RunArgs {
     /// Learners' switches: register-every-frame (interop), skip-copy-sync (host copy).
     #[arg(long, value_enum, value_delimiter = ',')]
     what_if: Vec<WhatIfSwitch>,
+    /// Panel sections to show open: what-if, inspector, sources, trace, device.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    panel_open: Vec<interop_lab::ui::PanelSection>,
     /// Wait for vertical blank in the window.
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     vsync: bool,
@@ -557,6 +560,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
             cuda: run.cuda.options(),
             shaders_dir: run.cuda.shaders.clone(),
             what_if: run.what_if(),
+            open_sections: run.panel_open.clone(),
         };
         let report = headless::run(&options)?;
         print_headless(&report, &options);
@@ -574,6 +578,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
         max_frames: run.frames.map(u64::from),
         screenshot: run.screenshot.clone(),
         what_if: run.what_if(),
+        open_sections: run.panel_open.clone(),
     })?;
     log::info!("closed after {} frames", report.frames);
     Ok(ExitCode::SUCCESS)

@@ -10,7 +10,7 @@ use crate::gl::{GlInfo, TimerQueries};
 use crate::runtime::Selection;
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::transfer::{TransferKind, WhatIf};
-use crate::ui::{self, PanelAction, PanelInput, PanelState};
+use crate::ui::{self, PanelAction, PanelInput, PanelSection, PanelState};
 use crate::watch::KernelWatcher;
 use crate::{Error, Result};
 
@@ -233,6 +233,14 @@ impl Session {
         self.panel.what_if = what_if;
         if let Some(demo) = self.demo.as_deref_mut() {
             demo.set_what_if(what_if);
+        }
+    }
+
+    /// Opens panel sections from the start; an open trace records every frame.
+    pub fn open_panel_sections(&mut self, sections: &[PanelSection]) {
+        self.panel.open_sections = sections.to_vec();
+        if let (true, Some(cuda)) = (sections.contains(&PanelSection::Trace), &self.selection.cuda) {
+            cuda.context.trace().set_per_frame(true);
         }
     }
 

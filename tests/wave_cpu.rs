@@ -61,6 +61,7 @@ fn headless_cpu_run_renders_and_reports_its_stages() {
         cuda: CudaOptions { backend: BackendRequest::Cpu, ..CudaOptions::default() },
         shaders_dir: None,
         what_if: Default::default(),
+        open_sections: Vec::new(),
     };
     let report = headless::run(&options).expect("headless run");
     // Not blank: a good share of the pixels differ from the background colour.

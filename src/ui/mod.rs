@@ -29,6 +29,29 @@ pub struct PanelState {
     pub timeline: timeline::TimelineState,
     /// The learners' switches.
     pub what_if: WhatIf,
+    /// Sections shown open when the panel first appears (the rest start closed).
+    pub open_sections: Vec<PanelSection>,
+}
+
+/// The panel's closed-by-default sections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PanelSection {
+    /// The "What if…" switches and buffer ownership.
+    WhatIf,
+    /// Kernel attributes and occupancy.
+    Inspector,
+    /// Kernel source files and live reload.
+    Sources,
+    /// The driver-call trace (opening it turns per-frame recording on).
+    Trace,
+    /// Device attributes.
+    Device,
+}
+
+impl PanelState {
+    fn opens(&self, section: PanelSection) -> bool {
+        self.open_sections.contains(&section)
+    }
 }
 
 /// What the user asked for in the panel; the app carries it out after the frame.
@@ -82,10 +105,10 @@ pub fn side_panel(ui: &mut egui::Ui, input: PanelInput<'_>, state: &mut PanelSta
                 }
             });
             what_if_section(ui, &input, state, &mut actions);
-            inspector(ui, &input);
+            inspector(ui, &input, state);
             kernel_sources(ui, &input, state);
             trace_section(ui, &input, state);
-            device_section(ui, &input);
+            device_section(ui, &input, state);
             messages(ui, state);
         });
     });
@@ -130,7 +153,7 @@ fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<
 }
 
 fn what_if_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &PanelState, actions: &mut Vec<PanelAction>) {
-    egui::CollapsingHeader::new("What if…").default_open(false).show(ui, |ui| {
+    egui::CollapsingHeader::new("What if…").default_open(state.opens(PanelSection::WhatIf)).show(ui, |ui| {
         ownership(ui, input);
         ui.separator();
         let interop = input.demo.transfer_kind() == TransferKind::Interop;
@@ -217,8 +240,8 @@ fn run_controls(ui: &mut egui::Ui, state: &mut PanelState, actions: &mut Vec<Pan
     });
 }
 
-fn device_section(ui: &mut egui::Ui, input: &PanelInput<'_>) {
-    egui::CollapsingHeader::new("Device").default_open(false).show(ui, |ui| {
+fn device_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &PanelState) {
+    egui::CollapsingHeader::new("Device").default_open(state.opens(PanelSection::Device)).show(ui, |ui| {
         ui.label(format!("GL: {} / {}", input.gl_info.vendor, input.gl_info.renderer));
         ui.label(format!("GL version: {}", input.gl_info.version));
         let Some(cuda) = &input.selection.cuda else {
@@ -290,11 +313,11 @@ pub fn push_message(state: &mut PanelState, message: String) {
     state.messages.drain(..excess);
 }
 
-fn inspector(ui: &mut egui::Ui, input: &PanelInput<'_>) {
+fn inspector(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &PanelState) {
     let Some(kernel) = input.demo.kernel_info() else {
         return;
     };
-    egui::CollapsingHeader::new("Kernel inspector").default_open(false).show(ui, |ui| {
+    egui::CollapsingHeader::new("Kernel inspector").default_open(state.opens(PanelSection::Inspector)).show(ui, |ui| {
         ui.label(egui::RichText::new(&kernel.name).strong());
         ui.label(egui::RichText::new(format!("from {}", kernel.origin)).small().weak());
         let a = kernel.attributes;
@@ -348,7 +371,7 @@ fn trace_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &mut PanelSta
         return;
     };
     let trace = cuda.context.trace();
-    egui::CollapsingHeader::new("Driver calls").default_open(false).show(ui, |ui| {
+    egui::CollapsingHeader::new("Driver calls").default_open(state.opens(PanelSection::Trace)).show(ui, |ui| {
         let mut per_frame = trace.per_frame();
         if ui.checkbox(&mut per_frame, "record every frame").changed() {
             trace.set_per_frame(per_frame);
@@ -387,7 +410,7 @@ fn kernel_sources(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &mut PanelSt
     if builds.is_empty() {
         return;
     }
-    egui::CollapsingHeader::new("Kernel sources").default_open(false).show(ui, |ui| {
+    egui::CollapsingHeader::new("Kernel sources").default_open(state.opens(PanelSection::Sources)).show(ui, |ui| {
         let Some(watcher) = input.watcher else {
             ui.label("The kernels are the copies built into the binary. Run from a checkout or with --kernels DIR to edit them live.");
             return;
