@@ -19,6 +19,7 @@ pub mod headless;
 pub mod rng;
 pub mod runtime;
 pub mod session;
+pub mod soak;
 pub mod sources;
 pub mod stats;
 pub mod transfer;

@@ -16,7 +16,7 @@ use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
 use interop_lab::stats::Stage;
 use interop_lab::transfer::{TransferKind, WhatIf};
-use interop_lab::{Error, Result, app, bench, bench_transfer, doctor};
+use interop_lab::{Error, Result, app, bench, bench_transfer, doctor, soak};
 
 /// See CUDA and OpenGL work on the same memory.
 ///
@@ -46,6 +46,28 @@ enum Command {
     /// Measure speed: kernels with CUDA events (median after warm-up), whole frames headless.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Run many interop frames, re-allocations and kernel recompiles; check that device memory,
+    /// host memory and GL objects stay within bounds. Exit 0: within bounds; 1: something grew.
+    Soak(SoakArgs),
+}
+
+#[derive(Args, Debug)]
+struct SoakArgs {
+    /// Interop frames.
+    #[arg(long, default_value_t = 10_000)]
+    frames: u32,
+    /// Buffer re-allocations to random sizes (each registers the new buffer with CUDA).
+    #[arg(long, default_value_t = 1_000)]
+    reallocations: u32,
+    /// Kernel recompiles, each followed by a module swap.
+    #[arg(long, default_value_t = 100)]
+    recompiles: u32,
+    /// CUDA device.
+    #[arg(long)]
+    device: Option<i32>,
+    /// Also write the report as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    json: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -514,6 +536,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Some(Command::Wave(args)) => run_demo(&args.run, args.spec()),
         Some(Command::Blur(args)) => run_demo(&args.run, args.spec()),
         Some(Command::Doctor(args)) => Ok(run_doctor(&args)),
+        Some(Command::Soak(args)) => run_soak(&args),
         Some(Command::Bench(BenchCommand::Nbody(args))) => run_nbody_bench(&args),
         Some(Command::Bench(BenchCommand::Transfer(args))) => {
             let report = bench_transfer::run(&bench_transfer::TransferBench {
@@ -663,6 +686,56 @@ fn run_doctor(args: &DoctorArgs) -> ExitCode {
         print!("{}", doctor::render(&report));
     }
     ExitCode::from(report.exit_code.clamp(0, 255) as u8)
+}
+
+fn run_soak(args: &SoakArgs) -> Result<ExitCode> {
+    let report = soak::run(&soak::SoakOptions {
+        frames: args.frames,
+        reallocations: args.reallocations,
+        recompiles: args.recompiles,
+        device: args.device,
+    })?;
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+    let line = |name: &str, count: u32, seconds: Option<f64>, at: &soak::Footprint| {
+        let o = at.gl_objects;
+        println!(
+            "{name:<38} {count:>6} {:>8} {:>12.1} {:>10.1} {:>5} {:>5} {:>5} {:>5}",
+            seconds.map(|s| format!("{s:.1}")).unwrap_or_default(),
+            mib(at.device_free_bytes),
+            mib(at.host_rss_bytes),
+            o.buffers,
+            o.textures,
+            o.framebuffers,
+            o.programs
+        );
+    };
+    println!("soak on {}", report.device);
+    println!(
+        "{:<38} {:>6} {:>8} {:>12} {:>10} {:>5} {:>5} {:>5} {:>5}",
+        "phase", "count", "s", "dev free MiB", "RSS MiB", "buf", "tex", "fbo", "prog"
+    );
+    line("before", 0, None, &report.before);
+    for phase in &report.phases {
+        line(phase.name, phase.count, Some(phase.seconds), &phase.after);
+    }
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
+    }
+    if report.exceeded.is_empty() {
+        println!(
+            "within bounds: device memory −{} MiB, host RSS +{} MiB, GL objects +{}",
+            mib(report.bounds.device_bytes),
+            mib(report.bounds.host_rss_bytes),
+            report.bounds.gl_objects
+        );
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for what in &report.exceeded {
+            println!("exceeded: {what}");
+        }
+        Ok(ExitCode::from(1))
+    }
 }
 
 #[cfg(test)]

@@ -789,3 +789,33 @@ pub fn wait_for_gl(gl: &glow::Context) -> Result<()> {
     }
     Ok(())
 }
+
+/// Live GL names of each kind, counted with `glIs*` over the first names (drivers hand out small
+/// names first and reuse freed ones), to see whether objects leak.
+#[derive(Debug, Clone, Copy, serde::Serialize, PartialEq, Eq)]
+pub struct GlObjects {
+    /// Buffers.
+    pub buffers: u64,
+    /// Textures.
+    pub textures: u64,
+    /// Framebuffers.
+    pub framebuffers: u64,
+    /// Programs.
+    pub programs: u64,
+}
+
+impl GlObjects {
+    /// Counts live names among `1..=names` of each kind. The context must be current.
+    pub fn count(gl: &glow::Context, names: u32) -> Self {
+        let all = || (1..=names).filter_map(std::num::NonZeroU32::new);
+        // SAFETY: glIs* only query; the context is current on this thread.
+        unsafe {
+            GlObjects {
+                buffers: all().filter(|&n| gl.is_buffer(glow::NativeBuffer(n))).count() as u64,
+                textures: all().filter(|&n| gl.is_texture(glow::NativeTexture(n))).count() as u64,
+                framebuffers: all().filter(|&n| gl.is_framebuffer(glow::NativeFramebuffer(n))).count() as u64,
+                programs: all().filter(|&n| gl.is_program(glow::NativeProgram(n))).count() as u64,
+            }
+        }
+    }
+}

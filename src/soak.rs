@@ -1,0 +1,275 @@
+//! `interop-lab soak`: many interop frames, many re-allocations (each re-registers its buffer) and
+//! many kernel recompiles with module swaps, on one headless GL context, measuring device memory,
+//! host memory and live GL objects before and after. Nothing may grow beyond [`Bounds`].
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::context::headless::HeadlessGl;
+use crate::demos::wave::{self, Wave, WaveSettings};
+use crate::demos::{Demo, DemoEnv, View};
+use crate::gl::{Framebuffer, GlObjects};
+use crate::rng::Rng;
+use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
+use crate::transfer::TransferKind;
+use crate::{Error, Result};
+
+/// How much of each phase to run.
+#[derive(Debug, Clone)]
+pub struct SoakOptions {
+    /// Interop frames (map → kernel → unmap → draw).
+    pub frames: u32,
+    /// Re-allocations of the shared buffer to a random size (each registers the new buffer).
+    pub reallocations: u32,
+    /// Kernel recompiles (NVRTC, no cache) each followed by a module swap.
+    pub recompiles: u32,
+    /// CUDA device to use.
+    pub device: Option<i32>,
+}
+
+/// The growth allowed between the start and the end of a soak.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Bounds {
+    /// Device memory (`cuMemGetInfo` free bytes) may shrink by at most this.
+    pub device_bytes: u64,
+    /// Resident host memory may grow by at most this.
+    pub host_rss_bytes: u64,
+    /// Live GL objects of each kind may grow by at most this.
+    pub gl_objects: u64,
+}
+
+/// Device memory may move by the driver's allocation granularity; the host's RSS by what the
+/// allocator and NVRTC keep cached; GL objects not at all.
+pub const BOUNDS: Bounds = Bounds { device_bytes: 4 << 20, host_rss_bytes: 64 << 20, gl_objects: 0 };
+
+/// What was measured at one point of the soak.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Footprint {
+    /// Free device memory, bytes.
+    pub device_free_bytes: u64,
+    /// Resident host memory, bytes.
+    pub host_rss_bytes: u64,
+    /// Live GL buffer, texture, framebuffer and program names.
+    pub gl_objects: GlObjects,
+}
+
+/// Names probed per kind; GL drivers hand out small names first and reuse freed ones.
+pub const GL_NAMES: u32 = 8192;
+
+/// One phase's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Phase {
+    /// What the phase did.
+    pub name: &'static str,
+    /// How many times.
+    pub count: u32,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Footprint after the phase.
+    pub after: Footprint,
+}
+
+/// The whole soak's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct SoakReport {
+    /// The CUDA device.
+    pub device: String,
+    /// Footprint after warm-up, before the phases.
+    pub before: Footprint,
+    /// Each phase in order.
+    pub phases: Vec<Phase>,
+    /// The allowed growth.
+    pub bounds: Bounds,
+    /// Each bound exceeded, in words (empty: the soak passed).
+    pub exceeded: Vec<String>,
+}
+
+/// Runs the soak. Errors (no CUDA, no interop) are returned; bounds exceeded are in the report.
+pub fn run(options: &SoakOptions) -> Result<SoakReport> {
+    let cuda_options = CudaOptions {
+        backend: BackendRequest::Cuda,
+        transfer: TransferRequest::Interop,
+        device: options.device,
+        kernels_dir: None,
+        no_cache: true,
+    };
+    let context = HeadlessGl::new(runtime::preferred_cuda_device(&cuda_options))?;
+    let gl = context.gl().clone();
+    let selection = runtime::select(&cuda_options, &gl, &|name| context.proc_address(name));
+    if let Some(unmet) = &selection.unmet_request {
+        return Err(Error::Unavailable(unmet.clone()));
+    }
+    let Some(cuda) = selection.cuda.clone() else {
+        return Err(Error::Unavailable(format!("the soak needs CUDA: {}", selection.reason)));
+    };
+    let mut framebuffer = Framebuffer::new(&gl, [256, 256])?;
+    let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: TransferKind::Interop, shaders_dir: None };
+    let mut wave = match Wave::new(&env, WaveSettings::default()) {
+        Ok(wave) => wave,
+        Err(error) => {
+            framebuffer.destroy(&gl);
+            return Err(error);
+        }
+    };
+    let result = soak(&gl, &cuda, &framebuffer, &mut wave, options);
+    Box::new(wave).destroy(&gl);
+    framebuffer.destroy(&gl);
+    result
+}
+
+fn soak(
+    gl: &glow::Context,
+    cuda: &Rc<CudaRuntime>,
+    framebuffer: &Framebuffer,
+    wave: &mut Wave,
+    options: &SoakOptions,
+) -> Result<SoakReport> {
+    let view = View { origin: [0, 0], size: framebuffer.size() };
+    let mut frame = 0u64;
+    let mut run_frames = |wave: &mut Wave, count: u32| -> Result<()> {
+        for _ in 0..count {
+            framebuffer.bind(gl);
+            wave.step(gl, frame, 1.0 / 60.0)?;
+            wave.draw(gl, &view)?;
+            wave.poll_gpu_times()?;
+            frame += 1;
+        }
+        wave.finish(gl)
+    };
+    // Warm-up: caches, the driver's lazily created state, the allocator's first arenas.
+    run_frames(wave, 200)?;
+    let measure = || footprint(gl, cuda);
+    let before = measure()?;
+    let mut phases = Vec::new();
+
+    let started = Instant::now();
+    run_frames(wave, options.frames)?;
+    phases.push(Phase { name: "interop frames", count: options.frames, seconds: secs(started), after: measure()? });
+
+    let started = Instant::now();
+    let original = [wave.settings().width, wave.settings().height];
+    let mut random = Rng::new(0x50a4);
+    for _ in 0..options.reallocations {
+        let width = 16 + (random.next_u64() % 497) as u32;
+        let height = 16 + (random.next_u64() % 497) as u32;
+        wave.set_vertices(gl, width, height)?;
+        run_frames(wave, 1)?;
+    }
+    wave.set_vertices(gl, original[0], original[1])?;
+    run_frames(wave, 1)?;
+    phases.push(Phase {
+        name: "re-allocations with re-registration",
+        count: options.reallocations,
+        seconds: secs(started),
+        after: measure()?,
+    });
+
+    let started = Instant::now();
+    let (source, origin) = wave::KERNEL.read(None)?;
+    let builds = wave.kernel_builds();
+    let options_for_wave =
+        builds.iter().find(|(file, _)| file.name == wave::KERNEL.name).map(|(_, o)| o.clone()).unwrap_or_default();
+    for index in 0..options.recompiles {
+        // A different comment each time: a new text, so NVRTC compiles it for real.
+        let text = format!("{source}\n// soak recompile {index}\n");
+        let compiled = cuda.compiler.compile_source(wave::KERNEL.name, &text, &origin, &options_for_wave)?;
+        wave.swap_kernels(wave::KERNEL.name, &options_for_wave, &compiled)?;
+        run_frames(wave, 1)?;
+    }
+    phases.push(Phase {
+        name: "kernel recompiles and module swaps",
+        count: options.recompiles,
+        seconds: secs(started),
+        after: measure()?,
+    });
+
+    let errors = cuda.context.take_errors();
+    if let Some(error) = errors.first() {
+        return Err(Error::Unavailable(format!("a resource failed to free itself during the soak: {error}")));
+    }
+    let device = cuda.context.device().name.clone();
+    let exceeded = phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS)).unwrap_or_default();
+    Ok(SoakReport { device, before, phases, bounds: BOUNDS, exceeded })
+}
+
+fn secs(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64()
+}
+
+/// Each bound `after` exceeds, against `before`.
+pub fn exceeded(before: &Footprint, after: &Footprint, bounds: &Bounds) -> Vec<String> {
+    let mut out = Vec::new();
+    let device_lost = before.device_free_bytes.saturating_sub(after.device_free_bytes);
+    if device_lost > bounds.device_bytes {
+        out.push(format!("device memory: {device_lost} bytes no longer free (bound {})", bounds.device_bytes));
+    }
+    let rss_grown = after.host_rss_bytes.saturating_sub(before.host_rss_bytes);
+    if rss_grown > bounds.host_rss_bytes {
+        out.push(format!("host memory: grew {rss_grown} bytes (bound {})", bounds.host_rss_bytes));
+    }
+    let (b, a) = (before.gl_objects, after.gl_objects);
+    for (kind, then, now) in [
+        ("buffers", b.buffers, a.buffers),
+        ("textures", b.textures, a.textures),
+        ("framebuffers", b.framebuffers, a.framebuffers),
+        ("programs", b.programs, a.programs),
+    ] {
+        if now > then + bounds.gl_objects {
+            out.push(format!("GL {kind}: {then} live before, {now} after"));
+        }
+    }
+    out
+}
+
+fn footprint(gl: &glow::Context, cuda: &CudaRuntime) -> Result<Footprint> {
+    cuda.context.synchronize()?;
+    let (free, _) = cuda.context.memory_info()?;
+    Ok(Footprint {
+        device_free_bytes: free as u64,
+        host_rss_bytes: resident_bytes()?,
+        gl_objects: GlObjects::count(gl, GL_NAMES),
+    })
+}
+
+/// Resident set size of this process (`VmRSS` in /proc/self/status).
+pub fn resident_bytes() -> Result<u64> {
+    let path = std::path::Path::new("/proc/self/status");
+    let status = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|kb| kb.trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .ok_or_else(|| Error::Unavailable("no VmRSS line in /proc/self/status".to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(device_free_bytes: u64, host_rss_bytes: u64, buffers: u64) -> Footprint {
+        Footprint {
+            device_free_bytes,
+            host_rss_bytes,
+            gl_objects: GlObjects { buffers, textures: 3, framebuffers: 1, programs: 1 },
+        }
+    }
+
+    #[test]
+    fn growth_within_bounds_passes_and_beyond_is_named() {
+        let before = at(10 << 30, 100 << 20, 5);
+        assert!(exceeded(&before, &at((10 << 30) - (1 << 20), 120 << 20, 5), &BOUNDS).is_empty());
+        let lost = exceeded(&before, &at((10 << 30) - (64 << 20), 100 << 20, 6), &BOUNDS);
+        assert_eq!(lost.len(), 2, "{lost:?}");
+        assert!(lost[0].starts_with("device memory") && lost[1].starts_with("GL buffers"), "{lost:?}");
+    }
+
+    #[test]
+    fn resident_memory_is_read() {
+        let rss = resident_bytes().expect("VmRSS");
+        assert!(rss > 1 << 20, "a running test binary holds more than 1 MiB: {rss}");
+    }
+}
