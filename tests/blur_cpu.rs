@@ -1,6 +1,8 @@
 //! The blur demo on the CPU backend, end to end: a headless run's --output equals the f64
 //! reference of the same filter within the stated bounds, and bad input is named.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
 mod common;
 
 use std::process::Command;

@@ -1,6 +1,8 @@
 //! The command line as a user runs it: headless runs, bad input, `doctor`, and the window under a
 //! display (Xvfb in CI, which sets INTEROP_LAB_REQUIRE_DISPLAY=1).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
 mod common;
 
 use std::path::PathBuf;

@@ -1,6 +1,8 @@
 //! GL through a headless EGL context (Mesa's software device without a GPU): draw known points
 //! from a buffer, read the pixels back and compare with the image they must make.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
 use interop_lab::context::headless::HeadlessGl;
 use interop_lab::gl::{self, Attribute, DrawState, Framebuffer, Program, VertexArray};
 

@@ -5,6 +5,8 @@
 //! Run on the GPU machine with `--include-ignored --test-threads=1` (the leak check reads the
 //! device's free memory, which other tests running at the same time would disturb).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
 mod common;
 
 use interop_lab::cuda::interop;

@@ -2,6 +2,8 @@
 //! (surface writes into the texture, pixel buffer) and the host-copy path; odd sizes; large σ;
 //! every output pixel written; launch limits named. Run with `--include-ignored --test-threads=1`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
 mod common;
 
 use interop_lab::demos::blur::cpu::{self, Image};

@@ -2,6 +2,8 @@
 //! every kernel variant, fp32 and fp64, momentum, a two-body orbit, energy, state files, and bad
 //! launch configurations. Run with `--include-ignored --test-threads=1` on the GPU machine.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
 mod common;
 
 use interop_lab::demos::nbody::cpu::{self, Params, relative_error};

@@ -2,6 +2,8 @@
 //! app targets, a broken kernel reports NVRTC's log with file and line, and the cache works.
 //! Needs libnvrtc on the loader path; CI installs it and sets INTEROP_LAB_REQUIRE_NVRTC=1.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
 mod common;
 
 use interop_lab::Error;

@@ -1,6 +1,8 @@
 //! The wave demo on the CPU backend, end to end through GL: the vertex buffer GL holds after a
 //! step equals the f64 reference, and a headless run renders a non-blank picture.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
 mod common;
 
 use interop_lab::context::headless::HeadlessGl;
