@@ -65,6 +65,9 @@ struct SoakArgs {
     /// CUDA device.
     #[arg(long)]
     device: Option<i32>,
+    /// Path to soak: interop, or copy (no registration: what the GL driver alone keeps).
+    #[arg(long, value_enum, default_value_t = TransferRequest::Interop)]
+    transfer: TransferRequest,
     /// Also write the report as JSON.
     #[arg(long, value_name = "FILE.json")]
     json: Option<PathBuf>,
@@ -694,6 +697,7 @@ fn run_soak(args: &SoakArgs) -> Result<ExitCode> {
         reallocations: args.reallocations,
         recompiles: args.recompiles,
         device: args.device,
+        transfer: if args.transfer == TransferRequest::Copy { TransferKind::HostCopy } else { TransferKind::Interop },
     })?;
     let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
     let line = |name: &str, count: u32, seconds: Option<f64>, at: &soak::Footprint| {
@@ -709,7 +713,7 @@ fn run_soak(args: &SoakArgs) -> Result<ExitCode> {
             o.programs
         );
     };
-    println!("soak on {}", report.device);
+    println!("soak on {}, transfer {}", report.device, report.transfer.label());
     println!(
         "{:<38} {:>6} {:>8} {:>12} {:>10} {:>5} {:>5} {:>5} {:>5}",
         "phase", "count", "s", "dev free MiB", "RSS MiB", "buf", "tex", "fbo", "prog"

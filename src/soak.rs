@@ -27,6 +27,9 @@ pub struct SoakOptions {
     pub recompiles: u32,
     /// CUDA device to use.
     pub device: Option<i32>,
+    /// Interop (the point of the soak) or host copy (to tell the GL driver's own memory use from
+    /// what registration costs).
+    pub transfer: TransferKind,
 }
 
 /// The growth allowed between the start and the end of a soak.
@@ -74,6 +77,8 @@ pub struct Phase {
 /// The whole soak's result.
 #[derive(Debug, Clone, Serialize)]
 pub struct SoakReport {
+    /// The transfer path soaked.
+    pub transfer: TransferKind,
     /// The CUDA device.
     pub device: String,
     /// Footprint after warm-up, before the phases.
@@ -90,7 +95,11 @@ pub struct SoakReport {
 pub fn run(options: &SoakOptions) -> Result<SoakReport> {
     let cuda_options = CudaOptions {
         backend: BackendRequest::Cuda,
-        transfer: TransferRequest::Interop,
+        transfer: if options.transfer == TransferKind::Interop {
+            TransferRequest::Interop
+        } else {
+            TransferRequest::Copy
+        },
         device: options.device,
         kernels_dir: None,
         no_cache: true,
@@ -105,7 +114,7 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
         return Err(Error::Unavailable(format!("the soak needs CUDA: {}", selection.reason)));
     };
     let mut framebuffer = Framebuffer::new(&gl, [256, 256])?;
-    let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: options.transfer, shaders_dir: None };
     let mut wave = match Wave::new(&env, WaveSettings::default()) {
         Ok(wave) => wave,
         Err(error) => {
@@ -146,7 +155,7 @@ fn soak(
 
     let started = Instant::now();
     run_frames(wave, options.frames)?;
-    phases.push(Phase { name: "interop frames", count: options.frames, seconds: secs(started), after: measure()? });
+    phases.push(Phase { name: "frames", count: options.frames, seconds: secs(started), after: measure()? });
 
     let started = Instant::now();
     let original = [wave.settings().width, wave.settings().height];
@@ -191,7 +200,7 @@ fn soak(
     }
     let device = cuda.context.device().name.clone();
     let exceeded = phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS)).unwrap_or_default();
-    Ok(SoakReport { device, before, phases, bounds: BOUNDS, exceeded })
+    Ok(SoakReport { transfer: options.transfer, device, before, phases, bounds: BOUNDS, exceeded })
 }
 
 fn secs(started: Instant) -> f64 {
