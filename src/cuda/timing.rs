@@ -1,5 +1,9 @@
 //! GPU timestamps read back without stalling: a ring of event sets, one set per frame, each set
 //! `marks` events recorded at stage boundaries and read once the GPU has passed the last one.
+//!
+//! When the host runs more frames ahead of the GPU than the ring is deep (a heavy kernel, no vsync),
+//! the next set is still in flight; that frame then goes untimed rather than overwriting a set
+//! whose times are yet to be read, so GPU times keep arriving, for every few frames.
 
 use std::rc::Rc;
 
@@ -12,15 +16,25 @@ pub struct EventRing {
     sets: Vec<Vec<Event>>,
     tags: Vec<Option<u64>>,
     next: usize,
+    untimed: bool,
 }
 
-/// The events of one set, to record as the stages of a frame end.
-pub struct Marks<'a>(&'a [Event]);
+/// The events of one set, to record as the stages of a frame end (none when the frame goes
+/// untimed because every set is still in flight).
+pub struct Marks<'a>(Option<&'a [Event]>);
 
 impl Marks<'_> {
     /// Records mark `index` (0 = start) at the current end of `stream`.
     pub fn mark(&self, index: usize, stream: &Stream) -> Result<()> {
-        self.0[index].record(stream)
+        match self.0 {
+            Some(events) => events[index].record(stream),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether this frame's marks are recorded.
+    pub fn is_timed(&self) -> bool {
+        self.0.is_some()
     }
 }
 
@@ -32,17 +46,30 @@ impl EventRing {
             sets.push((0..marks.max(2)).map(|_| Event::new(context)).collect::<Result<Vec<_>>>()?);
         }
         let depth = sets.len();
-        Ok(Self { sets, tags: vec![None; depth], next: 0 })
+        Ok(Self { sets, tags: vec![None; depth], next: 0, untimed: false })
     }
 
-    /// The next set. If its previous frame was never read back, those times are dropped.
+    /// The next set. If the GPU has not yet passed all of it, this frame goes untimed (the set's
+    /// times are kept for [`Self::poll`]); if it has but was never read back, those times are dropped.
     pub fn begin(&mut self) -> Marks<'_> {
-        self.tags[self.next] = None;
-        Marks(&self.sets[self.next])
+        let slot = self.next;
+        // An event never recorded counts as complete, so only marks actually placed are waited for.
+        let in_flight =
+            self.tags[slot].is_some() && self.sets[slot].iter().any(|event| !event.is_complete().unwrap_or(true));
+        self.untimed = in_flight;
+        if in_flight {
+            return Marks(None);
+        }
+        self.tags[slot] = None;
+        Marks(Some(&self.sets[slot]))
     }
 
-    /// Declares the set from [`Self::begin`] recorded for `tag` (a frame or step number).
+    /// Declares the set from [`Self::begin`] recorded for `tag` (a frame or step number); nothing
+    /// when that frame went untimed.
     pub fn commit(&mut self, tag: u64) {
+        if self.untimed {
+            return;
+        }
         self.tags[self.next] = Some(tag);
         self.next = (self.next + 1) % self.sets.len();
     }
