@@ -178,3 +178,47 @@ fn nbody_bad_input_is_named_and_state_files_round_trip() {
     assert_eq!(again.step, 7, "continued from step 5");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn no_display_and_empty_or_truncated_images_get_a_message() {
+    let output = binary()
+        .args(["nbody", "--frames", "1", "--backend", "cpu"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("WAYLAND_SOCKET")
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "no display: {stderr}");
+    assert!(stderr.contains("cannot open a window") && stderr.contains("--headless"), "{stderr}");
+
+    let dir = temp_dir("images");
+    let empty = dir.join("empty.png");
+    std::fs::write(&empty, b"").expect("write");
+    let pattern = interop_lab::demos::blur::image::test_pattern(96, 64);
+    let whole = dir.join("whole.png");
+    interop_lab::demos::blur::image::save_png(&whole, [96, 64], interop_lab::gl::PixelFormat::Rgba8, &pattern.rgba8)
+        .expect("save");
+    let bytes = std::fs::read(&whole).expect("read");
+    let truncated = dir.join("truncated.png");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).expect("write");
+    for path in [&empty, &truncated] {
+        let output = binary()
+            .args(["blur", "--headless", "--backend", "cpu", "--frames", "1", "--size", "64x64", "--image"])
+            .arg(path)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{}: {stderr}", path.display());
+        let named = stderr.contains(&*path.display().to_string());
+        let why = stderr.contains("not a readable PNG or JPEG image") || stderr.contains("cannot decode it");
+        assert!(named && why, "{}: {stderr}", path.display());
+    }
+    let output = binary()
+        .args(["blur", "--headless", "--backend", "cpu", "--frames", "1", "--size", "64x64", "--image"])
+        .arg(&whole)
+        .output()
+        .expect("run");
+    assert!(output.status.success(), "the whole file loads: {}", String::from_utf8_lossy(&output.stderr));
+    std::fs::remove_dir_all(&dir).ok();
+}
