@@ -97,8 +97,16 @@ pub trait Demo {
     /// Name, as on the command line.
     fn name(&self) -> &'static str;
 
+    /// The demo's transfer path and CUDA stream.
+    fn pipeline(&self) -> &Pipeline;
+
+    /// As [`Self::pipeline`], to change it.
+    fn pipeline_mut(&mut self) -> &mut Pipeline;
+
     /// The transfer path in use.
-    fn transfer_kind(&self) -> TransferKind;
+    fn transfer_kind(&self) -> TransferKind {
+        self.pipeline().kind()
+    }
 
     /// Moves the demo's buffers to another transfer path, keeping their contents.
     fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()>;
@@ -150,7 +158,9 @@ pub trait Demo {
     }
 
     /// Applies the learners' switches to the demo's transfer path.
-    fn set_what_if(&mut self, _what_if: WhatIf) {}
+    fn set_what_if(&mut self, what_if: WhatIf) {
+        self.pipeline_mut().set_what_if(what_if);
+    }
 
     /// Shows what the driver answers when a buffer CUDA holds is used (interop only).
     fn use_while_mapped(&mut self) -> Result<String> {
@@ -159,7 +169,7 @@ pub trait Demo {
 
     /// What the switches in effect did so far, in a sentence.
     fn what_if_report(&self) -> Option<String> {
-        None
+        self.pipeline().what_if_report()
     }
 
     /// A file dropped on the window or chosen in the panel; opened at the next step.

@@ -19,7 +19,7 @@ use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
 use crate::gl::{self, PixelFormat};
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, Percentiles, Stage, StageTimes};
-use crate::transfer::{Access, SharedBuffer, SharedImage, Target, TransferKind, WhatIf};
+use crate::transfer::{Access, SharedBuffer, SharedImage, Target, TransferKind};
 use crate::{Error, Result, source_file};
 
 /// The kernel source.
@@ -489,16 +489,12 @@ impl Demo for Blur {
         "blur"
     }
 
-    fn transfer_kind(&self) -> TransferKind {
-        self.pipeline.kind()
+    fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
     }
 
-    fn set_what_if(&mut self, what_if: WhatIf) {
-        self.pipeline.set_what_if(what_if);
-    }
-
-    fn what_if_report(&self) -> Option<String> {
-        self.pipeline.what_if_report()
+    fn pipeline_mut(&mut self) -> &mut Pipeline {
+        &mut self.pipeline
     }
 
     fn use_while_mapped(&mut self) -> Result<String> {

@@ -24,7 +24,7 @@ use crate::gl::{self, Attribute, DrawState};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, StageTimes};
-use crate::transfer::{Access, SharedBuffer, Target, TransferKind, WhatIf};
+use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
 use crate::{Error, Result, source_file};
 
 pub use self::kernels::KERNEL;
@@ -762,16 +762,12 @@ impl Demo for NBody {
         "nbody"
     }
 
-    fn transfer_kind(&self) -> TransferKind {
-        self.pipeline.kind()
+    fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
     }
 
-    fn set_what_if(&mut self, what_if: WhatIf) {
-        self.pipeline.set_what_if(what_if);
-    }
-
-    fn what_if_report(&self) -> Option<String> {
-        self.pipeline.what_if_report()
+    fn pipeline_mut(&mut self) -> &mut Pipeline {
+        &mut self.pipeline
     }
 
     fn use_while_mapped(&mut self) -> Result<String> {

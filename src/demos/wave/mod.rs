@@ -14,7 +14,7 @@ use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module};
 use crate::gl::{self, Attribute, DrawState};
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, StageTimes};
-use crate::transfer::{Access, SharedBuffer, Target, TransferKind, WhatIf};
+use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
 use crate::ui::launch::LaunchEditor;
 use crate::{Error, Result, source_file};
 
@@ -327,16 +327,12 @@ impl Demo for Wave {
         "wave"
     }
 
-    fn transfer_kind(&self) -> TransferKind {
-        self.pipeline.kind()
+    fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
     }
 
-    fn set_what_if(&mut self, what_if: WhatIf) {
-        self.pipeline.set_what_if(what_if);
-    }
-
-    fn what_if_report(&self) -> Option<String> {
-        self.pipeline.what_if_report()
+    fn pipeline_mut(&mut self) -> &mut Pipeline {
+        &mut self.pipeline
     }
 
     fn use_while_mapped(&mut self) -> Result<String> {
