@@ -31,11 +31,6 @@ impl Marks<'_> {
             None => Ok(()),
         }
     }
-
-    /// Whether this frame's marks are recorded.
-    pub fn is_timed(&self) -> bool {
-        self.0.is_some()
-    }
 }
 
 impl EventRing {
