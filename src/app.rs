@@ -47,6 +47,9 @@ pub struct WindowOptions {
 pub struct WindowReport {
     /// Frames drawn.
     pub frames: u64,
+    /// The user asked to start the app again as a new process (to get CUDA back after a kernel
+    /// fault lost the context): the caller should do so, with the same arguments.
+    pub relaunch: bool,
 }
 
 /// Opens the window and runs until it is closed.
@@ -57,11 +60,11 @@ pub fn run(options: WindowOptions) -> Result<WindowReport> {
         ))
     })?;
     event_loop.set_control_flow(ControlFlow::Poll);
-    let mut app = App { options, running: None, error: None, frames: 0 };
+    let mut app = App { options, running: None, error: None, frames: 0, relaunch: false };
     event_loop.run_app(&mut app).map_err(|e| Error::Window(e.to_string()))?;
     match app.error {
         Some(error) => Err(error),
-        None => Ok(WindowReport { frames: app.frames }),
+        None => Ok(WindowReport { frames: app.frames, relaunch: app.relaunch }),
     }
 }
 
@@ -70,6 +73,7 @@ struct App {
     running: Option<Running>,
     error: Option<Error>,
     frames: u64,
+    relaunch: bool,
 }
 
 /// Everything that exists while the window is open. Torn down by [`Running::shut_down`].
@@ -78,6 +82,7 @@ struct Running {
     egui: EguiWindow,
     input: Input,
     last_frame: Instant,
+    relaunch: bool,
     window: WindowGl,
 }
 
@@ -130,7 +135,10 @@ impl ApplicationHandler for App {
                         return;
                     }
                 }
-                if screenshot {
+                if running.relaunch {
+                    self.relaunch = true;
+                    self.close(event_loop);
+                } else if screenshot {
                     self.close(event_loop);
                 }
             }
@@ -231,6 +239,7 @@ impl Running {
             egui: EguiWindow { context, state, painter },
             input: Input::default(),
             last_frame: Instant::now(),
+            relaunch: false,
             window,
         })
     }
@@ -259,8 +268,10 @@ impl Running {
         self.egui.painter.paint_and_update_textures(size, output.pixels_per_point, &primitives, &mut textures);
 
         for action in actions {
-            if let PanelAction::SetVsync(on) = action {
-                self.set_vsync(on);
+            match action {
+                PanelAction::SetVsync(on) => self.set_vsync(on),
+                PanelAction::Relaunch => self.relaunch = true,
+                _ => {}
             }
         }
         if let Some(path) = screenshot {

@@ -119,6 +119,12 @@ fn hint_suffix(hint: &Option<&'static str>) -> String {
 }
 
 impl Error {
+    /// Whether this is a kernel fault that leaves the CUDA context unusable (see
+    /// [`crate::cuda::driver::context_lost`]): the caller must recreate its CUDA state.
+    pub fn is_context_lost(&self) -> bool {
+        matches!(self, Self::Cuda { code, .. } if crate::cuda::driver::context_lost(*code))
+    }
+
     /// An I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io { path: path.into(), source }

@@ -113,7 +113,10 @@ fn render(
     }
     session.finish(gl)?;
     let wall = started.elapsed().as_secs_f64();
-    if let Some(message) = session.panel.messages.first() {
+    // A recovery from a lost CUDA context is reported (log, JSON) but is not a failed run: the
+    // frames were rendered, on the state the recovery made.
+    let recoveries = session.recoveries().to_vec();
+    if let Some(message) = session.panel.messages.iter().find(|m| !recoveries.contains(m)) {
         return Err(Error::Unavailable(format!("the run reported an error: {message}")));
     }
     let pixels = framebuffer.read_rgba(gl)?;
@@ -167,6 +170,7 @@ fn report_json(
         "frames": options.frames,
         "wall_seconds": wall,
         "frames_per_second": frames_per_second,
+        "recoveries": session.recoveries(),
         "kernel": kernel,
         "what_if": {
             "register_every_frame": options.what_if.register_every_frame,

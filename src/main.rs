@@ -607,6 +607,9 @@ fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
         open_sections: run.panel_open.clone(),
     })?;
     log::info!("closed after {} frames", report.frames);
+    if report.relaunch {
+        return relaunch();
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -740,6 +743,16 @@ fn run_soak(args: &SoakArgs) -> Result<ExitCode> {
         }
         Ok(ExitCode::from(1))
     }
+}
+
+/// Replaces this process by a new run of the app with the same arguments: after a kernel fault
+/// the driver allows no more CUDA work in a process, and a new one gets a fresh context.
+fn relaunch() -> Result<ExitCode> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().map_err(|e| Error::io("the running executable", e))?;
+    log::info!("relaunching {}", exe.display());
+    let error = std::process::Command::new(&exe).args(std::env::args_os().skip(1)).exec();
+    Err(Error::io(exe, error))
 }
 
 #[cfg(test)]

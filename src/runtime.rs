@@ -83,6 +83,8 @@ pub struct Selection {
     /// The user asked for something that could not be given (e.g. `--backend cuda` without a
     /// driver): the message says what and why.
     pub unmet_request: Option<String>,
+    /// A kernel fault lost the CUDA context: CUDA runs again only in a new process.
+    pub cuda_lost: bool,
 }
 
 impl Selection {
@@ -119,7 +121,7 @@ pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> 
     if options.backend == BackendRequest::Cpu {
         let reason = "CPU backend requested (--backend cpu)".to_owned();
         log::info!("{reason}");
-        return Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request: None };
+        return Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request: None, cuda_lost: false };
     }
     match set_up_cuda(options, gl, loader) {
         Ok((cuda, transfer, reason, unmet_request)) => {
@@ -127,14 +129,14 @@ pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> 
             if let Some(message) = &unmet_request {
                 log::warn!("{message}");
             }
-            Selection { cuda: Some(Rc::new(cuda)), transfer, reason, unmet_request }
+            Selection { cuda: Some(Rc::new(cuda)), transfer, reason, unmet_request, cuda_lost: false }
         }
         Err(error) => {
             let reason = format!("CPU backend, because CUDA can't run here: {error}");
             log::warn!("{reason}");
             let unmet_request = (options.backend == BackendRequest::Cuda)
                 .then(|| format!("--backend cuda was asked for, but CUDA can't run here: {error}"));
-            Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request }
+            Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request, cuda_lost: false }
         }
     }
 }

@@ -28,6 +28,8 @@ pub struct Session {
     frame: u64,
     last_frame_start: Option<Instant>,
     watcher: Option<KernelWatcher>,
+    /// What each recovery from a lost CUDA context did, in order.
+    recoveries: Vec<String>,
     /// Panel state (pause, messages...).
     pub panel: PanelState,
 }
@@ -70,6 +72,7 @@ impl Session {
             shaders_dir,
             frame: 0,
             last_frame_start: None,
+            recoveries: Vec::new(),
             panel: PanelState::default(),
         })
     }
@@ -129,6 +132,10 @@ impl Session {
         if run {
             match demo.step(gl, frame, dt) {
                 Ok(times) => stages = times,
+                Err(error) if error.is_context_lost() => {
+                    self.recover(gl, &error);
+                    return;
+                }
                 Err(error) => {
                     self.panel.paused = true;
                     ui::push_message(&mut self.panel, format!("paused: {error}"));
@@ -141,12 +148,20 @@ impl Session {
         let drawn = demo.draw(gl, &view);
         self.draw_timer.end(gl);
         stages.set_host(Stage::Draw, draw_started.elapsed().as_secs_f64() * 1e6);
-        if let Err(error) = drawn {
-            ui::push_message(&mut self.panel, error.to_string());
+        match drawn {
+            Err(error) if error.is_context_lost() => {
+                self.recover(gl, &error);
+                return;
+            }
+            Err(error) => ui::push_message(&mut self.panel, error.to_string()),
+            Ok(()) => {}
         }
 
         self.history.push(FrameSample { frame, frame_us: frame_us.unwrap_or(f64::NAN), stages });
-        self.collect_late_times(gl);
+        if let Some(error) = self.collect_late_times(gl) {
+            self.recover(gl, &error);
+            return;
+        }
         if let Some(cuda) = &self.selection.cuda {
             for error in cuda.context.take_errors() {
                 ui::push_message(&mut self.panel, error.to_string());
@@ -155,13 +170,19 @@ impl Session {
         }
     }
 
-    /// Moves GPU times that have arrived into the history.
-    fn collect_late_times(&mut self, gl: &glow::Context) {
+    /// Moves GPU times that have arrived into the history. Returns the error if the CUDA context
+    /// turned out to be lost.
+    fn collect_late_times(&mut self, gl: &glow::Context) -> Option<Error> {
+        let mut lost = None;
         if let Some(demo) = self.demo.as_deref_mut() {
             loop {
                 match demo.poll_gpu_times() {
                     Ok(Some(late)) => self.history.add_late(late),
                     Ok(None) => break,
+                    Err(error) if error.is_context_lost() => {
+                        lost = Some(error);
+                        break;
+                    }
                     Err(error) => {
                         ui::push_message(&mut self.panel, error.to_string());
                         break;
@@ -174,6 +195,61 @@ impl Session {
             times.set_gpu(Stage::Draw, microseconds);
             self.history.add_late(LateGpuTimes { frame, times });
         }
+        lost
+    }
+
+    /// What each recovery from a lost CUDA context so far did (the messages the panel showed).
+    pub fn recoveries(&self) -> &[String] {
+        &self.recoveries
+    }
+
+    /// A kernel faulted and the CUDA context is lost (`error` says how). The driver reports the
+    /// fault to every later call of the process — a new or reset context included — so CUDA can
+    /// only run again in a new process. The demo is taken down, every CUDA object released, and
+    /// the demo started again with its settings on the CPU backend; the panel offers to relaunch
+    /// the app, which gets a fresh CUDA context.
+    fn recover(&mut self, gl: &glow::Context, error: &Error) {
+        let frame = self.frame;
+        let Some(demo) = self.demo.take() else {
+            return;
+        };
+        let spec = demo.spec();
+        demo.destroy(gl);
+        if let Some(lost) = self.selection.cuda.take() {
+            for error in lost.context.take_errors() {
+                log::debug!("while releasing the lost context: {error}");
+            }
+        }
+        self.watcher = None;
+        self.selection.transfer = TransferKind::Cpu;
+        self.selection.cuda_lost = true;
+        let mut outcome = "CUDA cannot run again in this process (the driver reports the fault to every later \
+                           call), so every CUDA object was released and the demo restarted with its settings on \
+                           the CPU backend; relaunch the app to use CUDA again (after fixing the kernel if it was \
+                           edited)"
+            .to_owned();
+        match self.start(gl, &spec, TransferKind::Cpu) {
+            Ok(demo) => self.demo = Some(demo),
+            Err(start) => outcome = format!("{outcome}; but the demo failed to start on the CPU: {start}"),
+        }
+        self.selection.reason = format!("CPU backend after a kernel fault: {error}");
+        let message = format!("CUDA context lost at frame {frame}: {error}. Recovery: {outcome}.");
+        log::warn!("{message}");
+        ui::push_message(&mut self.panel, message.clone());
+        self.recoveries.push(message);
+    }
+
+    /// Creates demo `spec` on the current selection, with the learner's switches applied.
+    fn start(&self, gl: &glow::Context, spec: &DemoSpec, transfer: TransferKind) -> Result<Box<dyn Demo>> {
+        let env = DemoEnv {
+            gl,
+            cuda: self.selection.cuda.as_ref().map(Rc::clone),
+            transfer,
+            shaders_dir: self.shaders_dir.clone(),
+        };
+        let mut demo = spec.create(&env)?;
+        demo.set_what_if(self.panel.what_if);
+        Ok(demo)
     }
 
     /// Waits for all GPU work and collects every outstanding timing (end of a headless run).
@@ -182,8 +258,10 @@ impl Session {
         let demo = self.demo()?;
         demo.synchronize()?;
         demo.finish(gl)?;
-        self.collect_late_times(gl);
-        Ok(())
+        match self.collect_late_times(gl) {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
     }
 
     /// Draws the side panel and carries out what the user asked for.
@@ -254,14 +332,7 @@ impl Session {
     /// Replaces the demo; if the new one can't start, the old one keeps running.
     pub fn switch_demo(&mut self, gl: &glow::Context, spec: &DemoSpec) -> Result<()> {
         let transfer = self.demo.as_deref().map(|d| d.transfer_kind()).unwrap_or(self.selection.transfer);
-        let env = DemoEnv {
-            gl,
-            cuda: self.selection.cuda.as_ref().map(Rc::clone),
-            transfer,
-            shaders_dir: self.shaders_dir.clone(),
-        };
-        let mut next = spec.create(&env)?;
-        next.set_what_if(self.panel.what_if);
+        let next = self.start(gl, spec, transfer)?;
         if let Some(previous) = self.demo.replace(next) {
             previous.destroy(gl);
         }
@@ -275,5 +346,24 @@ impl Session {
             demo.destroy(gl);
         }
         self.draw_timer.destroy(gl);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_kernel_faults_count_as_a_lost_context() {
+        use cudarc::driver::sys::CUresult as E;
+        let error = |status: E| crate::cuda::driver::cuda_error(status, "cuStreamSynchronize");
+        for lost in [E::CUDA_ERROR_ILLEGAL_ADDRESS, E::CUDA_ERROR_LAUNCH_FAILED, E::CUDA_ERROR_ASSERT] {
+            assert!(error(lost).is_context_lost(), "{lost:?}");
+            assert!(error(lost).to_string().contains("context is lost"), "{}", error(lost));
+        }
+        for kept in [E::CUDA_ERROR_OUT_OF_MEMORY, E::CUDA_ERROR_ALREADY_MAPPED, E::CUDA_ERROR_INVALID_VALUE] {
+            assert!(!error(kept).is_context_lost(), "{kept:?}");
+        }
+        assert!(!Error::NoNvrtc.is_context_lost());
     }
 }

@@ -232,14 +232,15 @@ pub fn exceeded(before: &Footprint, after: &Footprint, bounds: &Bounds) -> Vec<S
     out
 }
 
+/// Device memory, host memory and GL objects once all work is done. GL frees a deleted buffer's
+/// memory only after the GPU has finished with it, and a headless run never swaps buffers (where a
+/// window's driver would catch up), so GL is finished first: what is still taken then is held.
 fn footprint(gl: &glow::Context, cuda: &CudaRuntime) -> Result<Footprint> {
+    crate::gl::finish(gl);
     cuda.context.synchronize()?;
+    let gl_objects = GlObjects::count(gl, GL_NAMES);
     let (free, _) = cuda.context.memory_info()?;
-    Ok(Footprint {
-        device_free_bytes: free as u64,
-        host_rss_bytes: resident_bytes()?,
-        gl_objects: GlObjects::count(gl, GL_NAMES),
-    })
+    Ok(Footprint { device_free_bytes: free as u64, host_rss_bytes: resident_bytes()?, gl_objects })
 }
 
 /// Resident set size of this process (`VmRSS` in /proc/self/status).

@@ -222,3 +222,77 @@ fn no_display_and_empty_or_truncated_images_get_a_message() {
     assert!(output.status.success(), "the whole file loads: {}", String::from_utf8_lossy(&output.stderr));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_kernel_file_that_faults_is_survived_and_said() {
+    let dir = temp_dir("fault");
+    let wave = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/wave.cu")).expect("wave.cu");
+    let store = "positions[(size_t)y * width + x] =";
+    assert!(wave.contains(store));
+    std::fs::write(dir.join("wave.cu"), wave.replace(store, "positions[(size_t)y * width + x + (1ull << 40)] ="))
+        .expect("write");
+    let stats = dir.join("stats.json");
+    let output = binary()
+        .args(["wave", "--headless", "--frames", "30", "--size", "160x100", "--kernels"])
+        .arg(&dir)
+        .arg("--stats")
+        .arg(&stats)
+        .env_remove("DISPLAY")
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "the run completes after recovering: {stderr}");
+    assert!(stderr.contains("CUDA context lost") && stderr.contains("relaunch"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
+    assert_eq!(report["backend"], "cpu", "the demo went on, on the CPU: {report:#}");
+    assert_eq!(report["recoveries"].as_array().map(Vec::len), Some(1), "{report:#}");
+}
+
+/// Runs `args` in a private mount namespace whose linker cache lists every folder of the system's
+/// cache except those holding libnvrtc: the NVIDIA driver and GL libraries load, NVRTC does not.
+fn without_nvrtc(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+    let bin = std::env::var_os("INTEROP_LAB_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_interop-lab")));
+    let script = r#"set -e
+cache="$1"; shift
+nvrtc_dirs=$(ldconfig -p | sed -n 's/.*libnvrtc.* => //p' | xargs -r -n1 dirname | sort -u)
+ldconfig -p | sed -n 's/.* => //p' | xargs -n1 dirname | sort -u | grep -vxF "${nvrtc_dirs:-/nonexistent}" > "$cache.conf"
+ldconfig -C "$cache" -f "$cache.conf"
+mount --bind "$cache" /etc/ld.so.cache
+exec "$@""#;
+    Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", script, "sh"])
+        .arg(dir.join("ld.so.cache"))
+        .arg(bin)
+        .args(args)
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("DISPLAY")
+        .output()
+        .expect("unshare (util-linux) runs; the test needs root for the bind mount")
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn with_the_driver_but_no_nvrtc_the_cpu_runs_and_says_why() {
+    let dir = temp_dir("no-nvrtc");
+    let doctor = without_nvrtc(&["doctor", "--json"], &dir);
+    let report: serde_json::Value = serde_json::from_slice(&doctor.stdout)
+        .unwrap_or_else(|e| panic!("doctor JSON ({e}): {}", String::from_utf8_lossy(&doctor.stderr)));
+    assert!(report["driver_cuda_version"].is_string(), "the driver is still found: {report:#}");
+    assert!(report["nvrtc_version"].is_null(), "NVRTC must be hidden for this test to mean anything: {report:#}");
+    assert_eq!(doctor.status.code(), Some(1), "a fallback, not interop: {report:#}");
+    let text = report.to_string();
+    assert!(text.contains("nvidia-cuda-nvrtc"), "the fix is named: {report:#}");
+
+    let stats = dir.join("stats.json");
+    let run = without_nvrtc(
+        &["wave", "--headless", "--frames", "3", "--size", "64x64", "--stats", stats.to_str().expect("utf-8")],
+        &dir,
+    );
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
+    assert_eq!(report["backend"], "cpu", "{report:#}");
+    assert!(report["reason"].as_str().is_some_and(|r| r.contains("NVRTC")), "the reason names NVRTC: {report:#}");
+}

@@ -109,6 +109,26 @@ pub fn cuda_error(status: sys::CUresult, call: &'static str) -> Error {
     Error::Cuda { call, code: status as u32, name, description, hint: hint(status, call) }
 }
 
+/// Whether `CUresult` `code` is one of the "sticky" errors after which the context can no longer be
+/// used: every later call in it returns the same error, so the context must be destroyed and made
+/// again. These are the faults of a running kernel (bad address, trap, assert, watchdog timeout).
+pub fn context_lost(code: u32) -> bool {
+    use sys::CUresult as E;
+    [
+        E::CUDA_ERROR_ILLEGAL_ADDRESS,
+        E::CUDA_ERROR_LAUNCH_TIMEOUT,
+        E::CUDA_ERROR_ASSERT,
+        E::CUDA_ERROR_HARDWARE_STACK_ERROR,
+        E::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+        E::CUDA_ERROR_MISALIGNED_ADDRESS,
+        E::CUDA_ERROR_INVALID_ADDRESS_SPACE,
+        E::CUDA_ERROR_INVALID_PC,
+        E::CUDA_ERROR_LAUNCH_FAILED,
+    ]
+    .iter()
+    .any(|lost| *lost as u32 == code)
+}
+
 /// What a user can do about a driver error, where there is something to say.
 fn hint(status: sys::CUresult, call: &'static str) -> Option<&'static str> {
     use sys::CUresult as E;
@@ -132,11 +152,9 @@ fn hint(status: sys::CUresult, call: &'static str) -> Option<&'static str> {
         E::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => {
             "the kernel needs more registers or shared memory than this block size allows: lower the block size"
         }
-        E::CUDA_ERROR_ILLEGAL_ADDRESS
-        | E::CUDA_ERROR_LAUNCH_FAILED
-        | E::CUDA_ERROR_ILLEGAL_INSTRUCTION
-        | E::CUDA_ERROR_MISALIGNED_ADDRESS => {
-            "a kernel faulted and the CUDA context is lost: restart the app (or run with --backend cpu)"
+        status if context_lost(status as u32) => {
+            "a kernel faulted and the CUDA context is lost; the driver allows no more CUDA work in this process: \
+             the demo continues on the CPU backend; fix the kernel, then relaunch the app to use CUDA again"
         }
         E::CUDA_ERROR_ALREADY_MAPPED => "the resource is still mapped by CUDA: unmap it before GL uses it",
         E::CUDA_ERROR_NOT_MAPPED => "the resource is not mapped: map it before asking for its pointer",

@@ -97,6 +97,9 @@ pub trait Demo {
     /// Name, as on the command line.
     fn name(&self) -> &'static str;
 
+    /// The demo's current settings, enough to start it again (after the CUDA context was lost).
+    fn spec(&self) -> DemoSpec;
+
     /// The demo's transfer path and CUDA stream.
     fn pipeline(&self) -> &Pipeline;
 

@@ -67,6 +67,8 @@ pub enum PanelAction {
     SetWhatIf(WhatIf),
     /// Map a buffer CUDA already holds, to show the driver's answer.
     UseWhileMapped,
+    /// Start the app again as a new process (CUDA after a lost context).
+    Relaunch,
 }
 
 /// What the panel shows.
@@ -149,6 +151,14 @@ fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<
     ui.label(egui::RichText::new(format!("Why: {}", input.selection.reason)).small().weak());
     if let Some(unmet) = &input.selection.unmet_request {
         ui.colored_label(egui::Color32::YELLOW, unmet);
+    }
+    if input.selection.cuda_lost
+        && ui
+            .button("Relaunch with CUDA")
+            .on_hover_text("A kernel fault lost the CUDA context; a new process of the app gets a fresh one")
+            .clicked()
+    {
+        actions.push(PanelAction::Relaunch);
     }
 }
 

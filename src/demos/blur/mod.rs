@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use self::image::SourceImage;
 use self::kernels::{BlurKernels, Filter, Job, Output};
-use super::{Demo, DemoEnv, Drag, KernelInfo, Pipeline, View};
+use super::{Demo, DemoEnv, DemoSpec, Drag, KernelInfo, Pipeline, View};
 use crate::cuda::module::CompiledModule;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
@@ -487,6 +487,10 @@ fn make_target(
 impl Demo for Blur {
     fn name(&self) -> &'static str {
         "blur"
+    }
+
+    fn spec(&self) -> DemoSpec {
+        DemoSpec::Blur(self.settings.clone())
     }
 
     fn pipeline(&self) -> &Pipeline {

@@ -17,7 +17,7 @@ use self::kernels::{Kernels, Precision, Variant};
 use self::presets::{Bodies, Preset};
 use self::sim::{Simulation, StepBuffers};
 use self::state::SavedState;
-use super::{Demo, DemoEnv, KernelInfo, Pipeline, View};
+use super::{Demo, DemoEnv, DemoSpec, KernelInfo, Pipeline, View};
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
 use crate::gl::{self, Attribute, DrawState};
@@ -760,6 +760,10 @@ fn make_buffers(
 impl Demo for NBody {
     fn name(&self) -> &'static str {
         "nbody"
+    }
+
+    fn spec(&self) -> DemoSpec {
+        DemoSpec::NBody(self.settings.clone())
     }
 
     fn pipeline(&self) -> &Pipeline {

@@ -7,7 +7,7 @@ mod kernel;
 use std::f64::consts::TAU;
 
 use self::cpu::WaveFrame;
-use super::{Demo, DemoEnv, KernelInfo, Pipeline, View};
+use super::{Demo, DemoEnv, DemoSpec, KernelInfo, Pipeline, View};
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
 use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module};
@@ -325,6 +325,10 @@ fn mesh_indices(gl: &glow::Context, width: u32, height: u32) -> Result<(gl::Buff
 impl Demo for Wave {
     fn name(&self) -> &'static str {
         "wave"
+    }
+
+    fn spec(&self) -> DemoSpec {
+        DemoSpec::Wave(self.settings.clone())
     }
 
     fn pipeline(&self) -> &Pipeline {
