@@ -4,6 +4,7 @@
 
 pub mod cpu;
 pub mod kernels;
+pub mod multi;
 pub mod presets;
 pub mod sim;
 pub mod state;
