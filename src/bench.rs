@@ -509,9 +509,9 @@ fn multi_run(
 ) -> Result<MultiRun> {
     let n = bodies.len() as u32;
     let vector = Precision::F32.vector_bytes();
-    // The same slices as the best single-device run when that divides among the devices.
-    let slices = (best.slices as usize >= devices.len()).then_some(best.slices);
-    let mut simulation = MultiSimulation::new(cuda, devices, best.variant, n, slices, false)?;
+    // Slices chosen for the split (each device filled for its share, the same number on each),
+    // not the best single-device count, which need not divide evenly among the devices.
+    let mut simulation = MultiSimulation::new(cuda, devices, best.variant, n, None, false)?;
     let buffer = |bytes: usize| DeviceBuffer::new(&cuda.context, bytes);
     let mut positions = [buffer(n as usize * vector)?, buffer(n as usize * vector)?];
     for p in &mut positions {
