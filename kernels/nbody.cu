@@ -1,6 +1,7 @@
 // nbody.cu: all-pairs gravity with Plummer softening, integrated with kick-drift-kick leapfrog.
 //
-// One step is three launches on the demo's stream:
+// One step is three launches on the demo's stream (split across devices, each device runs them
+// for its own range of bodies, with nbody_forces_range in place of nbody_forces):
 //   nbody_drift   v += a·dt/2; x += v·dt            (O(N); reads x_n, writes x_{n+1})
 //   nbody_forces  partial accelerations of x_{n+1}  (O(N²); the part worth tuning)
 //   nbody_kick    a = G·Σ partials; v += a·dt/2     (O(N))
@@ -63,14 +64,20 @@ __device__ __forceinline__ void nbody_interact(const real4 me, const real4 other
     az = fma(dz, strength, az);
 }
 
-// partial[slice * n + i] = Σ over bodies j of slice `blockIdx.y` of m_j (x_j − x_i) / (|x_j − x_i|² + ε²)^{3/2}.
-// Thread t of block b handles bodies b·BLOCK_SIZE·BODIES_PER_THREAD + t + k·BLOCK_SIZE.
-extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
-nbody_forces(const real4* __restrict__ positions,
-             real4* __restrict__ partial,
-             unsigned int n,
-             unsigned int slice_length,
-             real softening2)
+// Partial accelerations of bodies first_body .. first_body + bodies − 1 (their own numbering
+// 0 .. bodies − 1 in `partial`) from the bodies of j slice first_slice + blockIdx.y:
+// partial[(first_slice + blockIdx.y) · bodies + i] = Σ_j m_j (x_j − x_i) / (|x_j − x_i|² + ε²)^{3/2}.
+// Thread t of block b handles bodies b·BLOCK_SIZE·BODIES_PER_THREAD + t + k·BLOCK_SIZE of the range.
+// Forced inline into both entry points, so nbody_forces (first_body = 0, bodies = n,
+// first_slice = 0) compiles to the same code as before the range version existed.
+__device__ __forceinline__ void nbody_forces_body(const real4* __restrict__ positions,
+                                                  real4* __restrict__ partial,
+                                                  unsigned int n,
+                                                  unsigned int slice_length,
+                                                  real softening2,
+                                                  unsigned int first_body,
+                                                  unsigned int bodies,
+                                                  unsigned int first_slice)
 {
     extern __shared__ unsigned char nbody_shared[];
     real4* tile = reinterpret_cast<real4*>(nbody_shared);
@@ -81,13 +88,14 @@ nbody_forces(const real4* __restrict__ positions,
 #pragma unroll
     for (int k = 0; k < BODIES_PER_THREAD; ++k) {
         const unsigned int i = first + k * BLOCK_SIZE;
-        me[k] = i < n ? positions[i] : make_real4(0, 0, 0, 0);
+        me[k] = i < bodies ? positions[first_body + i] : make_real4(0, 0, 0, 0);
         ax[k] = 0;
         ay[k] = 0;
         az[k] = 0;
     }
 
-    const unsigned int begin = blockIdx.y * slice_length;
+    const unsigned int slice = first_slice + blockIdx.y;
+    const unsigned int begin = slice * slice_length;
     const unsigned int end = min(n, begin + slice_length);
     for (unsigned int tile_start = begin; tile_start < end; tile_start += TILE_SIZE) {
         for (unsigned int k = threadIdx.x; k < TILE_SIZE; k += BLOCK_SIZE) {
@@ -110,10 +118,38 @@ nbody_forces(const real4* __restrict__ positions,
 #pragma unroll
     for (int k = 0; k < BODIES_PER_THREAD; ++k) {
         const unsigned int i = first + k * BLOCK_SIZE;
-        if (i < n) {
-            partial[(size_t)blockIdx.y * n + i] = make_real4(ax[k], ay[k], az[k], 0);
+        if (i < bodies) {
+            partial[(size_t)slice * bodies + i] = make_real4(ax[k], ay[k], az[k], 0);
         }
     }
+}
+
+// partial[slice * n + i] for every body i and j slice blockIdx.y: the single-device launch.
+extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
+nbody_forces(const real4* __restrict__ positions,
+             real4* __restrict__ partial,
+             unsigned int n,
+             unsigned int slice_length,
+             real softening2)
+{
+    nbody_forces_body(positions, partial, n, slice_length, softening2, 0, n, 0);
+}
+
+// One device's share when the bodies are split across devices: the bodies it integrates
+// (first_body, bodies) against the j slices first_slice .. first_slice + gridDim.y − 1 of all n
+// positions. Launched once per device partition of j, so the slices already on the device run
+// while the others are still being copied in.
+extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
+nbody_forces_range(const real4* __restrict__ positions,
+                   real4* __restrict__ partial,
+                   unsigned int n,
+                   unsigned int slice_length,
+                   real softening2,
+                   unsigned int first_body,
+                   unsigned int bodies,
+                   unsigned int first_slice)
+{
+    nbody_forces_body(positions, partial, n, slice_length, softening2, first_body, bodies, first_slice);
 }
 
 // The first half of a step: v_{n+½} = v_n + a_n·dt/2, x_{n+1} = x_n + v_{n+½}·dt.
@@ -196,8 +232,8 @@ nbody_energy(const real4* __restrict__ positions,
              real softening2,
              real gravity)
 {
-    extern __shared__ unsigned char nbody_shared[];
-    real4* tile = reinterpret_cast<real4*>(nbody_shared);
+    extern __shared__ unsigned char nbody_energy_shared[];
+    real4* tile = reinterpret_cast<real4*>(nbody_energy_shared);
     __shared__ double kinetic_sum[256];
     __shared__ double potential_sum[256];
 

@@ -9,6 +9,7 @@ use interop_lab::demos::blur::kernels::Filter;
 use interop_lab::demos::blur::{BlurSettings, Route};
 use interop_lab::demos::nbody::NBodySettings;
 use interop_lab::demos::nbody::kernels::{Precision, Variant};
+use interop_lab::demos::nbody::multi;
 use interop_lab::demos::nbody::presets::Preset;
 use interop_lab::demos::wave::{DrawMode, WaveSettings};
 use interop_lab::gl::PixelFormat;
@@ -294,6 +295,18 @@ struct NBodyArgs {
     /// Save the state when the run ends.
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
+    /// Split the bodies across these CUDA devices, one context each (e.g. 0,1; 0,0 runs two
+    /// contexts on one GPU). The first renders. Default: the GL context's device alone.
+    #[arg(long, value_name = "0,1,…", value_parser = parse_device_list)]
+    devices: Option<DeviceList>,
+}
+
+/// The ordinals of `--devices`.
+#[derive(Debug, Clone, PartialEq)]
+struct DeviceList(Vec<i32>);
+
+fn parse_device_list(text: &str) -> std::result::Result<DeviceList, String> {
+    multi::parse_devices(text).map(DeviceList)
 }
 
 /// The simulation's own settings (shared by `nbody` and `bench nbody`).
@@ -378,6 +391,11 @@ struct NBodyBenchArgs {
     /// Framebuffer size of the frame measurement.
     #[arg(long, value_parser = parse_pair, default_value = "1280x800")]
     size: [u32; 2],
+    /// Also time the best variant split across these CUDA devices, one context each (e.g. 0,1;
+    /// 0,0 runs two contexts on one GPU), against the first alone. Default: every CUDA device,
+    /// when there are several.
+    #[arg(long, value_name = "0,1,…", value_parser = parse_device_list)]
+    devices: Option<DeviceList>,
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE.json")]
     json: Option<PathBuf>,
@@ -516,7 +534,32 @@ impl NBodyArgs {
             energy_every: self.energy_every,
             load: self.load.clone(),
             save: self.save.clone(),
+            devices: self.devices.as_ref().map(|list| list.0.clone()).unwrap_or_default(),
         })
+    }
+
+    /// The run options, with `--device` taken from the first of `--devices` (the device that
+    /// renders) when only `--devices` is given.
+    fn run_args(&self) -> Result<RunArgs> {
+        let mut run = self.run.clone();
+        if let Some(DeviceList(devices)) = &self.devices {
+            run.cuda.device = first_device(run.cuda.device, devices)?;
+        }
+        Ok(run)
+    }
+}
+
+/// `--device` and `--devices` together: the first of `--devices` is the device the app computes
+/// (and renders) on, so both must agree.
+fn first_device(device: Option<i32>, devices: &[i32]) -> Result<Option<i32>> {
+    match (device, devices.first()) {
+        (Some(device), Some(&first)) if device != first => Err(Error::InvalidInput(format!(
+            "--device {device} and --devices {} disagree: the first of --devices is the device that computes \
+             and renders, so drop --device or list device {device} first",
+            devices.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
+        ))),
+        (None, Some(&first)) => Ok(Some(first)),
+        (device, _) => Ok(device),
     }
 }
 
@@ -535,7 +578,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         None => run_demo(&cli.run, DemoSpec::default_for("nbody")?),
-        Some(Command::Nbody(args)) => run_demo(&args.run, args.spec()),
+        Some(Command::Nbody(args)) => run_demo(&args.run_args()?, args.spec()),
         Some(Command::Wave(args)) => run_demo(&args.run, args.spec()),
         Some(Command::Blur(args)) => run_demo(&args.run, args.spec()),
         Some(Command::Doctor(args)) => Ok(run_doctor(&args)),
@@ -667,7 +710,14 @@ fn run_nbody_bench(args: &NBodyBenchArgs) -> Result<ExitCode> {
         frames: args.frames,
         size: args.size,
         preset: args.preset,
-        cuda: args.cuda.options(),
+        cuda: CudaOptions {
+            device: match &args.devices {
+                Some(DeviceList(devices)) => first_device(args.cuda.device, devices)?,
+                None => args.cuda.device,
+            },
+            ..args.cuda.options()
+        },
+        devices: args.devices.as_ref().map(|list| list.0.clone()),
         json: args.json.clone(),
     };
     let report = bench::nbody(&options)?;
@@ -758,6 +808,17 @@ fn relaunch() -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
+
+    use super::first_device;
+
+    #[test]
+    fn devices_name_the_device_that_renders() {
+        assert_eq!(first_device(None, &[1, 0]).ok(), Some(Some(1)));
+        assert_eq!(first_device(Some(1), &[1, 1]).ok(), Some(Some(1)));
+        assert_eq!(first_device(Some(2), &[]).ok(), Some(Some(2)));
+        let message = first_device(Some(1), &[0, 1]).map_err(|e| e.to_string());
+        assert!(message.is_err_and(|m| m.contains("disagree") && m.contains("list device 1 first")));
+    }
 
     #[test]
     fn command_line_definition_is_consistent() {

@@ -77,6 +77,29 @@ fn bad_input_gets_a_message_not_a_panic() {
 }
 
 #[test]
+fn bad_devices_lists_and_devices_without_cuda_get_a_message() {
+    let cases: [(&[&str], &str); 7] = [
+        (&["nbody", "--headless", "--backend", "cpu", "--devices", ""], "at least one CUDA device ordinal"),
+        (&["nbody", "--headless", "--backend", "cpu", "--devices", "0,x"], "\"x\" is not a CUDA device ordinal"),
+        (&["nbody", "--headless", "--backend", "cpu", "--devices=-1"], "\"-1\" is not a CUDA device ordinal"),
+        (&["nbody", "--headless", "--backend", "cpu", "--device", "1", "--devices", "0,0"], "disagree"),
+        (
+            &["nbody", "--headless", "--backend", "cpu", "--frames", "2", "--devices", "0,0"],
+            "this run computes on the CPU backend",
+        ),
+        (&["bench", "nbody", "--backend", "cpu", "--devices", "0,0"], "drop --devices to bench on the CPU"),
+        (&["bench", "nbody", "--devices", "0,,1"], "is not a CUDA device ordinal"),
+    ];
+    for (args, expected) in cases {
+        let output = binary().args(args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} must fail");
+        assert_ne!(output.status.code(), Some(101), "{args:?} panicked: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr:?} should say {expected:?}");
+    }
+}
+
+#[test]
 fn doctor_without_a_driver_explains_and_exits_1() {
     if interop_lab::cuda::driver::driver_library_present() {
         eprintln!("skipped: this machine has an NVIDIA driver (the GPU run checks doctor there)");

@@ -1,4 +1,6 @@
-//! The device's primary context, shared by everything that talks to that device.
+//! Contexts: the device's primary context, shared by everything that talks to that device, and
+//! (for n-body split across devices) further contexts made with `cuCtxCreate`, so one GPU can play
+//! several devices.
 //!
 //! Every CUDA object of the app (streams, events, memory, modules, graphics registrations) holds an
 //! `Rc<Context>`, so the context is released only after the last of them.
@@ -10,13 +12,28 @@ use std::rc::Rc;
 use cudarc::driver::sys;
 
 use super::device::DeviceInfo;
-use super::driver::{Driver, check};
+use super::driver::{Driver, check, proc_address};
 use super::trace::{Trace, TraceEntry};
 use crate::{Error, Result};
 
-/// A retained primary context, made current on the thread that created it.
+/// How a context came to be, which decides how it is let go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextKind {
+    /// `cuDevicePrimaryCtxRetain`: the device's one primary context; released on drop.
+    Primary,
+    /// `cuCtxCreate`: a context of its own on the device; destroyed on drop.
+    Created,
+}
+
+/// `cuCtxCreate` at the CUDA 12.0 ABI (`CUresult (CUcontext*, unsigned int, CUdevice)`). CUDA 13's
+/// headers name a different signature `cuCtxCreate`, so the app resolves the 12.0 one through
+/// `cuGetProcAddress`, which every driver since 12.0 answers the same way.
+type CtxCreateFn = unsafe extern "C" fn(*mut sys::CUcontext, std::ffi::c_uint, sys::CUdevice) -> sys::CUresult;
+
+/// A CUDA context: a retained primary context, or one made with `cuCtxCreate`.
 pub struct Context {
     raw: sys::CUcontext,
+    kind: ContextKind,
     device: sys::CUdevice,
     info: DeviceInfo,
     driver: Driver,
@@ -63,9 +80,98 @@ impl Context {
             || format!("device {device}"),
             || unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device) },
         )?;
-        let context = Rc::new(Self { raw, device, info, driver, deferred_errors: RefCell::new(Vec::new()), trace });
+        let context = Rc::new(Self {
+            raw,
+            kind: ContextKind::Primary,
+            device,
+            info,
+            driver,
+            deferred_errors: RefCell::new(Vec::new()),
+            trace,
+        });
         context.make_current()?;
         Ok(context)
+    }
+
+    /// A new context of its own on device `ordinal` (`cuCtxCreate`), separate from the primary
+    /// context and from every other: its own memory, modules and streams. It is *not* left
+    /// current: the caller's current context stays as it was.
+    pub fn new_separate(driver: Driver, ordinal: i32) -> Result<Rc<Self>> {
+        let info = DeviceInfo::query(ordinal)?;
+        let trace = Trace::new(Vec::new());
+        let mut device = 0;
+        // SAFETY: valid out-pointer; the driver is initialised (we hold a `Driver`).
+        trace.call(
+            "cuDeviceGet",
+            || format!("ordinal {ordinal}"),
+            || unsafe { sys::cuDeviceGet(&mut device, ordinal) },
+        )?;
+        let address = proc_address(c"cuCtxCreate")?;
+        // SAFETY: cuGetProcAddress returned cuCtxCreate at the 12.0 ABI, whose C signature is
+        // `CUresult (CUcontext*, unsigned int, CUdevice)`.
+        let create = unsafe { std::mem::transmute::<*mut std::ffi::c_void, CtxCreateFn>(address) };
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: valid out-pointer and device; flags 0 = automatic scheduling.
+        trace.call("cuCtxCreate", || format!("device {device}, flags 0"), || unsafe { create(&mut raw, 0, device) })?;
+        // cuCtxCreate pushed the new context onto this thread's stack; pop it so the caller's
+        // context is current again.
+        let mut popped = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the new context is on top of this thread's stack.
+        let popped_result =
+            trace.call("cuCtxPopCurrent", String::new, || unsafe { sys::cuCtxPopCurrent_v2(&mut popped) });
+        let context = Rc::new(Self {
+            raw,
+            kind: ContextKind::Created,
+            device,
+            info,
+            driver,
+            deferred_errors: RefCell::new(Vec::new()),
+            trace,
+        });
+        popped_result?;
+        Ok(context)
+    }
+
+    /// Primary or created.
+    pub fn kind(&self) -> ContextKind {
+        self.kind
+    }
+
+    /// The raw handle, for driver calls of this crate that name a context (peer copies).
+    pub(crate) fn raw(&self) -> sys::CUcontext {
+        self.raw
+    }
+
+    /// `cuDeviceCanAccessPeer`: whether this context's device can read and write `peer`'s device
+    /// memory directly (NVLink or PCIe peer to peer). False for the same device: contexts on one
+    /// GPU copy to each other through the GPU's own memory, with no peer mapping involved.
+    pub fn can_access_peer(&self, peer: &Context) -> Result<bool> {
+        if self.device == peer.device {
+            return Ok(false);
+        }
+        let mut can = 0;
+        // SAFETY: valid out-pointer and device handles.
+        self.trace.call(
+            "cuDeviceCanAccessPeer",
+            || format!("device {} → device {}", self.device, peer.device),
+            || unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.device, peer.device) },
+        )?;
+        Ok(can != 0)
+    }
+
+    /// `cuCtxEnablePeerAccess`: lets this context reach `peer`'s memory directly. Makes this
+    /// context current. Asking twice is not an error.
+    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
+        self.make_current()?;
+        // SAFETY: both contexts are live; flags must be 0.
+        self.trace.call(
+            "cuCtxEnablePeerAccess",
+            || format!("device {} → device {}", self.device, peer.device),
+            || match unsafe { sys::cuCtxEnablePeerAccess(peer.raw, 0) } {
+                sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => sys::CUresult::CUDA_SUCCESS,
+                other => other,
+            },
+        )
     }
 
     /// Makes this context current on the calling thread.
@@ -122,11 +228,18 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
-        // SAFETY: the context was retained in `new`; everything that used it held an `Rc` to it
-        // and is gone.
-        if let Err(error) =
-            check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) }, "cuDevicePrimaryCtxRelease")
-        {
+        let released = match self.kind {
+            // SAFETY: the context was retained in `new`; everything that used it held an `Rc` to
+            // it and is gone.
+            ContextKind::Primary => {
+                check(unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) }, "cuDevicePrimaryCtxRelease")
+            }
+            // SAFETY: created in `new_separate` and destroyed once here; everything made in it
+            // held an `Rc` to it and is gone. Destroying a context that is current on this thread
+            // leaves no context current, which the next `make_current` replaces.
+            ContextKind::Created => check(unsafe { sys::cuCtxDestroy_v2(self.raw) }, "cuCtxDestroy"),
+        };
+        if let Err(error) = released {
             log::error!("{error}");
         }
     }

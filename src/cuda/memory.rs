@@ -18,6 +18,49 @@ pub struct DeviceSpan {
     pub bytes: usize,
 }
 
+impl DeviceSpan {
+    /// `bytes` bytes starting `offset` bytes in, or an error naming the overrun.
+    pub fn range(self, offset: usize, bytes: usize) -> Result<DeviceSpan> {
+        match offset.checked_add(bytes) {
+            Some(end) if end <= self.bytes => Ok(DeviceSpan { ptr: self.ptr + offset as u64, bytes }),
+            _ => Err(Error::InvalidInput(format!(
+                "a range of {bytes} bytes at offset {offset} does not fit in a buffer of {} bytes",
+                self.bytes
+            ))),
+        }
+    }
+}
+
+/// Queues `cuMemcpyPeerAsync` of `source` (memory of `source_context`) into `destination` (memory
+/// of `destination_context`) on `stream`. With peer access enabled between two devices the copy
+/// engine moves the bytes directly; without it the driver stages them through host memory; between
+/// two contexts of one device it is a copy within that device's memory.
+pub fn copy_peer_async(
+    stream: &Stream,
+    destination: DeviceSpan,
+    destination_context: &Context,
+    source: DeviceSpan,
+    source_context: &Context,
+) -> Result<()> {
+    ensure_len(source.bytes, destination.bytes)?;
+    // SAFETY: both spans come from live allocations of their contexts (the caller keeps them alive
+    // until the stream has passed the copy) and the destination has ≥ source.bytes bytes.
+    stream.context().trace().call(
+        "cuMemcpyPeerAsync",
+        || format!("{} bytes", source.bytes),
+        || unsafe {
+            sys::cuMemcpyPeerAsync(
+                destination.ptr,
+                destination_context.raw(),
+                source.ptr,
+                source_context.raw(),
+                source.bytes,
+                stream.raw(),
+            )
+        },
+    )
+}
+
 /// Device memory owned by the app.
 pub struct DeviceBuffer {
     span: DeviceSpan,

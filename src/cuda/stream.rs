@@ -52,6 +52,16 @@ impl Stream {
         traced.map(|()| status == sys::CUresult::CUDA_SUCCESS)
     }
 
+    /// `cuStreamWaitEvent`: work queued on this stream after the call waits, on the GPU, for the
+    /// work before `event`'s latest record, which may be in another context or on another device.
+    /// The host does not wait.
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        // SAFETY: both handles are live; flags must be 0.
+        self.context
+            .trace()
+            .call("cuStreamWaitEvent", String::new, || unsafe { sys::cuStreamWaitEvent(self.raw, event.raw, 0) })
+    }
+
     /// Blocks the host until all work queued so far has finished.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: `raw` is a live stream.
@@ -88,6 +98,19 @@ impl Event {
         context.trace().call("cuEventCreate", String::new, || unsafe {
             sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
         })?;
+        Ok(Self { raw, context: context.clone() })
+    }
+
+    /// `cuEventCreate` with `CU_EVENT_DISABLE_TIMING`: an event only to order work by (cheaper to
+    /// record and wait on than a timed one).
+    pub fn new_untimed(context: &Rc<Context>) -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the context is current.
+        context.trace().call(
+            "cuEventCreate",
+            || "CU_EVENT_DISABLE_TIMING".to_owned(),
+            || unsafe { sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32) },
+        )?;
         Ok(Self { raw, context: context.clone() })
     }
 

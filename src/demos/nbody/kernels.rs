@@ -3,13 +3,14 @@
 #![allow(unsafe_code)]
 
 use std::ffi::c_void;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
 use super::cpu::Params;
 use crate::cuda::launch::arg;
 use crate::cuda::module::{CompiledModule, FunctionAttributes};
-use crate::cuda::{DeviceLimits, DeviceSpan, Function, LaunchConfig, Module, Stream};
+use crate::cuda::{Compiler, Context, DeviceLimits, DeviceSpan, Function, LaunchConfig, Module, Stream};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
 use crate::{Error, Result, source_file};
@@ -139,6 +140,9 @@ pub struct Kernels {
     /// Served from the on-disk cache.
     pub from_cache: bool,
     forces: Function,
+    /// `nbody_forces_range`, for a device's share when the bodies are split across devices (absent
+    /// from a kernel file written before it existed).
+    forces_range: Option<Function>,
     drift: Function,
     kick: Function,
     energy: Function,
@@ -167,33 +171,68 @@ impl RealArg {
     }
 }
 
+/// One launch of `nbody_forces_range`: which bodies, against which j slices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForcesRange {
+    /// All bodies (the length of the positions).
+    pub n: u32,
+    /// Bodies per j slice (a whole number of tiles).
+    pub slice_length: u32,
+    /// j slices in all (rows of `partial`).
+    pub slices: u32,
+    /// First body whose forces are computed.
+    pub first_body: u32,
+    /// How many bodies (columns of `partial`).
+    pub bodies: u32,
+    /// First j slice of this launch.
+    pub first_slice: u32,
+    /// j slices of this launch (gridDim.y).
+    pub slice_count: u32,
+}
+
 /// A null device pointer: "no display buffer".
 pub const NO_BUFFER: u64 = 0;
 
 impl Kernels {
     /// Compiles (or takes from the cache) and loads `variant`.
     pub fn load(cuda: &CudaRuntime, variant: Variant) -> Result<Self> {
+        Self::load_in(&cuda.compiler, &cuda.context, variant)
+    }
+
+    /// As [`Self::load`], into `context` (current on this thread) with `compiler` (one for that
+    /// context's device architecture).
+    pub fn load_in(compiler: &Compiler, context: &Rc<Context>, variant: Variant) -> Result<Self> {
         variant.validate()?;
-        let compiled: CompiledModule = cuda.compiler.compile(&KERNEL, &variant.options())?;
+        let compiled: CompiledModule = compiler.compile(&KERNEL, &variant.options())?;
         if !compiled.log.is_empty() {
             log::info!("NVRTC ({}): {}", compiled.origin, compiled.log);
         }
-        Self::from_compiled(cuda, variant, &compiled)
+        Self::from_compiled_in(context, variant, &compiled)
     }
 
     /// Loads `compiled` (built with `variant.options()`, e.g. by a background recompile).
     pub fn from_compiled(cuda: &CudaRuntime, variant: Variant, compiled: &CompiledModule) -> Result<Self> {
-        let module = Module::load(&cuda.context, compiled)?;
+        Self::from_compiled_in(&cuda.context, variant, compiled)
+    }
+
+    fn from_compiled_in(context: &Rc<Context>, variant: Variant, compiled: &CompiledModule) -> Result<Self> {
+        let module = Module::load(context, compiled)?;
+        let forces_range = match module.function("nbody_forces_range") {
+            Ok(function) => Some(function),
+            Err(Error::MissingKernel { .. }) => None,
+            Err(error) => return Err(error),
+        };
         Ok(Self {
             variant,
             origin: compiled.origin.clone(),
             compile_ms: compiled.compile_time.as_secs_f64() * 1e3,
             from_cache: compiled.from_cache,
             forces: module.function("nbody_forces")?,
+            forces_range,
             drift: module.function("nbody_drift")?,
             kick: module.function("nbody_kick")?,
             energy: module.function("nbody_energy")?,
-            limits: DeviceLimits::from(cuda.context.device()),
+            limits: DeviceLimits::from(context.device()),
         })
     }
 
@@ -246,6 +285,58 @@ impl Kernels {
         // variant's `real`; positions hold n vectors and partial grid.y·n (checked above); the
         // kernel reads/writes only indices below those.
         unsafe { self.forces.launch(stream, &self.limits, &config, &mut args) }
+    }
+
+    /// The launch of [`Self::forces_range`]: `bodies` bodies against `slice_count` j slices.
+    pub fn forces_range_config(&self, bodies: u32, slice_count: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: [bodies.div_ceil(self.variant.bodies_per_block()).max(1), slice_count.max(1), 1],
+            block: [self.variant.block_size, 1, 1],
+            shared_memory_bytes: self.variant.shared_bytes(),
+        }
+    }
+
+    /// `partial[first_slice + s][i] = forces on body first_body + i from j slice first_slice + s`
+    /// for `i < range.bodies`, `s < range.slice_count`: one device's share of the forces, against
+    /// one device partition of the j range. `partial` has `slices × range.bodies` vectors.
+    pub fn forces_range(
+        &mut self,
+        stream: &Stream,
+        positions: DeviceSpan,
+        partial: DeviceSpan,
+        range: &ForcesRange,
+        params: &Params,
+    ) -> Result<()> {
+        let config = self.forces_range_config(range.bodies, range.slice_count);
+        let Some(function) = self.forces_range.as_mut() else {
+            return Err(Error::MissingKernel { file: self.origin.clone(), function: "nbody_forces_range".to_owned() });
+        };
+        let vector = self.variant.precision.vector_bytes();
+        let ForcesRange { n, slice_length, slices, first_body, bodies, first_slice, slice_count } = *range;
+        let fits = first_body.checked_add(bodies).is_some_and(|end| end <= n)
+            && first_slice.checked_add(slice_count).is_some_and(|end| end <= slices)
+            && u64::from(slices) * u64::from(slice_length) >= u64::from(n);
+        if !fits || bodies == 0 || slice_count == 0 {
+            return Err(Error::InvalidInput(format!("n-body: forces range {range:?} does not fit its {n} bodies")));
+        }
+        check_len("positions", positions, n as usize * vector)?;
+        check_len("partial accelerations", partial, slices as usize * bodies as usize * vector)?;
+        let softening2 = RealArg::new(self.variant.precision, params.softening * params.softening);
+        let mut args = [
+            arg(&positions.ptr),
+            arg(&partial.ptr),
+            arg(&n),
+            arg(&slice_length),
+            softening2.pointer(),
+            arg(&first_body),
+            arg(&bodies),
+            arg(&first_slice),
+        ];
+        // SAFETY: matches nbody_forces_range(const real4*, real4*, unsigned, unsigned, real,
+        // unsigned, unsigned, unsigned) for this variant's `real`; positions hold n vectors and
+        // partial slices·bodies (checked); the kernel reads positions below n and writes partial
+        // rows first_slice .. first_slice + slice_count ≤ slices, columns below bodies.
+        unsafe { function.launch(stream, &self.limits, &config, &mut args) }
     }
 
     /// First half of a step. `display` (fp64) receives float positions; `NO_BUFFER` otherwise.

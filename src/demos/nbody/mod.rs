@@ -4,6 +4,7 @@
 
 pub mod cpu;
 pub mod kernels;
+pub mod multi;
 pub mod presets;
 pub mod sim;
 pub mod state;
@@ -14,6 +15,7 @@ use std::time::Instant;
 
 use self::cpu::{Params, Scratch};
 use self::kernels::{Kernels, Precision, Variant};
+use self::multi::{DeviceTimes, MultiSimulation};
 use self::presets::{Bodies, Preset};
 use self::sim::{Simulation, StepBuffers};
 use self::state::SavedState;
@@ -77,6 +79,9 @@ pub struct NBodySettings {
     pub load: Option<PathBuf>,
     /// Save the state here when the run ends.
     pub save: Option<PathBuf>,
+    /// CUDA devices to split the bodies across, one context each, the first rendering (empty:
+    /// the computing device alone). Repeating an ordinal gives it another context.
+    pub devices: Vec<i32>,
 }
 
 impl Default for NBodySettings {
@@ -97,6 +102,7 @@ impl Default for NBodySettings {
             energy_every: 30,
             load: None,
             save: None,
+            devices: Vec::new(),
         }
     }
 }
@@ -152,9 +158,13 @@ pub fn validate_bodies(n: u32) -> Result<()> {
 /// The compute side: CUDA or the CPU.
 enum Engine {
     Cuda {
+        /// The computing device's simulation: the whole step on one device, or with `--devices`
+        /// the energy readout and a one-device forces time measured at each reset.
         simulation: Box<Simulation>,
         /// Variants compiled in this run, for instant switching back.
         compiled: HashMap<Variant, Kernels>,
+        /// With `--devices`: the step, split across contexts.
+        multi: Option<Box<MultiSimulation>>,
     },
     Cpu(Box<CpuEngine>),
 }
@@ -194,6 +204,11 @@ struct Readouts {
     forces_us: VecDeque<f64>,
     initial_energy: Option<f64>,
     energy: Option<(u64, f64, f64)>,
+    /// With `--devices`: recent GPU times of each step, per device.
+    devices: VecDeque<Vec<DeviceTimes>>,
+    /// With `--devices`: the forces kernel over all bodies on the first device alone, µs
+    /// (measured at each reset), the reference of the scaling efficiency.
+    one_device_forces_us: Option<f64>,
 }
 
 impl Readouts {
@@ -448,9 +463,14 @@ impl NBody {
         let mut buffers =
             [(positions_in, Access::Read), (positions_out, Access::Read), (&mut self.velocities, Access::ReadWrite)];
         self.pipeline.transfer().run(gl, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
-            (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
+            (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
                 let spans = StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] };
+                // With --devices this also times the forces of all bodies on one device, the
+                // reference the panel's scaling efficiency is measured against.
                 simulation.initialise(stream, &spans, &params)?;
+                if let Some(multi) = multi {
+                    multi.initialise(stream, &spans, &params)?;
+                }
                 if energy_every > 0 || step == 0 {
                     simulation.request_energy(stream, &spans, &params, step)?;
                 }
@@ -611,13 +631,16 @@ impl NBody {
         if current == Some(variant) {
             return Ok(());
         }
-        if current.map(|v| v.precision) != Some(variant.precision) {
+        let split = matches!(self.engine, Engine::Cuda { multi: Some(_), .. });
+        if split || current.map(|v| v.precision) != Some(variant.precision) {
+            // A precision change, or a split across devices (where every context needs the new
+            // kernels): rebuild the engine.
             let settings = NBodySettings { variant, ..self.settings.clone() };
             let bodies = self.read_bodies(gl)?;
             return self.rebuild(gl, settings, bodies, self.params, self.step);
         }
         self.pipeline.transfer().synchronize()?;
-        let Engine::Cuda { simulation, compiled } = &mut self.engine else {
+        let Engine::Cuda { simulation, compiled, .. } = &mut self.engine else {
             return Err(mismatch());
         };
         let kernels = match compiled.remove(&variant) {
@@ -708,8 +731,20 @@ fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, bodies: &Bo
         Some(cuda) => {
             let kernels = Kernels::load(cuda, settings.variant)?;
             let simulation = Simulation::new(&cuda.context, kernels, bodies, settings.slices)?;
-            Ok(Engine::Cuda { simulation: Box::new(simulation), compiled: HashMap::new() })
+            let multi = if settings.devices.len() > 1 {
+                let n = u32::try_from(bodies.len()).map_err(|_| Error::InvalidInput("too many bodies".to_owned()))?;
+                let multi = MultiSimulation::new(cuda, &settings.devices, settings.variant, n, settings.slices, true)?;
+                Some(Box::new(multi))
+            } else {
+                None
+            };
+            Ok(Engine::Cuda { simulation: Box::new(simulation), compiled: HashMap::new(), multi })
         }
+        None if !settings.devices.is_empty() => Err(Error::Unavailable(format!(
+            "--devices {} splits n-body across CUDA devices, but this run computes on the CPU backend (the log and \
+             `interop-lab doctor` say why): drop --devices to run on the CPU",
+            settings.devices.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
+        ))),
         None => {
             let n = bodies.len();
             let double = (settings.variant.precision == Precision::F64).then(|| CpuDouble {
@@ -830,7 +865,7 @@ impl Demo for NBody {
             }
         };
         let times = self.pipeline.transfer().run(gl, frame, buffers, &mut |target| match (target, &mut *engine) {
-            (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
+            (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
                 let spans = match precision {
                     Precision::F32 => {
                         StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] }
@@ -839,7 +874,10 @@ impl Demo for NBody {
                         StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] }
                     }
                 };
-                simulation.step(stream, &spans, &params, step)?;
+                match multi {
+                    Some(multi) => multi.step(stream, &spans, &params, step)?,
+                    None => simulation.step(stream, &spans, &params, step)?,
+                }
                 if energy_due {
                     let after = StepBuffers { positions_in: spans.positions_out, ..spans };
                     simulation.request_energy(stream, &after, &params, step + 1)?;
@@ -896,9 +934,20 @@ impl Demo for NBody {
         self.step += 1;
         self.note_step();
         match &mut self.engine {
-            Engine::Cuda { simulation, .. } => {
+            Engine::Cuda { simulation, multi: None, .. } => {
                 while let Some((_, microseconds)) = simulation.poll_force_time()? {
                     self.readouts.forces_us.push_back(microseconds);
+                }
+            }
+            Engine::Cuda { simulation, multi: Some(multi), .. } => {
+                while let Some((_, microseconds)) = simulation.poll_force_time()? {
+                    self.readouts.one_device_forces_us = Some(microseconds);
+                }
+                while let Some((_, times)) = multi.poll_times()? {
+                    self.readouts.devices.push_back(times);
+                }
+                while self.readouts.devices.len() > 60 {
+                    self.readouts.devices.pop_front();
                 }
             }
             Engine::Cpu(engine) => {
@@ -981,7 +1030,14 @@ impl Demo for NBody {
             return Err(Error::Unavailable("n-body runs on the CPU: no kernel to replace".to_owned()));
         };
         self.synchronize()?;
-        let Engine::Cuda { simulation, compiled: variants } = &mut self.engine else { return Err(mismatch()) };
+        let Engine::Cuda { simulation, compiled: variants, multi } = &mut self.engine else { return Err(mismatch()) };
+        if multi.is_some() {
+            return Err(Error::Unavailable(
+                "live kernel edits apply to one device: restart without --devices to try them, or restart with \
+                 --kernels DIR to split the edited kernels across devices"
+                    .to_owned(),
+            ));
+        }
         let kernels = Kernels::from_compiled(&cuda, simulation.kernels().variant, compiled)?;
         simulation.set_kernels(kernels)?;
         // Other variants were built from the old source.
@@ -1033,6 +1089,9 @@ fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
             "forces: {:.1} µs, {:.3e} interactions/s, {:.0} GFLOP/s{peak}",
             forces_us, interactions, gflops
         ));
+    }
+    if let Engine::Cuda { multi: Some(multi), .. } = &demo.engine {
+        devices_readout(ui, multi, &demo.readouts);
     }
     match demo.energy() {
         (Some((step, kinetic, potential)), Some(initial)) => {
@@ -1116,6 +1175,64 @@ fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
     });
     if let Some(message) = &demo.message {
         ui.colored_label(egui::Color32::LIGHT_RED, message);
+    }
+}
+
+/// The split across devices: who computes what, how positions travel, and what each device's
+/// GPU time went to (medians of the last second or so of steps).
+fn devices_readout(ui: &mut egui::Ui, multi: &MultiSimulation, readouts: &Readouts) {
+    let summary = multi.devices();
+    let n = f64::from(multi.len());
+    ui.label(egui::RichText::new(format!("Split across {} contexts", summary.len())).strong());
+    ui.label(format!("exchange: {}", multi.routes_label()));
+    let median = |index: usize, field: fn(&DeviceTimes) -> f64| {
+        crate::stats::Percentiles::of(readouts.devices.iter().filter_map(|times| times.get(index)).map(field))
+            .map(|p| p.median)
+    };
+    let mut slowest_span_us: Option<f64> = None;
+    for (index, device) in summary.iter().enumerate() {
+        let kernel = median(index, DeviceTimes::kernel_us);
+        let forces = median(index, |t| t.own_forces_us + t.remote_forces_us);
+        let wait = median(index, |t| t.wait_us);
+        let exchange = median(index, |t| t.exchange_us);
+        if let (Some(kernel), Some(wait)) = (kernel, wait) {
+            slowest_span_us = Some(slowest_span_us.unwrap_or(0.0).max(kernel + wait));
+        }
+        let ms = |value: Option<f64>| value.map(|v| format!("{:.3}", v / 1e3)).unwrap_or_else(|| "–".to_owned());
+        ui.label(format!(
+            "device {} ({}, {} context): bodies {}..{}; kernels {} ms (forces {}), waiting {} ms, exchange {} ms",
+            device.ordinal,
+            device.name,
+            device.context,
+            device.first_body,
+            device.first_body + device.bodies,
+            ms(kernel),
+            ms(forces),
+            ms(wait),
+            ms(exchange),
+        ));
+    }
+    if let Some(step_us) = slowest_span_us {
+        let interactions = n * n / (step_us * 1e-6);
+        let efficiency = readouts
+            .one_device_forces_us
+            .map(|one| {
+                format!(
+                    "; scaling efficiency {:.0} % against the forces kernel on device {} alone ({:.3} ms, measured at reset)",
+                    100.0 * one / (summary.len() as f64 * step_us),
+                    summary.first().map(|d| d.ordinal).unwrap_or(0),
+                    one / 1e3
+                )
+            })
+            .unwrap_or_default();
+        ui.label(format!(
+            "step ≈ {:.3} ms (slowest device): {interactions:.3e} interactions/s{efficiency}",
+            step_us / 1e3
+        ));
+    }
+    let distinct = summary.iter().map(|d| d.ordinal).collect::<std::collections::BTreeSet<_>>().len();
+    if distinct < summary.len() {
+        ui.label("several contexts share one GPU: this checks the split and the exchange, it cannot speed anything up");
     }
 }
 

@@ -181,11 +181,15 @@ impl Simulation {
     }
 
     /// Computes the accelerations of the current state (after a reset or load): forces, then a
-    /// kick with dt = 0.
+    /// kick with dt = 0. The forces kernel is timed like a step's.
     pub fn initialise(&mut self, stream: &Stream, buffers: &StepBuffers, params: &Params) -> Result<()> {
         let (positions, velocities, display) = self.state_spans(buffers);
         let only_accelerations = Params { dt: 0.0, damping: 1.0, ..*params };
+        let marks = self.force_timer.begin();
+        marks.mark(0, stream)?;
         self.kernels.forces(stream, positions, self.partial.span(), self.n, self.slice_length, params)?;
+        marks.mark(1, stream)?;
+        self.force_timer.commit(u64::MAX);
         self.kernels.kick(
             stream,
             velocities,
