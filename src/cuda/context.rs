@@ -12,7 +12,7 @@ use std::rc::Rc;
 use cudarc::driver::sys;
 
 use super::device::DeviceInfo;
-use super::driver::{Driver, check, proc_address};
+use super::driver::{Driver, check};
 use super::trace::{Trace, TraceEntry};
 use crate::{Error, Result};
 
@@ -24,11 +24,6 @@ pub enum ContextKind {
     /// `cuCtxCreate`: a context of its own on the device; destroyed on drop.
     Created,
 }
-
-/// `cuCtxCreate` at the CUDA 12.0 ABI (`CUresult (CUcontext*, unsigned int, CUdevice)`). CUDA 13's
-/// headers name a different signature `cuCtxCreate`, so the app resolves the 12.0 one through
-/// `cuGetProcAddress`, which every driver since 12.0 answers the same way.
-type CtxCreateFn = unsafe extern "C" fn(*mut sys::CUcontext, std::ffi::c_uint, sys::CUdevice) -> sys::CUresult;
 
 /// A CUDA context: a retained primary context, or one made with `cuCtxCreate`.
 pub struct Context {
@@ -106,13 +101,18 @@ impl Context {
             || format!("ordinal {ordinal}"),
             || unsafe { sys::cuDeviceGet(&mut device, ordinal) },
         )?;
-        let address = proc_address(c"cuCtxCreate")?;
-        // SAFETY: cuGetProcAddress returned cuCtxCreate at the 12.0 ABI, whose C signature is
-        // `CUresult (CUcontext*, unsigned int, CUdevice)`.
-        let create = unsafe { std::mem::transmute::<*mut std::ffi::c_void, CtxCreateFn>(address) };
         let mut raw = std::ptr::null_mut();
-        // SAFETY: valid out-pointer and device; flags 0 = automatic scheduling.
-        trace.call("cuCtxCreate", || format!("device {device}, flags 0"), || unsafe { create(&mut raw, 0, device) })?;
+        // No execution affinity, no CUDA-in-graphics sharing: a plain context.
+        let mut params = sys::CUctxCreateParams {
+            execAffinityParams: std::ptr::null_mut(),
+            numExecAffinityParams: 0,
+            cigParams: std::ptr::null_mut(),
+        };
+        // SAFETY: valid out-pointer, parameter struct and device; flags 0 = automatic scheduling.
+        // (CUDA 13's `cuCtxCreate` is the `_v4` entry point, which takes the parameter struct.)
+        trace.call("cuCtxCreate", || format!("device {device}, flags 0"), || unsafe {
+            sys::cuCtxCreate_v4(&mut raw, &mut params, 0, device)
+        })?;
         // cuCtxCreate pushed the new context onto this thread's stack; pop it so the caller's
         // context is current again.
         let mut popped = std::ptr::null_mut();
