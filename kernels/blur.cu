@@ -1,4 +1,4 @@
-// blur.cu: Gaussian blur with clamp-to-edge borders, three ways.
+// blur.cu: Gaussian blur with clamp-to-edge borders, four ways.
 //
 //   naive      one thread per pixel sums the full (2r+1)² window: the teaching baseline.
 //   separable  two passes of a 1-D Gaussian. Each pass filters rows from a shared-memory tile and
@@ -7,6 +7,9 @@
 //   box        the same two passes, but each applies four box filters (running sums from a
 //              prefix scan in shared memory) whose cascade approximates the Gaussian: the cost per
 //              pixel does not grow with σ.
+//   recursive  Young and van Vliet's recursive Gaussian, run as three first-order recursions per
+//              direction by threads that walk columns: coalesced reads, a cost per pixel that does
+//              not grow with the number of taps, and a 16-bit intermediate for RGBA8.
 //
 // Compile-time options: FORMAT_F32 (RGBA32F pixels; default RGBA8), PIXELS_PER_THREAD (outputs
 // each thread computes per row of a tile). Run-time launch parameters: blockDim.x threads along a
@@ -345,4 +348,299 @@ extern "C" __global__ void blur_box_second_to_buffer(const float4* in, pixel* ou
 extern "C" __global__ void blur_box_second_to_surface(const float4* in, cudaSurfaceObject_t out, int width, int height, int4 radii)
 {
     box_pass(in, SurfaceOut{out}, width, height, radii, box_chunk_totals(width, radii));
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Recursive Gaussian. The filter's impulse response is h[n] = Σ_j c_j p_j^|n| over a real pole and
+// a complex-conjugate pair, so out = y⁺ + y⁻ with
+//   y⁺[n] = Σ_{k≥0} h[k] x[n−k] = Σ_j c_j s_j[n],      s_j[n] = x[n] + p_j s_j[n−1]
+//   y⁻[n] = Σ_{k≥1} h[k] x[n+k] = Σ_j c_j p_j t_j[n],  t_j[n] = x[n+1] + p_j t_j[n+1]
+// (the conjugate pole's share is the complex conjugate of its partner's, hence the 2 Re(·) folded
+// into the weights). A pass filters the columns of its input and writes its result transposed, so
+// the second pass filters the original rows with the same code, like the separable passes.
+//
+// Work split: a block owns `columns` = threads/2 columns and a segment of `segment` rows. For
+// each column one thread (an even warp) walks down computing y⁺, another (the next warp) walks up
+// computing y⁻; each starts `warmup` rows outside the segment from the state of a constant edge
+// (exact at the image border, forgotten to within the host's tolerance inside the image). Until
+// the middle of the segment each parks its partial sums in shared memory; after one
+// __syncthreads each adds the other's partial sum over the second half of its walk and leaves the
+// finished value in the same slot. The block then writes the tile transposed: a warp writes 32
+// consecutive pixels of one output row.
+//
+// Per step a walker loads one pixel (a warp: one coalesced row segment), converts it with a byte
+// permute and one add per channel, and updates 3 states per channel (5 FMA); output steps add 3
+// FMA per channel. Loads run a chunk of RECURSIVE_CHUNK steps ahead of the arithmetic.
+
+#ifdef FORMAT_F32
+typedef float4 raw_pixel;     // a source pixel as the recursive pass reads it
+typedef float4 mid_pixel;     // the intermediate between the passes
+typedef float4 partial_sum;   // one direction's share of a result, parked in shared memory
+typedef float4 packed_pixel;  // a finished output pixel
+#define RECURSIVE_CHUNK 8
+#else
+typedef unsigned raw_pixel;   // RGBA8 as one 32-bit word
+typedef uint2 mid_pixel;      // value × 256 as four 16-bit integers (error ≤ 1/512 of a level)
+typedef uint2 partial_sum;    // value × 64 + 32768 as four 16-bit integers (error ≤ 1/128 of a level)
+typedef unsigned packed_pixel;
+#define RECURSIVE_CHUNK 16
+#endif
+
+// Coefficients, as the host computes them (src/demos/blur/kernels.rs, RecursiveParams).
+struct Recursive {
+    float pole, pole_re, pole_im;           // real pole; complex pole (its conjugate is implied)
+    float causal, causal_re, causal_im;     // y⁺ = causal·s + causal_re·Re z − causal_im·Im z
+    float anti, anti_re, anti_im;           // y⁻, the same way from the backward states
+    float steady, steady_re, steady_im;     // states for a constant input 1: 1/(1 − p)
+    int warmup;                             // steps before the segment, a multiple of RECURSIVE_CHUNK
+    int segment;                            // rows per segment, a power of two ≥ 2·RECURSIVE_CHUNK
+};
+
+// Conversions with the float mantissa trick: a 16-bit or 8-bit integer i placed in the low bits of
+// 2^23's bit pattern reads as 2^23 + i, and a float in [2^23, 2^24) rounds to an integer whose
+// bits sit in the low mantissa. One byte permute and one add or FMA per channel, all exact.
+#define MANTISSA_BASE 0x4B000000u
+#define TWO_TO_23 8388608.0f
+
+__device__ __forceinline__ float byte_value(unsigned word, unsigned selector)
+{
+    return __uint_as_float(__byte_perm(word, MANTISSA_BASE, selector)) - TWO_TO_23;
+}
+
+// Two channels to 16-bit integers round(v·scale + offset − 2^23) in one word (offset includes 2^23).
+__device__ __forceinline__ unsigned pack_halves(float a, float b, float scale, float offset)
+{
+    return __byte_perm(__float_as_uint(fmaf(a, scale, offset)), __float_as_uint(fmaf(b, scale, offset)), 0x5410);
+}
+
+// Low (selector 0x7410) or high (0x7432) 16 bits of a word as 2^23 + i, then times scale plus offset.
+__device__ __forceinline__ float half_value(unsigned word, unsigned selector, float scale, float offset)
+{
+    return fmaf(__uint_as_float(__byte_perm(word, MANTISSA_BASE, selector)), scale, offset);
+}
+
+__device__ __forceinline__ float4 levels(const float4 v) { return v; }
+__device__ __forceinline__ float4 levels(const unsigned word)
+{
+    return make_float4(byte_value(word, 0x7440), byte_value(word, 0x7441), byte_value(word, 0x7442), byte_value(word, 0x7443));
+}
+// The RGBA8 intermediate: value × 256.
+__device__ __forceinline__ float4 levels(const uint2 v)
+{
+    const float scale = 1.0f / 256.0f;
+    const float offset = -TWO_TO_23 / 256.0f;
+    return make_float4(half_value(v.x, 0x7410, scale, offset), half_value(v.x, 0x7432, scale, offset),
+                       half_value(v.y, 0x7410, scale, offset), half_value(v.y, 0x7432, scale, offset));
+}
+
+#ifdef FORMAT_F32
+__device__ __forceinline__ partial_sum park(const float4 v) { return v; }
+__device__ __forceinline__ float4 unpark(const partial_sum p) { return p; }
+__device__ __forceinline__ mid_pixel to_mid(const float4 v) { return v; }
+__device__ __forceinline__ packed_pixel to_packed(const float4 v) { return v; }
+#else
+// |partial sum| < 512 levels: Σ_{k≥0} |h[k]| · 255 < 150 for every σ the host allows.
+__device__ __forceinline__ partial_sum park(const float4 v)
+{
+    const float offset = TWO_TO_23 + 32768.0f;
+    return make_uint2(pack_halves(v.x, v.y, 64.0f, offset), pack_halves(v.z, v.w, 64.0f, offset));
+}
+__device__ __forceinline__ float4 unpark(const partial_sum p)
+{
+    const float scale = 1.0f / 64.0f;
+    const float offset = -(TWO_TO_23 + 32768.0f) / 64.0f;
+    return make_float4(half_value(p.x, 0x7410, scale, offset), half_value(p.x, 0x7432, scale, offset),
+                       half_value(p.y, 0x7410, scale, offset), half_value(p.y, 0x7432, scale, offset));
+}
+__device__ __forceinline__ float clamp_mid(float v) { return fminf(fmaxf(v, 0.0f), 65535.0f / 256.0f); }
+__device__ __forceinline__ mid_pixel to_mid(const float4 v)
+{
+    return make_uint2(pack_halves(clamp_mid(v.x), clamp_mid(v.y), 256.0f, TWO_TO_23),
+                      pack_halves(clamp_mid(v.z), clamp_mid(v.w), 256.0f, TWO_TO_23));
+}
+// Rounds to nearest, ties to even, as to_byte() does.
+__device__ __forceinline__ unsigned byte_bits(float v) { return __float_as_uint(fminf(fmaxf(v, 0.0f), 255.0f) + TWO_TO_23); }
+__device__ __forceinline__ packed_pixel to_packed(const float4 v)
+{
+    const unsigned rg = __byte_perm(byte_bits(v.x), byte_bits(v.y), 0x0040);
+    const unsigned ba = __byte_perm(byte_bits(v.z), byte_bits(v.w), 0x0040);
+    return __byte_perm(rg, ba, 0x5410);
+}
+#endif
+
+struct MidOut {
+    typedef mid_pixel value;
+    mid_pixel* data;
+    static __device__ __forceinline__ value finish(const float4 v) { return to_mid(v); }
+    __device__ void put(int x, int y, int width, const value v) const { data[(size_t)y * width + x] = v; }
+};
+struct PackedBufferOut {
+    typedef packed_pixel value;
+    packed_pixel* data;
+    static __device__ __forceinline__ value finish(const float4 v) { return to_packed(v); }
+    __device__ void put(int x, int y, int width, const value v) const { data[(size_t)y * width + x] = v; }
+};
+struct PackedSurfaceOut {
+    typedef packed_pixel value;
+    cudaSurfaceObject_t surface;
+    static __device__ __forceinline__ value finish(const float4 v) { return to_packed(v); }
+    __device__ void put(int x, int y, int, const value v) const { surf2Dwrite(v, surface, x * (int)sizeof(value), y); }
+};
+
+// Loads RECURSIVE_CHUNK pixels of a column from `row` on, `direction` = ±1 rows apart. Inside
+// the image (every chunk but a few at the borders) the address just steps by a row.
+template <class In>
+__device__ __forceinline__ void load_chunk(In (&chunk)[RECURSIVE_CHUNK], const In* __restrict__ column, int width, int height, int row, int direction)
+{
+    const int last = row + direction * (RECURSIVE_CHUNK - 1);
+    if (min(row, last) >= 0 && max(row, last) < height) {
+        const In* pointer = column + (size_t)row * width;
+        const ptrdiff_t stride = (ptrdiff_t)direction * width;
+#pragma unroll
+        for (int u = 0; u < RECURSIVE_CHUNK; ++u) {
+            chunk[u] = *pointer;
+            pointer += stride;
+        }
+    } else {
+#pragma unroll
+        for (int u = 0; u < RECURSIVE_CHUNK; ++u) {
+            chunk[u] = column[(size_t)clamp_index(row + direction * u, height) * width];
+        }
+    }
+}
+
+// One walker's three first-order recursions, four channels each.
+struct Walker {
+    float4 real;      // s (or t) of the real pole
+    float4 re, im;    // s (or t) of the complex pole
+    float pole, pole_re, pole_im;
+    float weight, weight_re, weight_im;
+
+    __device__ __forceinline__ void step(const float4 x)
+    {
+        real = make_float4(fmaf(pole, real.x, x.x), fmaf(pole, real.y, x.y), fmaf(pole, real.z, x.z), fmaf(pole, real.w, x.w));
+        const float4 next_re = make_float4(fmaf(pole_re, re.x, fmaf(-pole_im, im.x, x.x)), fmaf(pole_re, re.y, fmaf(-pole_im, im.y, x.y)),
+                                           fmaf(pole_re, re.z, fmaf(-pole_im, im.z, x.z)), fmaf(pole_re, re.w, fmaf(-pole_im, im.w, x.w)));
+        im = make_float4(fmaf(pole_re, im.x, pole_im * re.x), fmaf(pole_re, im.y, pole_im * re.y),
+                         fmaf(pole_re, im.z, pole_im * re.z), fmaf(pole_re, im.w, pole_im * re.w));
+        re = next_re;
+    }
+
+    // This direction's share of the result, plus `other`.
+    __device__ __forceinline__ float4 output(const float4 other) const
+    {
+        return make_float4(fmaf(weight, real.x, fmaf(weight_re, re.x, fmaf(-weight_im, im.x, other.x))),
+                           fmaf(weight, real.y, fmaf(weight_re, re.y, fmaf(-weight_im, im.y, other.y))),
+                           fmaf(weight, real.z, fmaf(weight_re, re.z, fmaf(-weight_im, im.z, other.z))),
+                           fmaf(weight, real.w, fmaf(weight_re, re.w, fmaf(-weight_im, im.w, other.w))));
+    }
+};
+
+// Phase 0: warm-up (states only). Phase 1: park this direction's share in the slot of each row.
+// Phase 2: add the share the other direction parked there and leave the finished value.
+template <int Phase, class In, class Out>
+__device__ __forceinline__ void walk_chunk(Walker& walker, const In (&chunk)[RECURSIVE_CHUNK], partial_sum* slot, int slot_step)
+{
+#pragma unroll
+    for (int u = 0; u < RECURSIVE_CHUNK; ++u) {
+        walker.step(levels(chunk[u]));
+        if (Phase == 1) {
+            slot[u * slot_step] = park(walker.output(make_float4(0, 0, 0, 0)));
+        } else if (Phase == 2) {
+            const float4 total = walker.output(unpark(slot[u * slot_step]));
+            *reinterpret_cast<typename Out::value*>(slot + u * slot_step) = Out::finish(total);
+        }
+    }
+}
+
+template <class In, class Out>
+__device__ void recursive_pass(const In* __restrict__ in, Out out, int width, int height, const Recursive c)
+{
+    constexpr int U = RECURSIVE_CHUNK;
+    extern __shared__ float4 blur_shared[];
+    partial_sum* slots = reinterpret_cast<partial_sum*>(blur_shared);
+    const int threads = blockDim.x * blockDim.y;
+    const int thread = threadIdx.y * blockDim.x + threadIdx.x;
+    const int columns = threads / 2;
+    const int pitch = columns + 1;  // odd: a transposed read of one slot column hits every bank once
+    const int warp = thread >> 5;
+    const bool backward = (warp & 1) != 0;
+    const int local = ((warp >> 1) << 5) + (thread & 31);
+    const int x0 = blockIdx.x * columns;
+    const int s = blockIdx.y * c.segment;
+    const int half = c.segment >> 1;
+    const In* column = in + min(x0 + local, width - 1);
+
+    // Forward: step k reads row s − warmup + k and yields y⁺ of that row. Backward: step k reads
+    // row s + segment + warmup − k and yields y⁻ of the row above it.
+    const int first = backward ? s + c.segment + c.warmup : s - c.warmup;
+    const int direction = backward ? -1 : 1;
+    const int slot_step = direction * pitch;
+    // The slot of step k: row (first + direction·k − backward) − s of the tile.
+    partial_sum* slot0 = slots + local + (backward ? c.segment + c.warmup - 1 : -c.warmup) * pitch;
+
+    Walker walker;
+    walker.pole = c.pole;
+    walker.pole_re = c.pole_re;
+    walker.pole_im = c.pole_im;
+    walker.weight = backward ? c.anti : c.causal;
+    walker.weight_re = backward ? c.anti_re : c.causal_re;
+    walker.weight_im = backward ? c.anti_im : c.causal_im;
+    // The states of an endless run of the first pixel read.
+    const float4 edge = levels(column[(size_t)clamp_index(first, height) * width]);
+    walker.real = c.steady * edge;
+    walker.re = c.steady_re * edge;
+    walker.im = c.steady_im * edge;
+
+    In current[U];
+    In next[U];
+    load_chunk(current, column, width, height, first, direction);
+    const int steps = c.warmup + c.segment;
+    for (int k0 = 0; k0 < steps; k0 += U) {
+        load_chunk(next, column, width, height, first + direction * (k0 + U), direction);
+        if (k0 < c.warmup) {
+            walk_chunk<0, In, Out>(walker, current, slot0, slot_step);
+        } else if (k0 < c.warmup + half) {
+            walk_chunk<1, In, Out>(walker, current, slot0 + k0 * slot_step, slot_step);
+        } else {
+            if (k0 == c.warmup + half) {
+                __syncthreads();  // both halves parked
+            }
+            walk_chunk<2, In, Out>(walker, current, slot0 + k0 * slot_step, slot_step);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            current[u] = next[u];
+        }
+    }
+    __syncthreads();
+
+    // Transposed write: the tile's column x becomes output row x; consecutive threads take
+    // consecutive rows of the segment, i.e. consecutive pixels of that output row.
+    const int row_bits = __ffs(c.segment) - 1;
+    for (int k = thread; k < columns * c.segment; k += threads) {
+        const int lc = k >> row_bits;
+        const int r = k & (c.segment - 1);
+        const int x = x0 + lc;
+        const int y = s + r;
+        if (x < width && y < height) {
+            out.put(y, x, height, *reinterpret_cast<const typename Out::value*>(slots + r * pitch + lc));
+        }
+    }
+}
+
+extern "C" __global__ void blur_recursive_first(const raw_pixel* in, mid_pixel* out, int width, int height, Recursive c)
+{
+    recursive_pass(in, MidOut{out}, width, height, c);
+}
+
+extern "C" __global__ void blur_recursive_second_to_buffer(const mid_pixel* in, packed_pixel* out, int width, int height, Recursive c)
+{
+    recursive_pass(in, PackedBufferOut{out}, width, height, c);
+}
+
+extern "C" __global__ void blur_recursive_second_to_surface(const mid_pixel* in, cudaSurfaceObject_t out, int width, int height, Recursive c)
+{
+    recursive_pass(in, PackedSurfaceOut{out}, width, height, c);
 }

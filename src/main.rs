@@ -416,7 +416,8 @@ struct BlurArgs {
     /// Kernel radius (default: ⌈3σ⌉).
     #[arg(long)]
     radius: Option<u32>,
-    /// Filter: separable (two 1-D passes), box (σ-independent cascade) or naive (full 2-D window).
+    /// Filter: separable (two 1-D passes), recursive (IIR Gaussian, σ ≥ 4), box (σ-independent
+    /// cascade, σ ≥ 2) or naive (full 2-D window).
     #[arg(long, value_enum, default_value_t = Filter::Separable)]
     variant: Filter,
     /// How results reach the texture: texture (surface writes, interop only) or pbo.
@@ -425,7 +426,8 @@ struct BlurArgs {
     /// Pixel format of image, kernels and textures.
     #[arg(long, value_enum, default_value_t = PixelFormat::Rgba8)]
     format: PixelFormat,
-    /// CUDA threads per block, XxY (y a power of two for separable and box).
+    /// CUDA threads per block, XxY (y a power of two for separable and box; x·y a multiple of 64
+    /// for recursive).
     #[arg(long, value_parser = parse_pair, default_value = "64x4")]
     block: [u32; 2],
     /// Outputs each thread computes per tile row (the tile is block.x × this wide; odd avoids

@@ -41,7 +41,7 @@ fn headless_cpu_output_matches_the_f64_reference() {
     let source = random_source(251, 97, &mut random);
     let input = dir.join("input.png");
     image::save_png(&input, [251, 97], PixelFormat::Rgba8, &source.rgba8).expect("save input");
-    for (variant, sigma) in [("separable", 3.5), ("box", 6.0), ("naive", 1.5)] {
+    for (variant, sigma) in [("separable", 3.5), ("box", 6.0), ("naive", 1.5), ("recursive", 6.0)] {
         let output = dir.join(format!("{variant}.png"));
         let status = binary()
             .args([
@@ -70,6 +70,8 @@ fn headless_cpu_output_matches_the_f64_reference() {
         let exact = source.to_float_image(PixelFormat::Rgba8);
         let reference = if variant == "box" {
             cpu::reference_boxes(&as_f64(&exact), cpu::box_radii(sigma).0)
+        } else if variant == "recursive" {
+            cpu::reference_recursive(&as_f64(&exact), &cpu::RecursiveGaussian::new(sigma))
         } else {
             cpu::reference_gaussian(&as_f64(&exact), &cpu::gaussian_weights(sigma, cpu::default_radius(sigma)))
         };
@@ -96,13 +98,14 @@ fn blur_bad_input_is_named_and_nothing_panics() {
     let corrupt = dir.join("corrupt.jpg").display().to_string();
     let missing = dir.join("missing.png").display().to_string();
     let base = ["blur", "--headless", "--backend", "cpu", "--frames", "1", "--size", "64x64"];
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--sigma", "0"], "σ must be a number in 0.3..=2000"),
         (&["--sigma", "-2"], "σ must be a number in 0.3..=2000"),
         (&["--sigma", "NaN"], "σ must be a number in 0.3..=2000"),
         (&["--radius", "100000"], "radius must be 1..=4096"),
         (&["--variant", "naive", "--sigma", "50"], "beyond its limit of 100"),
         (&["--variant", "box", "--sigma", "1"], "box cascade needs σ ≥ 2"),
+        (&["--variant", "recursive", "--sigma", "3"], "recursive filter needs σ ≥ 4"),
         (&["--image", &corrupt], "not a readable PNG or JPEG image"),
         (&["--image", &missing], "missing.png"),
     ];

@@ -57,6 +57,7 @@ fn reference(source: &SourceImage, settings: &BlurSettings) -> Image<f64> {
     };
     match settings.filter {
         Filter::Box => cpu::reference_boxes(&input, cpu::box_radii(settings.sigma).0),
+        Filter::Recursive => cpu::reference_recursive(&input, &cpu::RecursiveGaussian::new(settings.sigma)),
         _ => cpu::reference_gaussian(&input, &cpu::gaussian_weights(settings.sigma, settings.radius() as usize)),
     }
 }
@@ -75,8 +76,10 @@ fn errors(out: &[[f64; 4]], reference: &Image<f64>) -> (f64, f64) {
 }
 
 /// Max and mean absolute error allowed. RGBA8 (0..255): f32 sums then rounding to nearest —
-/// at most one level. RGBA32F (0..1): f32 sums of ≤ (2r+1) terms per pass; the box filter's
-/// prefix sums over a tile row lose more (sums up to ~10³ before differencing).
+/// at most one level (the recursive filter against its exact recursion: warm-up ≤ 0.1 level, a
+/// 16-bit intermediate ≤ 1/512 and parked partial sums ≤ 1/128 of a level, then rounding).
+/// RGBA32F (0..1): f32 sums of ≤ (2r+1) terms per pass; the box filter's prefix sums over a tile
+/// row lose more (sums up to ~10³ before differencing); the recursive filter's warm-up ≤ 4e-6.
 fn bounds(format: PixelFormat, filter: Filter) -> (f64, f64) {
     match (format, filter) {
         (PixelFormat::Rgba8, _) => (1.0, 0.3),
@@ -97,7 +100,9 @@ fn every_filter_format_route_and_path_matches_the_reference() {
         let path = dir.join(format!("in-{width}x{height}.png"));
         let source = random_image(width, height, &mut random, &path);
         for format in [PixelFormat::Rgba8, PixelFormat::Rgba32f] {
-            for (filter, sigma) in [(Filter::Separable, 2.5), (Filter::Box, 4.0), (Filter::Naive, 1.2)] {
+            for (filter, sigma) in
+                [(Filter::Separable, 2.5), (Filter::Box, 4.0), (Filter::Naive, 1.2), (Filter::Recursive, 5.0)]
+            {
                 for (transfer, route) in [
                     (TransferKind::Interop, Route::Texture),
                     (TransferKind::Interop, Route::Pbo),
@@ -140,21 +145,27 @@ fn large_sigma_and_the_box_approximation() {
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("in.png");
     let source = random_image(640, 360, &mut random, &path);
-    for (filter, sigma, block) in
-        [(Filter::Separable, 100.0, [128u32, 1u32]), (Filter::Box, 100.0, [128, 2]), (Filter::Box, 25.0, [128, 4])]
-    {
+    for (filter, sigma, block) in [
+        (Filter::Separable, 100.0, [128u32, 1u32]),
+        (Filter::Box, 100.0, [128, 2]),
+        (Filter::Box, 25.0, [128, 4]),
+        (Filter::Recursive, 100.0, [64, 2]),
+        (Filter::Recursive, 25.0, [32, 2]),
+        (Filter::Recursive, 10.0, [64, 4]),
+    ] {
         let settings = BlurSettings { image: Some(path.clone()), sigma, filter, block, ..BlurSettings::default() };
         let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
         let mut blur = Blur::new(&env, settings.clone()).expect("blur");
         let out = blur_once(&gl, &mut blur);
         let (max, mean) = errors(&out, &reference(&source, &settings));
         assert!(max <= 1.0 && mean <= 0.3, "{filter:?} σ {sigma}: max {max} mean {mean}");
-        if filter == Filter::Box {
-            // Against the exact Gaussian the cascade is an approximation (docs/blur-performance.md):
-            // within 6 levels of 255 everywhere and 1.5 on average for σ ≥ 2.
+        if matches!(filter, Filter::Box | Filter::Recursive) {
+            // Against the exact Gaussian the cascade and the recursion are approximations
+            // (docs/blur.md): within 6 levels of 255 everywhere and 1.5 on average (box σ ≥ 2,
+            // recursive σ ≥ 4).
             let exact = reference(&source, &BlurSettings { filter: Filter::Separable, ..settings.clone() });
             let (max, mean) = errors(&out, &exact);
-            assert!(max <= 6.0 && mean <= 1.5, "box vs Gaussian σ {sigma}: max {max} mean {mean}");
+            assert!(max <= 6.0 && mean <= 1.5, "{filter:?} vs Gaussian σ {sigma}: max {max} mean {mean}");
         }
         Box::new(blur).destroy(&gl);
     }
@@ -185,7 +196,12 @@ fn cuda_and_cpu_backends_agree_and_bad_launches_are_named() {
     assert!(error.is_ok(), "a bad edit is reported in the panel, not as a failed frame");
     assert_eq!(gpu.settings().block, settings.block, "the previous block is still in use");
     let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
-    let refused = Blur::new(&env, BlurSettings { block: [64, 32], ..settings }).err().expect("refused").to_string();
+    let refused =
+        Blur::new(&env, BlurSettings { block: [64, 32], ..settings.clone() }).err().expect("refused").to_string();
     assert!(refused.contains("1024 threads per block"), "{refused}");
+    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let recursive = BlurSettings { filter: Filter::Recursive, block: [48, 1], ..settings.clone() };
+    let refused = Blur::new(&env, recursive).err().expect("refused").to_string();
+    assert!(refused.contains("multiple of 64"), "{refused}");
     Box::new(gpu).destroy(&gl);
 }

@@ -112,6 +112,17 @@ fn blur_formats_and_tile_widths_compile() {
                 .unwrap_or_else(|e| panic!("{options:?}: {e}"));
             assert!(image.starts_with(b"\x7fELF"), "{options:?}");
             assert!(!log.contains("warning"), "{options:?}: {log}");
+            // Every entry point BlurKernels::load looks up is in the image, the recursive ones too.
+            for name in [
+                "blur_naive_to_surface",
+                "blur_gaussian_second_to_surface",
+                "blur_box_second_to_surface",
+                "blur_recursive_first",
+                "blur_recursive_second_to_buffer",
+                "blur_recursive_second_to_surface",
+            ] {
+                assert!(image.windows(name.len()).any(|w| w == name.as_bytes()), "{options:?}: {name} missing");
+            }
         }
     }
 }

@@ -84,6 +84,7 @@ proptest! {
             ("separable", blur::gaussian(&image, &weights)),
             ("naive", blur::naive(&image, &weights)),
             ("boxes", blur::boxes(&image, radii)),
+            ("recursive", blur::recursive(&image, &blur::RecursiveGaussian::new(sigma.max(blur::MIN_RECURSIVE_SIGMA)))),
         ] {
             prop_assert_eq!((out.width, out.height), (width, height));
             for pixel in &out.pixels {

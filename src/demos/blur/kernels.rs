@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::KERNEL;
+use super::cpu::RecursiveGaussian;
 use crate::cuda::launch::arg;
 use crate::cuda::module::FunctionAttributes;
 use crate::cuda::timing::Marks;
@@ -23,11 +24,14 @@ pub enum Filter {
     Separable,
     /// Two passes of a four-box cascade from prefix sums: O(1) in σ (approximate Gaussian).
     Box,
+    /// Two passes of a recursive (IIR) Gaussian walking columns: O(1) in σ per output, plus a
+    /// warm-up per segment that grows with σ (approximate Gaussian).
+    Recursive,
 }
 
 impl Filter {
     /// Every filter, in menu order.
-    pub const ALL: [Filter; 3] = [Filter::Separable, Filter::Box, Filter::Naive];
+    pub const ALL: [Filter; 4] = [Filter::Separable, Filter::Recursive, Filter::Box, Filter::Naive];
 
     /// Name as on the command line.
     pub fn name(self) -> &'static str {
@@ -35,6 +39,97 @@ impl Filter {
             Filter::Naive => "naive",
             Filter::Separable => "separable",
             Filter::Box => "box",
+            Filter::Recursive => "recursive",
+        }
+    }
+}
+
+/// How far the recursive filter's warm-up may leave its result from the exact recursion, as a
+/// fraction of the value range, per direction and pass: four such errors add up to at most
+/// 0.1 of a level for RGBA8 and 4e-6 for RGBA32F.
+pub fn recursive_tolerance(format: PixelFormat) -> f64 {
+    match format {
+        PixelFormat::Rgba8 => 1e-4,
+        PixelFormat::Rgba32f => 1e-6,
+    }
+}
+
+/// Shared memory the recursive filter's segment may take per block: at most this, so that at
+/// least three blocks fit on an SM of 228 KiB.
+const RECURSIVE_SHARED_BUDGET: u64 = 72 * 1024;
+
+/// Steps the recursive kernels load ahead (RECURSIVE_CHUNK in blur.cu).
+fn recursive_chunk(format: PixelFormat) -> u32 {
+    match format {
+        PixelFormat::Rgba8 => 16,
+        PixelFormat::Rgba32f => 8,
+    }
+}
+
+/// Bytes of one shared-memory slot of the recursive kernels (partial_sum in blur.cu).
+fn recursive_slot_bytes(format: PixelFormat) -> u64 {
+    match format {
+        PixelFormat::Rgba8 => 8,
+        PixelFormat::Rgba32f => 16,
+    }
+}
+
+/// Bytes per pixel of the intermediate between the two passes: RGBA8 goes through value × 256 as
+/// four 16-bit integers, RGBA32F through float4.
+pub fn intermediate_bytes(filter: Filter, format: PixelFormat) -> usize {
+    match (filter, format) {
+        (Filter::Recursive, PixelFormat::Rgba8) => 8,
+        _ => 16,
+    }
+}
+
+/// The coefficients struct `Recursive` of blur.cu, field for field.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecursiveParams {
+    pole: f32,
+    pole_re: f32,
+    pole_im: f32,
+    causal: f32,
+    causal_re: f32,
+    causal_im: f32,
+    anti: f32,
+    anti_re: f32,
+    anti_im: f32,
+    steady: f32,
+    steady_re: f32,
+    steady_im: f32,
+    /// Steps each walker runs before its segment.
+    pub warmup: i32,
+    /// Rows per segment.
+    pub segment: i32,
+}
+
+impl RecursiveParams {
+    /// The kernel's coefficients for `filter`, with the warm-up rounded up to whole chunks.
+    pub fn new(filter: &RecursiveGaussian, format: PixelFormat, segment: u32) -> Self {
+        let chunk = recursive_chunk(format) as usize;
+        let warmup = filter.warmup(recursive_tolerance(format)).div_ceil(chunk) * chunk;
+        let (p, [pr, pi]) = (filter.real_pole, filter.complex_pole);
+        let (c, [cr, ci]) = (filter.real_residue, filter.complex_residue);
+        // The backward weights are c·p; the complex weights carry the conjugate's share (× 2).
+        let (ar, ai) = (cr * pr - ci * pi, cr * pi + ci * pr);
+        let norm = (1.0 - pr) * (1.0 - pr) + pi * pi;
+        Self {
+            pole: p as f32,
+            pole_re: pr as f32,
+            pole_im: pi as f32,
+            causal: c as f32,
+            causal_re: (2.0 * cr) as f32,
+            causal_im: (2.0 * ci) as f32,
+            anti: (c * p) as f32,
+            anti_re: (2.0 * ar) as f32,
+            anti_im: (2.0 * ai) as f32,
+            steady: (1.0 / (1.0 - p)) as f32,
+            steady_re: ((1.0 - pr) / norm) as f32,
+            steady_im: (pi / norm) as f32,
+            warmup: i32::try_from(warmup).unwrap_or(i32::MAX),
+            segment: i32::try_from(segment).unwrap_or(i32::MAX),
         }
     }
 }
@@ -59,11 +154,13 @@ pub struct Job {
     pub radius: u32,
     /// Box radii (box).
     pub box_radii: [u32; 4],
+    /// Poles and residues (recursive).
+    pub recursive: RecursiveGaussian,
     /// Threads per block in x and y.
     pub block: [u32; 2],
 }
 
-/// The eight kernels of one pixel format and one `PIXELS_PER_THREAD`.
+/// The eleven kernels of one pixel format and one `PIXELS_PER_THREAD`.
 pub struct BlurKernels {
     /// Pixel format they were compiled for.
     pub format: PixelFormat,
@@ -79,6 +176,9 @@ pub struct BlurKernels {
     box_first: Function,
     box_second_to_buffer: Function,
     box_second_to_surface: Function,
+    recursive_first: Function,
+    recursive_second_to_buffer: Function,
+    recursive_second_to_surface: Function,
     limits: DeviceLimits,
 }
 
@@ -121,6 +221,9 @@ impl BlurKernels {
             box_first: module.function("blur_box_first")?,
             box_second_to_buffer: module.function("blur_box_second_to_buffer")?,
             box_second_to_surface: module.function("blur_box_second_to_surface")?,
+            recursive_first: module.function("blur_recursive_first")?,
+            recursive_second_to_buffer: module.function("blur_recursive_second_to_buffer")?,
+            recursive_second_to_surface: module.function("blur_recursive_second_to_surface")?,
             limits: DeviceLimits::from(cuda.context.device()),
         })
     }
@@ -136,7 +239,22 @@ impl BlurKernels {
             Filter::Naive => self.naive_to_buffer.attributes(),
             Filter::Separable => self.gaussian_first.attributes(),
             Filter::Box => self.box_first.attributes(),
+            Filter::Recursive => self.recursive_first.attributes(),
         }
+    }
+
+    /// Rows per segment of the recursive filter for `block`: the largest power of two up to 256
+    /// whose shared memory (segment × (columns + 1) slots, columns = threads / 2) stays within
+    /// the budget, and at least two chunks.
+    pub fn recursive_segment(&self, block: [u32; 2]) -> u32 {
+        let columns = u64::from(block[0]) * u64::from(block[1]) / 2;
+        let per_row = (columns + 1) * recursive_slot_bytes(self.format);
+        let mut segment = 256u32;
+        let smallest = 2 * recursive_chunk(self.format);
+        while segment > smallest && u64::from(segment) * per_row > RECURSIVE_SHARED_BUDGET {
+            segment /= 2;
+        }
+        segment
     }
 
     /// The launches `job` makes: one for naive, two row passes otherwise (the second on the
@@ -146,6 +264,18 @@ impl BlurKernels {
         let [bx, by] = job.block;
         match job.filter {
             Filter::Naive => vec![LaunchConfig::for_grid_2d(width, height, job.block)],
+            Filter::Recursive => {
+                let columns = (bx.saturating_mul(by) / 2).max(1);
+                let segment = self.recursive_segment(job.block);
+                let shared = u64::from(segment) * (u64::from(columns) + 1) * recursive_slot_bytes(self.format);
+                let shared_memory_bytes = u32::try_from(shared).unwrap_or(u32::MAX);
+                let pass = |w: u32, h: u32| LaunchConfig {
+                    grid: [w.div_ceil(columns).max(1), h.div_ceil(segment).max(1), 1],
+                    block: [bx, by, 1],
+                    shared_memory_bytes,
+                };
+                vec![pass(width, height), pass(height, width)]
+            }
             Filter::Separable | Filter::Box => {
                 let reach = match job.filter {
                     Filter::Box => job.box_radii.iter().sum::<u32>(),
@@ -171,7 +301,7 @@ impl BlurKernels {
 
     /// Checks `job`'s launches against the device and kernels; the message names the limit.
     pub fn validate(&self, job: &Job) -> Result<()> {
-        if job.filter != Filter::Naive && !job.block[1].is_power_of_two() {
+        if matches!(job.filter, Filter::Separable | Filter::Box) && !job.block[1].is_power_of_two() {
             return Err(Error::InvalidInput(format!(
                 "the {} filter writes its tiles transposed with a shift, so block.y must be a power of two (not {})",
                 job.filter.name(),
@@ -184,15 +314,30 @@ impl BlurKernels {
                 job.block[0]
             )));
         }
+        if job.filter == Filter::Recursive && !(u64::from(job.block[0]) * u64::from(job.block[1])).is_multiple_of(64) {
+            return Err(Error::InvalidInput(format!(
+                "the recursive filter pairs a forward and a backward warp on every 32 columns, so block.x × block.y \
+                 must be a multiple of 64 (not {} × {})",
+                job.block[0], job.block[1]
+            )));
+        }
         let functions = self.functions(job.filter);
         for (config, function) in self.launches(job).iter().zip(functions) {
             config.validate(&self.limits, function.attributes()).map_err(|e| {
-                Error::InvalidInput(format!(
-                    "{e}. The {} filter stages a tile of block.y rows × (block.x·{} + 2·reach) pixels: \
-                     lower block.y or the radius",
-                    job.filter.name(),
-                    self.pixels_per_thread
-                ))
+                let hint = match job.filter {
+                    Filter::Recursive => format!(
+                        "The recursive filter keeps a segment of {} rows × (threads/2 + 1) columns in shared memory: \
+                         use fewer threads per block",
+                        self.recursive_segment(job.block)
+                    ),
+                    _ => format!(
+                        "The {} filter stages a tile of block.y rows × (block.x·{} + 2·reach) pixels: \
+                         lower block.y or the radius",
+                        job.filter.name(),
+                        self.pixels_per_thread
+                    ),
+                };
+                Error::InvalidInput(format!("{e}. {hint}"))
             })?;
         }
         Ok(())
@@ -203,11 +348,12 @@ impl BlurKernels {
             Filter::Naive => [&self.naive_to_buffer, &self.naive_to_buffer],
             Filter::Separable => [&self.gaussian_first, &self.gaussian_second_to_buffer],
             Filter::Box => [&self.box_first, &self.box_second_to_buffer],
+            Filter::Recursive => [&self.recursive_first, &self.recursive_second_to_buffer],
         }
     }
 
     /// Queues `job`: `input` holds width × height pixels of this format, `scratch` room for as many
-    /// float4, `weights` the Gaussian weights w[0..=radius] as f32. `between` records a timing
+    /// intermediate pixels ([`intermediate_bytes`]), `weights` the Gaussian weights w[0..=radius] as f32. `between` records a timing
     /// mark after the first pass (for naive, after its only one).
     #[allow(clippy::too_many_arguments)]
     pub fn run(
@@ -284,6 +430,27 @@ impl BlurKernels {
                 };
                 let mut second = [arg(&scratch.ptr), arg(&target), arg(&h), arg(&w), arg(&radii)];
                 // SAFETY: as the first pass, on the transposed scratch, writing the w×h output.
+                unsafe { function.launch(stream, &limits, &launches[1], &mut second) }
+            }
+            Filter::Recursive => {
+                check_len("scratch", scratch, pixels * intermediate_bytes(job.filter, self.format))?;
+                let segment = self.recursive_segment(job.block);
+                let params = RecursiveParams::new(&job.recursive, self.format, segment);
+                let mut first = [arg(&input.ptr), arg(&scratch.ptr), arg(&w), arg(&h), arg(&params)];
+                // SAFETY: matches blur_recursive_first(const raw_pixel*, mid_pixel*, int, int,
+                // Recursive): w×h pixels in, w×h intermediate pixels out (transposed);
+                // RecursiveParams is #[repr(C)] with the fields, order and 4-byte alignment of
+                // the struct Recursive it is passed as.
+                unsafe { self.recursive_first.launch(stream, &limits, &launches[0], &mut first) }?;
+                mark(stream)?;
+                let (function, target) = match output {
+                    Output::Buffer(span) => (&mut self.recursive_second_to_buffer, span.ptr),
+                    Output::Surface(surface) => (&mut self.recursive_second_to_surface, surface),
+                };
+                let mut second = [arg(&scratch.ptr), arg(&target), arg(&h), arg(&w), arg(&params)];
+                // SAFETY: matches blur_recursive_second_*(const mid_pixel*, packed_pixel* |
+                // cudaSurfaceObject_t, int, int, Recursive) on the h×w transposed scratch; it
+                // writes the w×h output (transposing back); packed_pixel is this format's pixel.
                 unsafe { function.launch(stream, &limits, &launches[1], &mut second) }
             }
         }

@@ -120,6 +120,13 @@ impl BlurSettings {
                  use the separable or box filter for larger σ"
             )));
         }
+        if self.filter == Filter::Recursive && self.sigma < cpu::MIN_RECURSIVE_SIGMA {
+            return Err(Error::InvalidInput(format!(
+                "the recursive filter needs σ ≥ {} (below it the recursion departs from the Gaussian by more than 6 levels); \
+                 use the separable filter",
+                cpu::MIN_RECURSIVE_SIGMA
+            )));
+        }
         if self.filter == Filter::Box && self.sigma < MIN_BOX_SIGMA {
             return Err(Error::InvalidInput(format!(
                 "the box cascade needs σ ≥ {MIN_BOX_SIGMA} (smaller σ would need boxes under one pixel); use the separable filter"
@@ -138,6 +145,7 @@ impl BlurSettings {
             size,
             radius: self.radius(),
             box_radii: cpu::box_radii(self.sigma).0,
+            recursive: cpu::RecursiveGaussian::new(self.sigma),
             block: self.block,
         }
     }
@@ -723,6 +731,7 @@ pub fn run_cpu(input: &cpu::Image<f32>, settings: &BlurSettings) -> cpu::Image<f
         Filter::Naive => cpu::naive(input, &weights),
         Filter::Separable => cpu::gaussian(input, &weights),
         Filter::Box => cpu::boxes(input, cpu::box_radii(settings.sigma).0),
+        Filter::Recursive => cpu::recursive(input, &cpu::RecursiveGaussian::new(settings.sigma)),
     }
 }
 
@@ -741,6 +750,22 @@ fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
             ui.label(format!(
                 "σ {:.2}: four boxes of radius {radii:?}, effective σ {achieved:.2}",
                 demo.settings.sigma
+            ));
+        }
+        Filter::Recursive => {
+            let filter = cpu::RecursiveGaussian::new(demo.settings.sigma);
+            let [re, im] = filter.complex_pole;
+            let segment = match &demo.engine {
+                Engine::Cuda { kernels, .. } => {
+                    format!(", segments of {} rows", kernels.recursive_segment(demo.settings.block))
+                }
+                Engine::Cpu { .. } => String::new(),
+            };
+            ui.label(format!(
+                "σ {:.2}: poles {:.4} and {re:.4} ± {im:.4}i, warm-up {} rows{segment}",
+                demo.settings.sigma,
+                filter.real_pole,
+                filter.warmup(kernels::recursive_tolerance(demo.settings.format))
             ));
         }
         _ => {
@@ -865,11 +890,13 @@ fn blurred_name(path: &Path) -> PathBuf {
 }
 
 /// Bytes a blur must read and write at least: each pass reads its input once and writes its output
-/// once (the separable and box passes go through a float4 intermediate; naive reads the source once).
+/// once (the separable and box passes go through a float4 intermediate, the recursive one through
+/// [`kernels::intermediate_bytes`]: 8 bytes for RGBA8; naive reads the source once).
 pub fn bytes_moved(filter: Filter, format: PixelFormat, pixels: f64) -> f64 {
     let pixel = format.bytes_per_pixel() as f64;
+    let intermediate = kernels::intermediate_bytes(filter, format) as f64;
     match filter {
         Filter::Naive => 2.0 * pixel * pixels,
-        Filter::Separable | Filter::Box => (pixel + 16.0 + 16.0 + pixel) * pixels,
+        Filter::Separable | Filter::Box | Filter::Recursive => (pixel + 2.0 * intermediate + pixel) * pixels,
     }
 }
