@@ -157,23 +157,32 @@ fn soak(
     run_frames(wave, options.frames)?;
     phases.push(Phase { name: "frames", count: options.frames, seconds: secs(started), after: measure()? });
 
-    let started = Instant::now();
+    // Re-allocations in four quarters, each measured, so growth that levels off (a driver's heap
+    // reaching its working size) is told from growth that goes on (a leak).
     let original = [wave.settings().width, wave.settings().height];
     let mut random = Rng::new(0x50a4);
-    for _ in 0..options.reallocations {
-        let width = 16 + (random.next_u64() % 497) as u32;
-        let height = 16 + (random.next_u64() % 497) as u32;
-        wave.set_vertices(gl, width, height)?;
-        run_frames(wave, 1)?;
+    let mut done = 0;
+    for quarter in 1..=4u32 {
+        let started = Instant::now();
+        let until = (u64::from(options.reallocations) * u64::from(quarter) / 4) as u32;
+        for _ in done..until {
+            let width = 16 + (random.next_u64() % 497) as u32;
+            let height = 16 + (random.next_u64() % 497) as u32;
+            wave.set_vertices(gl, width, height)?;
+            run_frames(wave, 1)?;
+        }
+        if quarter == 4 {
+            wave.set_vertices(gl, original[0], original[1])?;
+            run_frames(wave, 1)?;
+        }
+        phases.push(Phase {
+            name: "re-allocations with re-registration",
+            count: until - done,
+            seconds: secs(started),
+            after: measure()?,
+        });
+        done = until;
     }
-    wave.set_vertices(gl, original[0], original[1])?;
-    run_frames(wave, 1)?;
-    phases.push(Phase {
-        name: "re-allocations with re-registration",
-        count: options.reallocations,
-        seconds: secs(started),
-        after: measure()?,
-    });
 
     let started = Instant::now();
     let (source, origin) = wave::KERNEL.read(None)?;

@@ -367,7 +367,7 @@ pub fn create(
     }
     let (cuda, stream) = cuda.zip(stream).ok_or_else(needs_cuda)?;
     let context = &cuda.context;
-    let events = EventRing::new(context, EVENT_FRAMES, 4)?;
+    let events = EventRing::new(context, crate::cuda::timing::FRAMES_IN_FLIGHT, 4)?;
     let (context, stream) = (context.clone(), stream.clone());
     Ok(match kind {
         TransferKind::HostCopy => {
@@ -857,9 +857,6 @@ fn mismatch(kind: TransferKind) -> Error {
 fn micros_since(started: Instant) -> f64 {
     started.elapsed().as_secs_f64() * 1e6
 }
-
-/// Frames whose GPU timestamps may be in flight at once.
-const EVENT_FRAMES: usize = 4;
 
 /// GPU times of the oldest finished frame: stage `i` lasts from mark `i` to mark `i + 1`.
 fn poll_stages(events: &mut EventRing, stages: &[Stage]) -> Result<Option<LateGpuTimes>> {

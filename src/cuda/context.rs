@@ -110,9 +110,11 @@ impl Context {
         };
         // SAFETY: valid out-pointer, parameter struct and device; flags 0 = automatic scheduling.
         // (CUDA 13's `cuCtxCreate` is the `_v4` entry point, which takes the parameter struct.)
-        trace.call("cuCtxCreate", || format!("device {device}, flags 0"), || unsafe {
-            sys::cuCtxCreate_v4(&mut raw, &mut params, 0, device)
-        })?;
+        trace.call(
+            "cuCtxCreate",
+            || format!("device {device}, flags 0"),
+            || unsafe { sys::cuCtxCreate_v4(&mut raw, &mut params, 0, device) },
+        )?;
         // cuCtxCreate pushed the new context onto this thread's stack; pop it so the caller's
         // context is current again.
         let mut popped = std::ptr::null_mut();

@@ -11,6 +11,11 @@ use super::context::Context;
 use super::stream::{Event, Stream};
 use crate::Result;
 
+/// Frames whose GPU timestamps may be in flight at once, for the per-frame stage timers: deep
+/// enough for headless runs, where the host runs up to ~130 frames ahead of the GPU (a frame that
+/// finds every set in flight goes untimed). Events are small; 256 sets cost nothing measurable.
+pub const FRAMES_IN_FLIGHT: usize = 256;
+
 /// A ring of `depth` event sets of `marks` events each.
 pub struct EventRing {
     sets: Vec<Vec<Event>>,

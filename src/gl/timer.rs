@@ -8,8 +8,10 @@ use glow::HasContext;
 
 use crate::{Error, Result};
 
-/// Queries kept in flight; results usually arrive one or two frames after they were issued.
-const RING: usize = 4;
+/// Queries kept in flight. In a window, results arrive one or two frames after they were issued;
+/// headless, the host runs up to ~130 frames ahead of the GPU, and a frame finding every query in
+/// flight goes untimed — so the ring is deep enough for nearly every frame to be timed.
+const RING: usize = 256;
 
 /// A ring of `GL_TIME_ELAPSED` queries.
 pub struct TimerQueries {

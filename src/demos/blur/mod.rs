@@ -465,7 +465,7 @@ fn make_engine(pipeline: &Pipeline, settings: &BlurSettings, source: &SourceImag
         input,
         scratch,
         weights: weights_buffer,
-        timer: EventRing::new(&cuda.context, 4, 3)?,
+        timer: EventRing::new(&cuda.context, crate::cuda::timing::FRAMES_IN_FLIGHT, 3)?,
     })
 }
 

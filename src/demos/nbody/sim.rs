@@ -139,7 +139,7 @@ impl Simulation {
             partial,
             double,
             energy,
-            force_timer: EventRing::new(context, 4, 2)?,
+            force_timer: EventRing::new(context, crate::cuda::timing::FRAMES_IN_FLIGHT, 2)?,
         })
     }
 
