@@ -286,3 +286,25 @@ fn the_simulation_carries_over_between_every_path() {
     assert!(position_error < 1e-6 && velocity_error < 1e-5, "{position_error:e} {velocity_error:e}");
     Box::new(nbody).destroy(&gl);
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn more_bodies_than_free_device_memory_are_refused_and_fewer_then_run() {
+    let (context, selection) = setup();
+    let gl = context.gl().clone();
+    let cuda = selection.cuda.clone().expect("cuda");
+    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let n = 4_000_000u32; // ≥ 6 × 4 M × 16 bytes ≈ 366 MiB with its slices and GL buffers
+    // Another user of the GPU holds all but 256 MiB.
+    let (free, _) = cuda.context.memory_info().expect("memory info");
+    let hog = interop_lab::cuda::DeviceBuffer::new(&cuda.context, free - (256 << 20)).expect("hold the memory");
+    let error = NBody::new(&env, NBodySettings { bodies: Some(n), ..NBodySettings::default() })
+        .err()
+        .expect("refused while the memory is taken")
+        .to_string();
+    assert!(error.contains("MiB are free: choose fewer bodies"), "{error}");
+    drop(hog);
+    let nbody =
+        NBody::new(&env, NBodySettings { bodies: Some(n), ..NBodySettings::default() }).expect("runs once freed");
+    Box::new(nbody).destroy(&gl);
+}
