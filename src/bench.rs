@@ -714,6 +714,8 @@ pub struct BlurBench {
     pub filters: Vec<Filter>,
     /// Threads per block.
     pub block: [u32; 2],
+    /// Rows per segment of the recursive filter (`None`: automatic).
+    pub segment: Option<u32>,
     /// Outputs per thread per tile row.
     pub pixels_per_thread: u32,
     /// Untimed runs first.
@@ -737,6 +739,10 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
     crate::demos::blur::image::check_size(options.size[0], options.size[1]).map_err(Error::InvalidInput)?;
     if options.sigmas.is_empty() || options.repeats == 0 {
         return Err(Error::InvalidInput("bench blur needs at least one σ and one repeat".to_owned()));
+    }
+    if let Some(segment) = options.segment {
+        // Up front: a bad segment is an error, not a skipped row.
+        crate::demos::blur::kernels::check_recursive_segment(options.format, segment)?;
     }
     let filters = if options.filters.is_empty() { Filter::ALL.to_vec() } else { options.filters.clone() };
     let cuda = match runtime::cuda_without_gl(&options.cuda) {
@@ -767,6 +773,14 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
         options.repeats,
         options.warmup
     );
+    if filters.contains(&Filter::Recursive) {
+        let rows = kernels.recursive_segment(options.block, options.segment);
+        let chosen = if options.segment.is_some() { "--segment" } else { "auto" };
+        table.push_str(&format!(
+            "recursive: block {}x{}, segments of {rows} rows ({chosen})\n",
+            options.block[0], options.block[1]
+        ));
+    }
     table.push_str(&format!(
         "{:>7} {:<10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}\n",
         "sigma", "filter", "pass 1 µs", "pass 2 µs", "total µs", "Mpixel/s", "GB/s", "% DRAM"
@@ -777,6 +791,7 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
             sigma,
             format: options.format,
             block: options.block,
+            segment: options.segment,
             pixels_per_thread: options.pixels_per_thread,
             ..BlurSettings::default()
         };
@@ -799,6 +814,10 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
             }
             let job = settings.job(options.size);
             if let Err(error) = kernels.validate(&job) {
+                if filter == Filter::Recursive && options.segment.is_some() {
+                    // A segment set by hand that cannot launch is bad input, not a row to skip.
+                    return Err(error);
+                }
                 results.push(json!({ "sigma": sigma, "filter": filter, "skipped": error.to_string() }));
                 continue;
             }
@@ -898,6 +917,7 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
                 route,
                 format: options.format,
                 block: options.block,
+                segment: options.segment,
                 pixels_per_thread: options.pixels_per_thread,
                 ..BlurSettings::default()
             };
@@ -928,6 +948,8 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
         "size": options.size,
         "format": options.format,
         "block": options.block,
+        "segment": options.segment,
+        "recursive_segment_rows": kernels.recursive_segment(options.block, options.segment),
         "pixels_per_thread": options.pixels_per_thread,
         "dram_bytes_per_s": bandwidth,
         "method": format!("CUDA events before, between and after the passes; {} warm-up then {} timed, median; bytes = each pass's input read once and output written once", options.warmup, options.repeats),

@@ -144,6 +144,10 @@ struct BlurBenchArgs {
     /// CUDA threads per block, XxY.
     #[arg(long, value_parser = parse_pair, default_value = "64x4")]
     block: [u32; 2],
+    /// Rows per segment of the recursive filter, its tile: a power of two ≥ 32 for rgba8, ≥ 16 for
+    /// rgba32f (default: the largest up to 256 that fits a shared-memory budget for the block).
+    #[arg(long, value_name = "ROWS")]
+    segment: Option<u32>,
     /// Outputs each thread computes per tile row.
     #[arg(long, default_value_t = 5)]
     pixels_per_thread: u32,
@@ -430,6 +434,10 @@ struct BlurArgs {
     /// for recursive).
     #[arg(long, value_parser = parse_pair, default_value = "64x4")]
     block: [u32; 2],
+    /// Rows per segment of the recursive filter, its tile: a power of two ≥ 32 for rgba8, ≥ 16 for
+    /// rgba32f (default: the largest up to 256 that fits a shared-memory budget for the block).
+    #[arg(long, value_name = "ROWS")]
+    segment: Option<u32>,
     /// Outputs each thread computes per tile row (the tile is block.x × this wide; odd avoids
     /// shared-memory bank conflicts).
     #[arg(long, default_value_t = 5)]
@@ -452,6 +460,7 @@ impl BlurArgs {
             route: self.route,
             format: self.format,
             block: self.block,
+            segment: self.segment,
             pixels_per_thread: self.pixels_per_thread,
             output: self.output.clone(),
             split: self.split,
@@ -605,6 +614,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 format: args.format,
                 filters: args.variant.clone(),
                 block: args.block,
+                segment: args.segment,
                 pixels_per_thread: args.pixels_per_thread,
                 warmup: args.warmup,
                 repeats: args.repeats,

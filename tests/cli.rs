@@ -77,6 +77,29 @@ fn bad_input_gets_a_message_not_a_panic() {
 }
 
 #[test]
+fn bad_blur_segments_get_a_message_not_a_panic() {
+    let blur = ["blur", "--headless", "--backend", "cpu", "--frames", "1", "--size", "64x64", "--variant", "recursive"];
+    let bench = ["bench", "blur", "--backend", "cpu", "--size", "64x64", "--sigma", "10", "--frames", "0"];
+    let cases: [(Vec<&str>, &str); 6] = [
+        ([&blur[..], &["--sigma", "10", "--segment", "48"]].concat(), "must be a power of two of at least 32"),
+        ([&blur[..], &["--sigma", "10", "--segment", "0"]].concat(), "--segment 0"),
+        ([&blur[..], &["--sigma", "10", "--segment", "16"]].concat(), "at least 32 for rgba8"),
+        ([&blur[..], &["--sigma", "10", "--format", "rgba32f", "--segment", "8"]].concat(), "at least 16 for rgba32f"),
+        ([&bench[..], &["--segment", "100"]].concat(), "--segment 100"),
+        ([&bench[..], &["--variant", "recursive", "--segment", "24"]].concat(), "power of two"),
+    ];
+    for (args, expected) in cases {
+        let output = binary().args(&args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?} must fail with a message: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr:?} should say {expected:?}");
+        assert!(stderr.contains("leave --segment out"), "{args:?}: the fix is named: {stderr:?}");
+    }
+    let output = binary().args(blur).args(["--sigma", "10", "--segment", "32"]).output().expect("run");
+    assert!(output.status.success(), "a valid segment runs: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
 fn bad_devices_lists_and_devices_without_cuda_get_a_message() {
     let cases: [(&[&str], &str); 7] = [
         (&["nbody", "--headless", "--backend", "cpu", "--devices", ""], "at least one CUDA device ordinal"),

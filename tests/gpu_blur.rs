@@ -100,9 +100,15 @@ fn every_filter_format_route_and_path_matches_the_reference() {
         let path = dir.join(format!("in-{width}x{height}.png"));
         let source = random_image(width, height, &mut random, &path);
         for format in [PixelFormat::Rgba8, PixelFormat::Rgba32f] {
-            for (filter, sigma) in
-                [(Filter::Separable, 2.5), (Filter::Box, 4.0), (Filter::Naive, 1.2), (Filter::Recursive, 5.0)]
-            {
+            for (filter, sigma, segment) in [
+                (Filter::Separable, 2.5, None),
+                (Filter::Box, 4.0, None),
+                (Filter::Naive, 1.2, None),
+                (Filter::Recursive, 5.0, None),
+                // Segments set by hand (--segment): the shortest RGBA8 allows, and a long one.
+                (Filter::Recursive, 5.0, Some(32)),
+                (Filter::Recursive, 5.0, Some(256)),
+            ] {
                 for (transfer, route) in [
                     (TransferKind::Interop, Route::Texture),
                     (TransferKind::Interop, Route::Pbo),
@@ -115,6 +121,7 @@ fn every_filter_format_route_and_path_matches_the_reference() {
                         route,
                         format,
                         block: [64, 4],
+                        segment,
                         ..BlurSettings::default()
                     };
                     let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer, shaders_dir: None };
@@ -125,7 +132,8 @@ fn every_filter_format_route_and_path_matches_the_reference() {
                     let (max_bound, mean_bound) = bounds(format, filter);
                     assert!(
                         max <= max_bound && mean <= mean_bound,
-                        "{width}x{height} {format:?} {filter:?} {transfer} {route:?}: max {max:e} mean {mean:e}"
+                        "{width}x{height} {format:?} {filter:?} segment {segment:?} {transfer} {route:?}: \
+                         max {max:e} mean {mean:e}"
                     );
                     Box::new(blur).destroy(&gl);
                 }
@@ -145,20 +153,25 @@ fn large_sigma_and_the_box_approximation() {
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("in.png");
     let source = random_image(640, 360, &mut random, &path);
-    for (filter, sigma, block) in [
-        (Filter::Separable, 100.0, [128u32, 1u32]),
-        (Filter::Box, 100.0, [128, 2]),
-        (Filter::Box, 25.0, [128, 4]),
-        (Filter::Recursive, 100.0, [64, 2]),
-        (Filter::Recursive, 25.0, [32, 2]),
-        (Filter::Recursive, 10.0, [64, 4]),
+    for (filter, sigma, block, segment) in [
+        (Filter::Separable, 100.0, [128u32, 1u32], None),
+        (Filter::Box, 100.0, [128, 2], None),
+        (Filter::Box, 25.0, [128, 4], None),
+        (Filter::Recursive, 100.0, [64, 2], None),
+        (Filter::Recursive, 25.0, [32, 2], None),
+        (Filter::Recursive, 10.0, [64, 4], None),
+        // Segments set by hand: short ones under a long warm-up, and one beyond the automatic budget.
+        (Filter::Recursive, 100.0, [64, 2], Some(32)),
+        (Filter::Recursive, 10.0, [64, 2], Some(256)),
+        (Filter::Recursive, 10.0, [32, 4], Some(64)),
     ] {
-        let settings = BlurSettings { image: Some(path.clone()), sigma, filter, block, ..BlurSettings::default() };
+        let settings =
+            BlurSettings { image: Some(path.clone()), sigma, filter, block, segment, ..BlurSettings::default() };
         let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
         let mut blur = Blur::new(&env, settings.clone()).expect("blur");
         let out = blur_once(&gl, &mut blur);
         let (max, mean) = errors(&out, &reference(&source, &settings));
-        assert!(max <= 1.0 && mean <= 0.3, "{filter:?} σ {sigma}: max {max} mean {mean}");
+        assert!(max <= 1.0 && mean <= 0.3, "{filter:?} σ {sigma} segment {segment:?}: max {max} mean {mean}");
         if matches!(filter, Filter::Box | Filter::Recursive) {
             // Against the exact Gaussian the cascade and the recursion are approximations
             // (docs/blur.md): within 6 levels of 255 everywhere and 1.5 on average (box σ ≥ 2,
@@ -203,5 +216,10 @@ fn cuda_and_cpu_backends_agree_and_bad_launches_are_named() {
     let recursive = BlurSettings { filter: Filter::Recursive, block: [48, 1], ..settings.clone() };
     let refused = Blur::new(&env, recursive).err().expect("refused").to_string();
     assert!(refused.contains("multiple of 64"), "{refused}");
+    // 1024 rows × 129 columns × 8 bytes: more shared memory than a block can have.
+    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let recursive = BlurSettings { filter: Filter::Recursive, block: [64, 4], segment: Some(1024), ..settings.clone() };
+    let refused = Blur::new(&env, recursive).err().expect("refused").to_string();
+    assert!(refused.contains("shared memory") && refused.contains("lower --segment"), "{refused}");
     Box::new(gpu).destroy(&gl);
 }

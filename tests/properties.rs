@@ -8,9 +8,11 @@ use interop_lab::bench_transfer::parse_bytes;
 use interop_lab::cuda::module::FunctionAttributes;
 use interop_lab::cuda::{DeviceLimits, LaunchConfig};
 use interop_lab::demos::blur::cpu::{self as blur, Image};
+use interop_lab::demos::blur::kernels::{self, Filter, Job};
 use interop_lab::demos::nbody::cpu::{self as nbody, Params};
 use interop_lab::demos::nbody::presets::Bodies;
 use interop_lab::demos::nbody::state::{self, SavedState};
+use interop_lab::gl::PixelFormat;
 use proptest::prelude::*;
 
 /// H200-like limits; the properties hold for any limits, these keep the numbers realistic.
@@ -99,6 +101,61 @@ proptest! {
         }
         let reference = blur::reference_gaussian(&exact, &blur::gaussian_weights(sigma, radius));
         prop_assert!(reference.pixels.iter().flatten().all(|&c| (c - f64::from(value)).abs() < 1e-12));
+    }
+
+    /// The recursive filter's launch check accepts a block and segment exactly when, stated here
+    /// independently: threads are a multiple of 64 and at most 1024, the segment (when set) is a
+    /// power of two of at least two chunks (32 rows for RGBA8, 16 for RGBA32F), and
+    /// segment × (threads/2 + 1) slots of 8 or 16 bytes fit the opt-in shared memory. When unset,
+    /// the automatic segment is always one a user could set, within a 72 KiB budget unless
+    /// already at its shortest.
+    #[test]
+    fn recursive_segments_are_accepted_exactly_when_they_can_run(
+        bx in prop_oneof![Just(32u32), Just(64), Just(128), 1u32..=1024],
+        by in prop_oneof![Just(1u32), Just(2), Just(4), Just(8), 1u32..=64],
+        segment in prop_oneof![
+            3 => (0u32..=12).prop_map(|k| 1u32 << k),
+            1 => any::<u32>(),
+            1 => Just(0u32),
+            1 => Just(48u32),
+            1 => Just(u32::MAX),
+        ],
+        set in any::<bool>(),
+        f32_format in any::<bool>(),
+    ) {
+        let format = if f32_format { PixelFormat::Rgba32f } else { PixelFormat::Rgba8 };
+        let (smallest, slot) = if f32_format { (16u64, 16u64) } else { (32, 8) };
+        let job = Job {
+            filter: Filter::Recursive,
+            size: [1920, 1080],
+            radius: 30,
+            box_radii: [1; 4],
+            recursive: blur::RecursiveGaussian::new(10.0),
+            block: [bx, by],
+            segment: set.then_some(segment),
+        };
+        let function = attributes(1024, 0);
+        let verdict = kernels::validate_job(format, 5, &LIMITS, [&function, &function], &job);
+        let threads = u64::from(bx) * u64::from(by);
+        let rows = if set { u64::from(segment) } else { u64::from(kernels::auto_recursive_segment(format, [bx, by])) };
+        let shared = rows * (threads / 2 + 1) * slot;
+        let fits = threads % 64 == 0
+            && threads <= 1024
+            && rows.is_power_of_two()
+            && rows >= smallest
+            && shared <= 232_448;
+        prop_assert_eq!(verdict.is_ok(), fits, "{}x{} segment {:?} {:?} → {:?}", bx, by, job.segment, format, verdict);
+        if threads % 64 == 0 && threads <= 1024 && !set {
+            prop_assert!(kernels::check_recursive_segment(format, rows as u32).is_ok());
+            prop_assert!(shared <= 72 * 1024 || rows == smallest, "auto {} rows take {} bytes", rows, shared);
+        }
+        if let Err(error) = verdict {
+            let message = error.to_string();
+            if threads % 64 == 0 && threads <= 1024 && rows.is_power_of_two() && rows >= smallest {
+                prop_assert!(message.contains("lower --segment") || rows == smallest, "{}", message);
+                prop_assert!(message.contains("fewer threads per block"), "{}", message);
+            }
+        }
     }
 }
 

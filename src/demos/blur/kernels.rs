@@ -59,7 +59,7 @@ pub fn recursive_tolerance(format: PixelFormat) -> f64 {
 const RECURSIVE_SHARED_BUDGET: u64 = 72 * 1024;
 
 /// Steps the recursive kernels load ahead (RECURSIVE_CHUNK in blur.cu).
-fn recursive_chunk(format: PixelFormat) -> u32 {
+pub fn recursive_chunk(format: PixelFormat) -> u32 {
     match format {
         PixelFormat::Rgba8 => 16,
         PixelFormat::Rgba32f => 8,
@@ -67,11 +67,58 @@ fn recursive_chunk(format: PixelFormat) -> u32 {
 }
 
 /// Bytes of one shared-memory slot of the recursive kernels (partial_sum in blur.cu).
-fn recursive_slot_bytes(format: PixelFormat) -> u64 {
+pub fn recursive_slot_bytes(format: PixelFormat) -> u64 {
     match format {
         PixelFormat::Rgba8 => 8,
         PixelFormat::Rgba32f => 16,
     }
+}
+
+/// The shortest segment the recursive kernels take: two chunks (each half of a segment is walked
+/// in whole chunks).
+pub fn smallest_recursive_segment(format: PixelFormat) -> u32 {
+    2 * recursive_chunk(format)
+}
+
+/// Checks a segment length (rows per segment, the recursive filter's tile) asked for by hand:
+/// blur.cu splits a segment into two halves of whole RECURSIVE_CHUNK-row chunks and finds a
+/// pixel's row with a bit mask, so it must be a power of two of at least two chunks (32 rows for
+/// RGBA8, 16 for RGBA32F). Whether it fits in shared memory depends on the block and the device:
+/// [`validate_job`] checks that.
+pub fn check_recursive_segment(format: PixelFormat, segment: u32) -> Result<()> {
+    let smallest = smallest_recursive_segment(format);
+    if segment == 0 || !segment.is_power_of_two() || segment < smallest {
+        let mut examples: Vec<String> = (0..4).map(|i| (smallest << i).to_string()).collect();
+        examples.push("…".to_owned());
+        return Err(Error::InvalidInput(format!(
+            "--segment {segment}: the recursive filter's segment (rows per segment) must be a power of two of at \
+             least {smallest} for {} (two chunks of {} rows: each half of a segment is walked in whole chunks and \
+             rows are found with a bit mask); use {}, or leave --segment out for the automatic choice",
+            format.name(),
+            recursive_chunk(format),
+            examples.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Rows per segment the recursive filter picks for `block` when none is set: the largest power
+/// of two up to 256 whose shared memory (segment × (columns + 1) slots, columns = threads / 2)
+/// stays within a budget that leaves room for three blocks per SM, and at least two chunks.
+pub fn auto_recursive_segment(format: PixelFormat, block: [u32; 2]) -> u32 {
+    let smallest = smallest_recursive_segment(format);
+    let mut segment = 256u32;
+    while segment > smallest && recursive_shared_bytes(format, block, segment) > RECURSIVE_SHARED_BUDGET {
+        segment /= 2;
+    }
+    segment
+}
+
+/// Dynamic shared memory one block of the recursive kernels takes: segment × (threads/2 + 1)
+/// slots.
+pub fn recursive_shared_bytes(format: PixelFormat, block: [u32; 2], segment: u32) -> u64 {
+    let columns = (u64::from(block[0]) * u64::from(block[1]) / 2).max(1);
+    u64::from(segment) * (columns + 1) * recursive_slot_bytes(format)
 }
 
 /// Bytes per pixel of the intermediate between the two passes: RGBA8 goes through value × 256 as
@@ -158,6 +205,8 @@ pub struct Job {
     pub recursive: RecursiveGaussian,
     /// Threads per block in x and y.
     pub block: [u32; 2],
+    /// Rows per segment of the recursive filter (`None`: [`auto_recursive_segment`]).
+    pub segment: Option<u32>,
 }
 
 /// The eleven kernels of one pixel format and one `PIXELS_PER_THREAD`.
@@ -243,104 +292,22 @@ impl BlurKernels {
         }
     }
 
-    /// Rows per segment of the recursive filter for `block`: the largest power of two up to 256
-    /// whose shared memory (segment × (columns + 1) slots, columns = threads / 2) stays within
-    /// the budget, and at least two chunks.
-    pub fn recursive_segment(&self, block: [u32; 2]) -> u32 {
-        let columns = u64::from(block[0]) * u64::from(block[1]) / 2;
-        let per_row = (columns + 1) * recursive_slot_bytes(self.format);
-        let mut segment = 256u32;
-        let smallest = 2 * recursive_chunk(self.format);
-        while segment > smallest && u64::from(segment) * per_row > RECURSIVE_SHARED_BUDGET {
-            segment /= 2;
-        }
-        segment
+    /// Rows per segment of the recursive filter: `segment` when set, else
+    /// [`auto_recursive_segment`] for `block`.
+    pub fn recursive_segment(&self, block: [u32; 2], segment: Option<u32>) -> u32 {
+        segment.unwrap_or_else(|| auto_recursive_segment(self.format, block))
     }
 
     /// The launches `job` makes: one for naive, two row passes otherwise (the second on the
     /// transposed image).
     pub fn launches(&self, job: &Job) -> Vec<LaunchConfig> {
-        let [width, height] = job.size;
-        let [bx, by] = job.block;
-        match job.filter {
-            Filter::Naive => vec![LaunchConfig::for_grid_2d(width, height, job.block)],
-            Filter::Recursive => {
-                let columns = (bx.saturating_mul(by) / 2).max(1);
-                let segment = self.recursive_segment(job.block);
-                let shared = u64::from(segment) * (u64::from(columns) + 1) * recursive_slot_bytes(self.format);
-                let shared_memory_bytes = u32::try_from(shared).unwrap_or(u32::MAX);
-                let pass = |w: u32, h: u32| LaunchConfig {
-                    grid: [w.div_ceil(columns).max(1), h.div_ceil(segment).max(1), 1],
-                    block: [bx, by, 1],
-                    shared_memory_bytes,
-                };
-                vec![pass(width, height), pass(height, width)]
-            }
-            Filter::Separable | Filter::Box => {
-                let reach = match job.filter {
-                    Filter::Box => job.box_radii.iter().sum::<u32>(),
-                    _ => job.radius,
-                };
-                let tile = bx.saturating_mul(self.pixels_per_thread);
-                // As tile_span() in blur.cu: padded for the register window, rounded up to odd.
-                let span = (tile.saturating_add(reach.saturating_mul(2)).saturating_add(self.pixels_per_thread)) | 1;
-                let mut shared = 2u64 * u64::from(by) * u64::from(span) * 16;
-                if job.filter == Filter::Box {
-                    shared += u64::from(by) * u64::from(bx) * 16;
-                }
-                let shared_memory_bytes = u32::try_from(shared).unwrap_or(u32::MAX);
-                let pass = |w: u32, h: u32| LaunchConfig {
-                    grid: [w.div_ceil(tile.max(1)).max(1), h.div_ceil(by.max(1)).max(1), 1],
-                    block: [bx, by, 1],
-                    shared_memory_bytes,
-                };
-                vec![pass(width, height), pass(height, width)]
-            }
-        }
+        launches(self.format, self.pixels_per_thread, job)
     }
 
     /// Checks `job`'s launches against the device and kernels; the message names the limit.
     pub fn validate(&self, job: &Job) -> Result<()> {
-        if matches!(job.filter, Filter::Separable | Filter::Box) && !job.block[1].is_power_of_two() {
-            return Err(Error::InvalidInput(format!(
-                "the {} filter writes its tiles transposed with a shift, so block.y must be a power of two (not {})",
-                job.filter.name(),
-                job.block[1]
-            )));
-        }
-        if job.filter == Filter::Box && !job.block[0].is_multiple_of(32) {
-            return Err(Error::InvalidInput(format!(
-                "the box filter scans each tile row with one warp, so block.x must be a multiple of 32 (not {})",
-                job.block[0]
-            )));
-        }
-        if job.filter == Filter::Recursive && !(u64::from(job.block[0]) * u64::from(job.block[1])).is_multiple_of(64) {
-            return Err(Error::InvalidInput(format!(
-                "the recursive filter pairs a forward and a backward warp on every 32 columns, so block.x × block.y \
-                 must be a multiple of 64 (not {} × {})",
-                job.block[0], job.block[1]
-            )));
-        }
-        let functions = self.functions(job.filter);
-        for (config, function) in self.launches(job).iter().zip(functions) {
-            config.validate(&self.limits, function.attributes()).map_err(|e| {
-                let hint = match job.filter {
-                    Filter::Recursive => format!(
-                        "The recursive filter keeps a segment of {} rows × (threads/2 + 1) columns in shared memory: \
-                         use fewer threads per block",
-                        self.recursive_segment(job.block)
-                    ),
-                    _ => format!(
-                        "The {} filter stages a tile of block.y rows × (block.x·{} + 2·reach) pixels: \
-                         lower block.y or the radius",
-                        job.filter.name(),
-                        self.pixels_per_thread
-                    ),
-                };
-                Error::InvalidInput(format!("{e}. {hint}"))
-            })?;
-        }
-        Ok(())
+        let [first, second] = self.functions(job.filter);
+        validate_job(self.format, self.pixels_per_thread, &self.limits, [first.attributes(), second.attributes()], job)
     }
 
     fn functions(&self, filter: Filter) -> [&Function; 2] {
@@ -434,7 +401,7 @@ impl BlurKernels {
             }
             Filter::Recursive => {
                 check_len("scratch", scratch, pixels * intermediate_bytes(job.filter, self.format))?;
-                let segment = self.recursive_segment(job.block);
+                let segment = self.recursive_segment(job.block, job.segment);
                 let params = RecursiveParams::new(&job.recursive, self.format, segment);
                 let mut first = [arg(&input.ptr), arg(&scratch.ptr), arg(&w), arg(&h), arg(&params)];
                 // SAFETY: matches blur_recursive_first(const raw_pixel*, mid_pixel*, int, int,
@@ -457,9 +424,203 @@ impl BlurKernels {
     }
 }
 
+/// The launches `job` makes with kernels of `format` and `pixels_per_thread`: one for naive, two
+/// row passes otherwise (the second on the transposed image).
+pub fn launches(format: PixelFormat, pixels_per_thread: u32, job: &Job) -> Vec<LaunchConfig> {
+    let [width, height] = job.size;
+    let [bx, by] = job.block;
+    match job.filter {
+        Filter::Naive => vec![LaunchConfig::for_grid_2d(width, height, job.block)],
+        Filter::Recursive => {
+            let columns = (bx.saturating_mul(by) / 2).max(1);
+            let segment = job.segment.unwrap_or_else(|| auto_recursive_segment(format, job.block)).max(1);
+            let shared = recursive_shared_bytes(format, job.block, segment);
+            let shared_memory_bytes = u32::try_from(shared).unwrap_or(u32::MAX);
+            let pass = |w: u32, h: u32| LaunchConfig {
+                grid: [w.div_ceil(columns).max(1), h.div_ceil(segment).max(1), 1],
+                block: [bx, by, 1],
+                shared_memory_bytes,
+            };
+            vec![pass(width, height), pass(height, width)]
+        }
+        Filter::Separable | Filter::Box => {
+            let reach = match job.filter {
+                Filter::Box => job.box_radii.iter().sum::<u32>(),
+                _ => job.radius,
+            };
+            let tile = bx.saturating_mul(pixels_per_thread);
+            // As tile_span() in blur.cu: padded for the register window, rounded up to odd.
+            let span = (tile.saturating_add(reach.saturating_mul(2)).saturating_add(pixels_per_thread)) | 1;
+            let mut shared = 2u64 * u64::from(by) * u64::from(span) * 16;
+            if job.filter == Filter::Box {
+                shared += u64::from(by) * u64::from(bx) * 16;
+            }
+            let shared_memory_bytes = u32::try_from(shared).unwrap_or(u32::MAX);
+            let pass = |w: u32, h: u32| LaunchConfig {
+                grid: [w.div_ceil(tile.max(1)).max(1), h.div_ceil(by.max(1)).max(1), 1],
+                block: [bx, by, 1],
+                shared_memory_bytes,
+            };
+            vec![pass(width, height), pass(height, width)]
+        }
+    }
+}
+
+/// Checks `job`'s launches against `limits` and the attributes of the two kernels it runs (for
+/// naive, the one kernel twice); the message names the limit and what to change.
+pub fn validate_job(
+    format: PixelFormat,
+    pixels_per_thread: u32,
+    limits: &DeviceLimits,
+    attributes: [&FunctionAttributes; 2],
+    job: &Job,
+) -> Result<()> {
+    if matches!(job.filter, Filter::Separable | Filter::Box) && !job.block[1].is_power_of_two() {
+        return Err(Error::InvalidInput(format!(
+            "the {} filter writes its tiles transposed with a shift, so block.y must be a power of two (not {})",
+            job.filter.name(),
+            job.block[1]
+        )));
+    }
+    if job.filter == Filter::Box && !job.block[0].is_multiple_of(32) {
+        return Err(Error::InvalidInput(format!(
+            "the box filter scans each tile row with one warp, so block.x must be a multiple of 32 (not {})",
+            job.block[0]
+        )));
+    }
+    if job.filter == Filter::Recursive {
+        if !(u64::from(job.block[0]) * u64::from(job.block[1])).is_multiple_of(64) {
+            return Err(Error::InvalidInput(format!(
+                "the recursive filter pairs a forward and a backward warp on every 32 columns, so block.x × block.y \
+                 must be a multiple of 64 (not {} × {})",
+                job.block[0], job.block[1]
+            )));
+        }
+        if let Some(segment) = job.segment {
+            check_recursive_segment(format, segment)?;
+        }
+    }
+    for (config, function) in launches(format, pixels_per_thread, job).iter().zip(attributes) {
+        config.validate(limits, function).map_err(|e| {
+            let hint = match job.filter {
+                Filter::Recursive => {
+                    let segment = job.segment.unwrap_or_else(|| auto_recursive_segment(format, job.block));
+                    let columns = u64::from(job.block[0]) * u64::from(job.block[1]) / 2;
+                    let chosen = if job.segment.is_some() { "set by --segment" } else { "the automatic choice" };
+                    let smallest = smallest_recursive_segment(format);
+                    let fix = if segment > smallest {
+                        format!("lower --segment (a power of two ≥ {smallest}) or use fewer threads per block")
+                    } else {
+                        "use fewer threads per block".to_owned()
+                    };
+                    format!(
+                        "The recursive filter keeps a segment of {segment} rows ({chosen}) × (threads/2 + 1 = {}) \
+                         columns × {} bytes = {} bytes in shared memory: {fix}",
+                        columns + 1,
+                        recursive_slot_bytes(format),
+                        recursive_shared_bytes(format, job.block, segment),
+                    )
+                }
+                _ => format!(
+                    "The {} filter stages a tile of block.y rows × (block.x·{pixels_per_thread} + 2·reach) pixels: \
+                     lower block.y or the radius",
+                    job.filter.name(),
+                ),
+            };
+            Error::InvalidInput(format!("{e}. {hint}"))
+        })?;
+    }
+    Ok(())
+}
+
 fn check_len(name: &str, span: DeviceSpan, needed: usize) -> Result<()> {
     if span.bytes < needed {
         return Err(Error::InvalidInput(format!("blur: {name} buffer has {} bytes, {needed} needed", span.bytes)));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
+    use super::*;
+
+    /// H200-like limits (227 KiB of shared memory per block with opt-in).
+    const LIMITS: DeviceLimits = DeviceLimits {
+        max_threads_per_block: 1024,
+        max_block_dim: [1024, 1024, 64],
+        max_grid_dim: [2_147_483_647, 65535, 65535],
+        shared_memory_per_block_optin: 232_448,
+    };
+
+    fn job(block: [u32; 2], segment: Option<u32>) -> Job {
+        Job {
+            filter: Filter::Recursive,
+            size: [3840, 2160],
+            radius: 30,
+            box_radii: [1; 4],
+            recursive: RecursiveGaussian::new(10.0),
+            block,
+            segment,
+        }
+    }
+
+    fn check(format: PixelFormat, block: [u32; 2], segment: Option<u32>) -> Result<()> {
+        let attributes = FunctionAttributes { max_threads_per_block: 1024, ..Default::default() };
+        validate_job(format, 5, &LIMITS, [&attributes, &attributes], &job(block, segment))
+    }
+
+    #[test]
+    fn segments_must_be_powers_of_two_of_at_least_two_chunks() {
+        for segment in [32, 64, 128, 256, 512, 1 << 20] {
+            assert!(check_recursive_segment(PixelFormat::Rgba8, segment).is_ok(), "{segment}");
+        }
+        assert!(check_recursive_segment(PixelFormat::Rgba32f, 16).is_ok());
+        for (format, segment) in [
+            (PixelFormat::Rgba8, 0),
+            (PixelFormat::Rgba8, 16),
+            (PixelFormat::Rgba8, 48),
+            (PixelFormat::Rgba8, 100),
+            (PixelFormat::Rgba32f, 8),
+            (PixelFormat::Rgba32f, 24),
+            (PixelFormat::Rgba8, u32::MAX),
+        ] {
+            let message = check_recursive_segment(format, segment).unwrap_err().to_string();
+            assert!(message.contains(&format!("--segment {segment}")), "{message}");
+            assert!(message.contains("power of two"), "{message}");
+            let smallest = smallest_recursive_segment(format);
+            assert!(message.contains(&format!("at least {smallest}")), "{message}");
+            assert!(check(format, [64, 2], Some(segment)).is_err(), "the launch check refuses {segment} too");
+        }
+    }
+
+    #[test]
+    fn the_automatic_segment_is_unchanged_and_fits_the_budget() {
+        // segment × (threads/2 + 1) × 8 bytes ≤ 72 KiB for RGBA8.
+        assert_eq!(auto_recursive_segment(PixelFormat::Rgba8, [64, 4]), 64);
+        assert_eq!(auto_recursive_segment(PixelFormat::Rgba8, [64, 2]), 128);
+        assert_eq!(auto_recursive_segment(PixelFormat::Rgba8, [32, 4]), 128);
+        assert_eq!(auto_recursive_segment(PixelFormat::Rgba8, [64, 1]), 256);
+        assert_eq!(auto_recursive_segment(PixelFormat::Rgba32f, [64, 2]), 64);
+        assert_eq!(auto_recursive_segment(PixelFormat::Rgba8, [1024, 1]), 32, "never below two chunks");
+        let launches = launches(PixelFormat::Rgba8, 5, &job([64, 2], None));
+        assert_eq!(launches[0].grid, [3840 / 64, 2160u32.div_ceil(128), 1]);
+        assert_eq!(launches[0].shared_memory_bytes, 128 * 65 * 8);
+        assert_eq!(launches[1].grid, [2160u32.div_ceil(64), 3840 / 128, 1]);
+    }
+
+    #[test]
+    fn a_segment_set_by_hand_is_used_and_its_shared_memory_checked() {
+        let launches = launches(PixelFormat::Rgba8, 5, &job([64, 4], Some(256)));
+        assert_eq!(launches[0].shared_memory_bytes, 256 * 129 * 8);
+        assert_eq!(launches[0].grid[1], 2160u32.div_ceil(256));
+        assert!(check(PixelFormat::Rgba8, [64, 4], Some(128)).is_ok());
+        assert!(check(PixelFormat::Rgba8, [64, 2], Some(256)).is_ok(), "beyond the budget, within the device");
+        // 512 × 129 × 8 = 528384 bytes: more than a block can have.
+        let message = check(PixelFormat::Rgba8, [64, 4], Some(512)).unwrap_err().to_string();
+        assert!(message.contains("shared memory") && message.contains("528384 bytes"), "{message}");
+        assert!(message.contains("lower --segment") && message.contains("fewer threads per block"), "{message}");
+        assert!(message.contains("set by --segment"), "{message}");
+    }
 }

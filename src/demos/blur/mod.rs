@@ -73,6 +73,10 @@ pub struct BlurSettings {
     pub format: PixelFormat,
     /// Threads per block in x and y.
     pub block: [u32; 2],
+    /// Rows per segment of the recursive filter, its tile (`None`: the largest power of two up to
+    /// 256 whose shared memory fits a budget for the block; see [`kernels::auto_recursive_segment`]).
+    /// Other filters ignore it.
+    pub segment: Option<u32>,
     /// Outputs each thread computes per tile row.
     pub pixels_per_thread: u32,
     /// Write the blurred image here at full resolution when the run ends.
@@ -91,6 +95,7 @@ impl Default for BlurSettings {
             route: Route::Texture,
             format: PixelFormat::Rgba8,
             block: [64, 4],
+            segment: None,
             pixels_per_thread: 5,
             output: None,
             split: 0.5,
@@ -132,6 +137,10 @@ impl BlurSettings {
                 "the box cascade needs σ ≥ {MIN_BOX_SIGMA} (smaller σ would need boxes under one pixel); use the separable filter"
             )));
         }
+        if let Some(segment) = self.segment {
+            // Checked for every filter, so a bad value is said even where it is not used yet.
+            kernels::check_recursive_segment(self.format, segment)?;
+        }
         if !(0.0..=1.0).contains(&self.split) {
             return Err(Error::InvalidInput(format!("split must be 0..=1, not {}", self.split)));
         }
@@ -147,6 +156,7 @@ impl BlurSettings {
             box_radii: cpu::box_radii(self.sigma).0,
             recursive: cpu::RecursiveGaussian::new(self.sigma),
             block: self.block,
+            segment: self.segment,
         }
     }
 }
@@ -756,9 +766,11 @@ fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
             let filter = cpu::RecursiveGaussian::new(demo.settings.sigma);
             let [re, im] = filter.complex_pole;
             let segment = match &demo.engine {
-                Engine::Cuda { kernels, .. } => {
-                    format!(", segments of {} rows", kernels.recursive_segment(demo.settings.block))
-                }
+                Engine::Cuda { kernels, .. } => format!(
+                    ", segments of {} rows{}",
+                    kernels.recursive_segment(demo.settings.block, demo.settings.segment),
+                    if demo.settings.segment.is_none() { " (auto)" } else { "" }
+                ),
                 Engine::Cpu { .. } => String::new(),
             };
             ui.label(format!(
@@ -816,12 +828,20 @@ fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
         ui.add_enabled_ui(interop, |ui| ui.radio_value(&mut edit.route, Route::Texture, "texture"));
         ui.radio_value(&mut edit.route, Route::Pbo, "pixel buffer");
     });
+    let smallest = kernels::smallest_recursive_segment(edit.format);
+    if edit.segment.is_some_and(|s| s < smallest) {
+        // RGBA8 walks longer chunks than RGBA32F: a segment fine for one is too short for the other.
+        edit.segment = Some(smallest);
+    }
     if demo.pipeline.cuda().is_some() {
         ui.horizontal(|ui| {
             ui.label("block");
             ui.add(egui::DragValue::new(&mut edit.block[0]).range(1..=1024));
             ui.label("×");
             ui.add(egui::DragValue::new(&mut edit.block[1]).range(1..=1024));
+            if edit.filter == Filter::Recursive {
+                segment_control(ui, edit);
+            }
             ui.label("pixels/thread");
             ui.add(egui::DragValue::new(&mut edit.pixels_per_thread).range(1..=8));
         });
@@ -881,6 +901,26 @@ fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
     if let Some(message) = &demo.message {
         ui.colored_label(egui::Color32::LIGHT_RED, message);
     }
+}
+
+/// The recursive filter's segment length (its tile): automatic, or a power of two from the
+/// format's smallest to 512 (1024 rows of even 64 threads take more than the 227 KiB of shared
+/// memory a block can have on current GPUs). The launch check says when a choice doesn't fit.
+fn segment_control(ui: &mut egui::Ui, edit: &mut BlurSettings) {
+    let smallest = kernels::smallest_recursive_segment(edit.format);
+    let text = edit.segment.map_or_else(|| "auto".to_owned(), |s| s.to_string());
+    egui::ComboBox::new("blur_segment", "rows/segment")
+        .selected_text(text)
+        .show_ui(ui, |ui| {
+            ui.selectable_value(&mut edit.segment, None, "auto");
+            let mut segment = smallest;
+            while segment <= 512 {
+                ui.selectable_value(&mut edit.segment, Some(segment), segment.to_string());
+                segment *= 2;
+            }
+        })
+        .response
+        .on_hover_text("Rows per segment of the recursive filter (its tile): --segment");
 }
 
 /// `photo.jpg` → `photo-blurred.png`.
