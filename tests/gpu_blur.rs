@@ -100,14 +100,15 @@ fn every_filter_format_route_and_path_matches_the_reference() {
         let path = dir.join(format!("in-{width}x{height}.png"));
         let source = random_image(width, height, &mut random, &path);
         for format in [PixelFormat::Rgba8, PixelFormat::Rgba32f] {
-            for (filter, sigma, segment) in [
-                (Filter::Separable, 2.5, None),
-                (Filter::Box, 4.0, None),
-                (Filter::Naive, 1.2, None),
-                (Filter::Recursive, 5.0, None),
-                // Segments set by hand (--segment): the shortest RGBA8 allows, and a long one.
-                (Filter::Recursive, 5.0, Some(32)),
-                (Filter::Recursive, 5.0, Some(256)),
+            for (filter, sigma, block, segment) in [
+                (Filter::Separable, 2.5, [64u32, 4u32], None),
+                (Filter::Box, 4.0, [64, 4], None),
+                (Filter::Naive, 1.2, [64, 4], None),
+                (Filter::Recursive, 5.0, [64, 4], None),
+                // Segments set by hand (--segment): the shortest RGBA8 allows, and a long one on a
+                // block small enough for its shared memory (33 columns × 256 rows × 16 bytes in RGBA32F).
+                (Filter::Recursive, 5.0, [64, 4], Some(32)),
+                (Filter::Recursive, 5.0, [32, 2], Some(256)),
             ] {
                 for (transfer, route) in [
                     (TransferKind::Interop, Route::Texture),
@@ -120,7 +121,7 @@ fn every_filter_format_route_and_path_matches_the_reference() {
                         filter,
                         route,
                         format,
-                        block: [64, 4],
+                        block,
                         segment,
                         ..BlurSettings::default()
                     };
