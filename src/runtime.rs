@@ -134,14 +134,30 @@ pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> 
         Err(error) => {
             let reason = format!("CPU backend, because CUDA can't run here: {error}");
             log::warn!("{reason}");
-            let unmet_request = (options.backend == BackendRequest::Cuda)
-                .then(|| format!("--backend cuda was asked for, but CUDA can't run here: {error}"));
+            let unmet_request = if options.backend == BackendRequest::Cuda {
+                Some(format!("--backend cuda was asked for, but CUDA can't run here: {error}"))
+            } else {
+                // A CUDA transfer path asked for by name can't be given without CUDA either.
+                cuda_transfer_flag(options.transfer)
+                    .map(|flag| format!("{flag} was asked for, but CUDA can't run here: {error}"))
+            };
             Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request, cuda_lost: false }
         }
     }
 }
 
 type CudaSetup = (CudaRuntime, TransferKind, String, Option<String>);
+
+/// The command-line flag of a transfer request that needs CUDA (all but `auto`).
+fn cuda_transfer_flag(request: TransferRequest) -> Option<&'static str> {
+    match request {
+        TransferRequest::Auto => None,
+        TransferRequest::Interop => Some("--transfer interop"),
+        TransferRequest::Copy => Some("--transfer copy"),
+        TransferRequest::Pageable => Some("--transfer pageable"),
+        TransferRequest::External => Some("--transfer external"),
+    }
+}
 
 fn set_up_cuda(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> Result<CudaSetup> {
     let loaded = driver::load()?;

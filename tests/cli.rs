@@ -342,3 +342,21 @@ fn with_the_driver_but_no_nvrtc_the_cpu_runs_and_says_why() {
     assert_eq!(report["backend"], "cpu", "{report:#}");
     assert!(report["reason"].as_str().is_some_and(|r| r.contains("NVRTC")), "the reason names NVRTC: {report:#}");
 }
+
+#[test]
+fn a_cuda_path_asked_for_by_name_without_cuda_is_refused_with_the_reason() {
+    if interop_lab::cuda::driver::driver_library_present() {
+        eprintln!("skipped: this machine has an NVIDIA driver, so these paths exist");
+        return;
+    }
+    for path in ["interop", "copy", "external"] {
+        let output = binary()
+            .args(["wave", "--headless", "--frames", "1", "--size", "32x32", "--transfer", path])
+            .env_remove("DISPLAY")
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{path}: {stderr}");
+        assert!(stderr.contains(&format!("--transfer {path} was asked for")) && stderr.contains("libcuda"), "{stderr}");
+    }
+}
