@@ -63,15 +63,31 @@ struct SoakArgs {
     /// Kernel recompiles, each followed by a module swap.
     #[arg(long, default_value_t = 100)]
     recompiles: u32,
+    /// Re-allocations in the warm-up, before the first measurement (GL's buffer heap reaches its
+    /// working size there).
+    #[arg(long, default_value_t = soak::WARMUP_REALLOCATIONS)]
+    warmup_reallocations: u32,
     /// CUDA device.
     #[arg(long)]
     device: Option<i32>,
-    /// Path to soak: interop, or copy (no registration: what the GL driver alone keeps).
-    #[arg(long, value_enum, default_value_t = TransferRequest::Interop)]
-    transfer: TransferRequest,
+    /// Path to soak: interop; copy (no registration); cpu (no CUDA allocation at all: GL buffers
+    /// the CPU writes, with CUDA only measuring free memory — what the GL driver alone keeps).
+    #[arg(long, value_enum, default_value_t = SoakPath::Interop)]
+    transfer: SoakPath,
     /// Also write the report as JSON.
     #[arg(long, value_name = "FILE.json")]
     json: Option<PathBuf>,
+}
+
+/// The transfer paths `soak` can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SoakPath {
+    /// GL interop: each re-allocation registers the new buffer.
+    Interop,
+    /// Copy through pinned host memory: device buffers, no registration.
+    Copy,
+    /// The CPU writes the GL buffers: no CUDA allocation at all.
+    Cpu,
 }
 
 #[derive(Subcommand, Debug)]
@@ -762,7 +778,12 @@ fn run_soak(args: &SoakArgs) -> Result<ExitCode> {
         reallocations: args.reallocations,
         recompiles: args.recompiles,
         device: args.device,
-        transfer: if args.transfer == TransferRequest::Copy { TransferKind::HostCopy } else { TransferKind::Interop },
+        warmup_reallocations: args.warmup_reallocations,
+        transfer: match args.transfer {
+            SoakPath::Interop => TransferKind::Interop,
+            SoakPath::Copy => TransferKind::HostCopy,
+            SoakPath::Cpu => TransferKind::Cpu,
+        },
     })?;
     let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
     let line = |name: &str, count: u32, seconds: Option<f64>, at: &soak::Footprint| {
