@@ -198,7 +198,11 @@ fn soak(
             run_frames(wave, 1)?;
         }
         phases.push(Phase {
-            name: "re-allocations with re-registration",
+            name: if options.transfer == TransferKind::Interop {
+                "re-allocations with re-registration"
+            } else {
+                "re-allocations"
+            },
             count: until - done,
             seconds: secs(started),
             after: measure()?,
