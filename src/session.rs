@@ -213,7 +213,7 @@ impl Session {
         let Some(demo) = self.demo.take() else {
             return;
         };
-        let spec = demo.spec();
+        let spec = demo.spec().on_cpu();
         demo.destroy(gl);
         if let Some(lost) = self.selection.cuda.take() {
             for error in lost.context.take_errors() {
@@ -352,6 +352,19 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_demo_restarted_on_the_cpu_keeps_its_settings_but_not_a_device_split() {
+        use crate::demos::nbody::NBodySettings;
+        let split = NBodySettings { devices: vec![0, 0], bodies: Some(4096), seed: 7, ..NBodySettings::default() };
+        let DemoSpec::NBody(on_cpu) = DemoSpec::NBody(split.clone()).on_cpu() else {
+            panic!("still n-body");
+        };
+        assert!(on_cpu.devices.is_empty());
+        assert_eq!(NBodySettings { devices: vec![0, 0], ..on_cpu }, split);
+        let wave = DemoSpec::default_for("wave").expect("wave");
+        assert_eq!(wave.on_cpu(), wave);
+    }
 
     #[test]
     fn only_kernel_faults_count_as_a_lost_context() {

@@ -230,6 +230,15 @@ impl DemoSpec {
         }
     }
 
+    /// The same settings as the CPU backend can run them: n-body's split across CUDA devices is
+    /// dropped (the CPU computes all bodies itself); everything else is kept.
+    pub fn on_cpu(&self) -> Self {
+        match self {
+            Self::NBody(settings) => Self::NBody(nbody::NBodySettings { devices: Vec::new(), ..settings.clone() }),
+            other => other.clone(),
+        }
+    }
+
     /// Creates the demo.
     pub fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
         match self {
