@@ -164,8 +164,7 @@ fn soak(
     run_frames(wave, 200)?;
     let mut warmup_sizes = Rng::new(0x3a11);
     for _ in 0..options.warmup_reallocations {
-        let width = 16 + (warmup_sizes.next_u64() % 497) as u32;
-        let height = 16 + (warmup_sizes.next_u64() % 497) as u32;
+        let [width, height] = random_grid(&mut warmup_sizes);
         wave.set_vertices(gl, width, height)?;
         run_frames(wave, 1)?;
     }
@@ -188,8 +187,7 @@ fn soak(
         let started = Instant::now();
         let until = (u64::from(options.reallocations) * u64::from(quarter) / 4) as u32;
         for _ in done..until {
-            let width = 16 + (random.next_u64() % 497) as u32;
-            let height = 16 + (random.next_u64() % 497) as u32;
+            let [width, height] = random_grid(&mut random);
             wave.set_vertices(gl, width, height)?;
             run_frames(wave, 1)?;
         }
@@ -236,6 +234,11 @@ fn soak(
     let device = cuda.context.device().name.clone();
     let exceeded = phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS)).unwrap_or_default();
     Ok(SoakReport { transfer: options.transfer, device, before, phases, bounds: BOUNDS, exceeded })
+}
+
+/// A random wave grid from 16×16 to 512×512 vertices (4 KiB to 4 MiB of vertex buffer).
+fn random_grid(random: &mut Rng) -> [u32; 2] {
+    [16 + (random.next_u64() % 497) as u32, 16 + (random.next_u64() % 497) as u32]
 }
 
 fn secs(started: Instant) -> f64 {
