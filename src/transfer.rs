@@ -411,8 +411,19 @@ impl Transfer for Interop {
     }
 
     fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
-        let mut buffer = gl::Buffer::new(gl, initial)?;
-        match GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.name()) {
+        // GL allocates, CUDA writes the first contents through the mapping: every byte a kernel
+        // later reads was then written on the CUDA side, which is what compute-sanitizer's
+        // initcheck can follow (it does not see bytes that glBufferData uploaded).
+        let mut buffer = gl::Buffer::uninitialized(gl, initial.len())?;
+        let filled = GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.name()).and_then(
+            |mut resource| {
+                let mapped = interop::map(&self.stream, &mut [(&mut resource, MapAccess::WriteDiscard)])?;
+                let written = mapped.buffer(0).and_then(|span| copy_to_device(&self.stream, span, initial));
+                let unmapped = mapped.unmap();
+                written.and(unmapped).map(|()| resource)
+            },
+        );
+        match filled {
             Ok(resource) => Ok(SharedBuffer { link: Link::Interop(resource), gl: buffer }),
             Err(error) => {
                 buffer.destroy(gl);

@@ -198,6 +198,25 @@ impl Buffer {
         }
     }
 
+    /// A buffer of `bytes` whose contents are undefined until someone writes them
+    /// (`glBufferData` with no data), with `GL_DYNAMIC_DRAW` usage.
+    pub fn uninitialized(gl: &glow::Context, bytes: usize) -> Result<Self> {
+        let size = i32::try_from(bytes)
+            .map_err(|_| Error::InvalidInput(format!("a GL buffer of {bytes} bytes exceeds GL's 2 GiB size limit")))?;
+        // SAFETY: GL calls on the current context; the buffer is deleted if the allocation fails.
+        unsafe {
+            let raw = gl.create_buffer().map_err(Error::Gl)?;
+            gl.bind_buffer(glow::ARRAY_BUFFER, Some(raw));
+            gl.buffer_data_size(glow::ARRAY_BUFFER, size, glow::DYNAMIC_DRAW);
+            gl.bind_buffer(glow::ARRAY_BUFFER, None);
+            if let Err(error) = check_error(gl, "allocating a GL buffer") {
+                gl.delete_buffer(raw);
+                return Err(error);
+            }
+            Ok(Self { raw: Some(raw), bytes })
+        }
+    }
+
     /// Takes ownership of a buffer created elsewhere in this module with `bytes` of storage.
     fn from_raw(raw: glow::Buffer, bytes: usize) -> Self {
         Self { raw: Some(raw), bytes }
