@@ -362,16 +362,18 @@ extern "C" __global__ void blur_box_second_to_surface(const float4* in, cudaSurf
 //
 // Work split: a block owns `columns` = threads/2 columns and a segment of `segment` rows. For
 // each column one thread (an even warp) walks down computing y⁺, another (the next warp) walks up
-// computing y⁻; each starts `warmup` rows outside the segment from the state of a constant edge
-// (exact at the image border, forgotten to within the host's tolerance inside the image). Until
+// computing y⁻; each starts `warmup − skip` rows outside the segment from the state of a constant
+// edge (exact at the image border, forgotten to within the host's tolerance inside the image: the
+// host picks the fewest steps whose impulse-response tail stays within it). Until
 // the middle of the segment each parks its partial sums in shared memory; after one
 // __syncthreads each adds the other's partial sum over the second half of its walk and leaves the
 // finished value in the same slot. The block then writes the tile transposed: a warp writes 32
 // consecutive pixels of one output row.
 //
 // Per step a walker loads one pixel (a warp: one coalesced row segment), converts it with a byte
-// permute and one add per channel, and updates 3 states per channel (5 FMA); output steps add 3
-// FMA per channel. Loads run a chunk of RECURSIVE_CHUNK steps ahead of the arithmetic.
+// permute and one add per channel, and updates its states: 3 FMA per channel with the pair as a
+// second-order recursion, 5 as a complex one (see the walkers); output steps add 3 FMA per
+// channel. Loads run a chunk of RECURSIVE_CHUNK steps ahead of the arithmetic.
 
 #ifdef FORMAT_F32
 typedef float4 raw_pixel;     // a source pixel as the recursive pass reads it
@@ -393,8 +395,14 @@ struct Recursive {
     float causal, causal_re, causal_im;     // y⁺ = causal·s + causal_re·Re z − causal_im·Im z
     float anti, anti_re, anti_im;           // y⁻, the same way from the backward states
     float steady, steady_re, steady_im;     // states for a constant input 1: 1/(1 − p)
-    int warmup;                             // steps before the segment, a multiple of RECURSIVE_CHUNK
+    // The complex pair as one second-order recursion v = x + pair_a1·v₁ + pair_a2·v₂ (a1 = 2 Re p,
+    // a2 = −|p|²) whose share of y⁺ is causal_g0·v + causal_g1·v₁ (y⁻: anti_g0, anti_g1).
+    float pair_a1, pair_a2;
+    float causal_g0, causal_g1, anti_g0, anti_g1;
+    float pair_steady;                      // v for a constant input 1: 1/|1 − p|²
+    int warmup;                             // rows before the segment the loads start, a multiple of RECURSIVE_CHUNK
     int segment;                            // rows per segment, a power of two ≥ 2·RECURSIVE_CHUNK
+    int skip;                               // leading rows of the first chunk not computed (< RECURSIVE_CHUNK)
 };
 
 // Conversions with the float mantissa trick: a 16-bit or 8-bit integer i placed in the low bits of
@@ -453,14 +461,15 @@ __device__ __forceinline__ float4 unpark(const partial_sum p)
     return make_float4(half_value(p.x, 0x7410, scale, offset), half_value(p.x, 0x7432, scale, offset),
                        half_value(p.y, 0x7410, scale, offset), half_value(p.y, 0x7432, scale, offset));
 }
-__device__ __forceinline__ float clamp_mid(float v) { return fminf(fmaxf(v, 0.0f), 65535.0f / 256.0f); }
+// Clamps with one saturating multiply: v / top in [0, 1], then the FMA of the conversion scales back.
+__device__ __forceinline__ float clamp_mid(float v) { return __saturatef(v * (256.0f / 65535.0f)); }
 __device__ __forceinline__ mid_pixel to_mid(const float4 v)
 {
-    return make_uint2(pack_halves(clamp_mid(v.x), clamp_mid(v.y), 256.0f, TWO_TO_23),
-                      pack_halves(clamp_mid(v.z), clamp_mid(v.w), 256.0f, TWO_TO_23));
+    return make_uint2(pack_halves(clamp_mid(v.x), clamp_mid(v.y), 65535.0f, TWO_TO_23),
+                      pack_halves(clamp_mid(v.z), clamp_mid(v.w), 65535.0f, TWO_TO_23));
 }
-// Rounds to nearest, ties to even, as to_byte() does.
-__device__ __forceinline__ unsigned byte_bits(float v) { return __float_as_uint(fminf(fmaxf(v, 0.0f), 255.0f) + TWO_TO_23); }
+// Rounds to nearest, as to_byte() does (ties may differ by the last bit of v / 255).
+__device__ __forceinline__ unsigned byte_bits(float v) { return __float_as_uint(fmaf(__saturatef(v * (1.0f / 255.0f)), 255.0f, TWO_TO_23)); }
 __device__ __forceinline__ packed_pixel to_packed(const float4 v)
 {
     const unsigned rg = __byte_perm(byte_bits(v.x), byte_bits(v.y), 0x0040);
@@ -510,12 +519,24 @@ __device__ __forceinline__ void load_chunk(In (&chunk)[RECURSIVE_CHUNK], const I
     }
 }
 
-// One walker's three first-order recursions, four channels each.
-struct Walker {
+// A walker's recursions, four channels each, in one of two forms. Both run the real pole as
+// s = x + p·s. ComplexWalker runs the complex pole as a first-order complex recursion (4 FMA per
+// channel and step): well conditioned for any σ. PairWalker runs the conjugate pair as one
+// real second-order recursion (2 FMA): its states grow as 1/|1 − p|², so float rounding grows
+// with σ, and the host takes it only where that stays far below a level (RGBA8, σ ≤ 100). Each
+// form has its own kernels (blur_recursive_pair_* for the pair), so each gets its own register count.
+struct ComplexWalker {
     float4 real;      // s (or t) of the real pole
     float4 re, im;    // s (or t) of the complex pole
     float pole, pole_re, pole_im;
     float weight, weight_re, weight_im;
+
+    __device__ __forceinline__ ComplexWalker(const Recursive& c, bool backward, const float4 edge)
+        : real(c.steady * edge), re(c.steady_re * edge), im(c.steady_im * edge), pole(c.pole), pole_re(c.pole_re),
+          pole_im(c.pole_im), weight(backward ? c.anti : c.causal), weight_re(backward ? c.anti_re : c.causal_re),
+          weight_im(backward ? c.anti_im : c.causal_im)
+    {
+    }
 
     __device__ __forceinline__ void step(const float4 x)
     {
@@ -537,13 +558,48 @@ struct Walker {
     }
 };
 
-// Phase 0: warm-up (states only). Phase 1: park this direction's share in the slot of each row.
-// Phase 2: add the share the other direction parked there and leave the finished value.
-template <int Phase, class In, class Out>
-__device__ __forceinline__ void walk_chunk(Walker& walker, const In (&chunk)[RECURSIVE_CHUNK], partial_sum* slot, int slot_step)
+struct PairWalker {
+    float4 real;      // s (or t) of the real pole
+    float4 v1, v2;    // the pair's state at this step and at the one before
+    float pole, a1, a2;
+    float weight, g0, g1;
+
+    __device__ __forceinline__ PairWalker(const Recursive& c, bool backward, const float4 edge)
+        : real(c.steady * edge), v1(c.pair_steady * edge), v2(c.pair_steady * edge), pole(c.pole), a1(c.pair_a1),
+          a2(c.pair_a2), weight(backward ? c.anti : c.causal), g0(backward ? c.anti_g0 : c.causal_g0),
+          g1(backward ? c.anti_g1 : c.causal_g1)
+    {
+    }
+
+    __device__ __forceinline__ void step(const float4 x)
+    {
+        real = make_float4(fmaf(pole, real.x, x.x), fmaf(pole, real.y, x.y), fmaf(pole, real.z, x.z), fmaf(pole, real.w, x.w));
+        const float4 v = make_float4(fmaf(a1, v1.x, fmaf(a2, v2.x, x.x)), fmaf(a1, v1.y, fmaf(a2, v2.y, x.y)),
+                                     fmaf(a1, v1.z, fmaf(a2, v2.z, x.z)), fmaf(a1, v1.w, fmaf(a2, v2.w, x.w)));
+        v2 = v1;
+        v1 = v;
+    }
+
+    __device__ __forceinline__ float4 output(const float4 other) const
+    {
+        return make_float4(fmaf(weight, real.x, fmaf(g0, v1.x, fmaf(g1, v2.x, other.x))),
+                           fmaf(weight, real.y, fmaf(g0, v1.y, fmaf(g1, v2.y, other.y))),
+                           fmaf(weight, real.z, fmaf(g0, v1.z, fmaf(g1, v2.z, other.z))),
+                           fmaf(weight, real.w, fmaf(g0, v1.w, fmaf(g1, v2.w, other.w))));
+    }
+};
+
+// Phase 0: warm-up (states only), from step `from` of the chunk on. Phase 1: park this
+// direction's share in the slot of each row. Phase 2: add the share the other direction parked
+// there and leave the finished value.
+template <int Phase, class In, class Out, class Walker>
+__device__ __forceinline__ void walk_chunk(Walker& walker, const In (&chunk)[RECURSIVE_CHUNK], partial_sum* slot, int slot_step, int from = 0)
 {
 #pragma unroll
     for (int u = 0; u < RECURSIVE_CHUNK; ++u) {
+        if (Phase == 0 && u < from) {
+            continue;
+        }
         walker.step(levels(chunk[u]));
         if (Phase == 1) {
             slot[u * slot_step] = park(walker.output(make_float4(0, 0, 0, 0)));
@@ -554,8 +610,8 @@ __device__ __forceinline__ void walk_chunk(Walker& walker, const In (&chunk)[REC
     }
 }
 
-template <class In, class Out>
-__device__ void recursive_pass(const In* __restrict__ in, Out out, int width, int height, const Recursive c)
+template <class Walker, class In, class Out>
+__device__ __forceinline__ void recursive_pass(const In* __restrict__ in, Out out, int width, int height, const Recursive& c)
 {
     constexpr int U = RECURSIVE_CHUNK;
     extern __shared__ float4 blur_shared[];
@@ -580,18 +636,10 @@ __device__ void recursive_pass(const In* __restrict__ in, Out out, int width, in
     // The slot of step k: row (first + direction·k − backward) − s of the tile.
     partial_sum* slot0 = slots + local + (backward ? c.segment + c.warmup - 1 : -c.warmup) * pitch;
 
-    Walker walker;
-    walker.pole = c.pole;
-    walker.pole_re = c.pole_re;
-    walker.pole_im = c.pole_im;
-    walker.weight = backward ? c.anti : c.causal;
-    walker.weight_re = backward ? c.anti_re : c.causal_re;
-    walker.weight_im = backward ? c.anti_im : c.causal_im;
-    // The states of an endless run of the first pixel read.
-    const float4 edge = levels(column[(size_t)clamp_index(first, height) * width]);
-    walker.real = c.steady * edge;
-    walker.re = c.steady_re * edge;
-    walker.im = c.steady_im * edge;
+    // The states of an endless run of the first pixel the walker computes with (`skip` rows
+    // into its first chunk: the host rounds the warm-up the tolerance needs up to whole chunks).
+    const float4 edge = levels(column[(size_t)clamp_index(first + direction * c.skip, height) * width]);
+    Walker walker(c, backward, edge);
 
     In current[U];
     In next[U];
@@ -599,15 +647,17 @@ __device__ void recursive_pass(const In* __restrict__ in, Out out, int width, in
     const int steps = c.warmup + c.segment;
     for (int k0 = 0; k0 < steps; k0 += U) {
         load_chunk(next, column, width, height, first + direction * (k0 + U), direction);
-        if (k0 < c.warmup) {
-            walk_chunk<0, In, Out>(walker, current, slot0, slot_step);
+        if (k0 == 0 && c.warmup > 0) {
+            walk_chunk<0, In, Out, Walker>(walker, current, slot0, slot_step, c.skip);
+        } else if (k0 < c.warmup) {
+            walk_chunk<0, In, Out, Walker>(walker, current, slot0, slot_step);
         } else if (k0 < c.warmup + half) {
-            walk_chunk<1, In, Out>(walker, current, slot0 + k0 * slot_step, slot_step);
+            walk_chunk<1, In, Out, Walker>(walker, current, slot0 + k0 * slot_step, slot_step);
         } else {
             if (k0 == c.warmup + half) {
                 __syncthreads();  // both halves parked
             }
-            walk_chunk<2, In, Out>(walker, current, slot0 + k0 * slot_step, slot_step);
+            walk_chunk<2, In, Out, Walker>(walker, current, slot0 + k0 * slot_step, slot_step);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -619,6 +669,19 @@ __device__ void recursive_pass(const In* __restrict__ in, Out out, int width, in
     // Transposed write: the tile's column x becomes output row x; consecutive threads take
     // consecutive rows of the segment, i.e. consecutive pixels of that output row.
     const int row_bits = __ffs(c.segment) - 1;
+    if ((threads & (c.segment - 1)) == 0) {
+        // Threads a multiple of the segment (the usual case): each thread keeps one row of the tile.
+        const int r = thread & (c.segment - 1);
+        const int y = s + r;
+        const int step = threads >> row_bits;
+        if (y < height) {
+            const int last = min(columns, width - x0);
+            for (int lc = thread >> row_bits; lc < last; lc += step) {
+                out.put(y, x0 + lc, height, *reinterpret_cast<const typename Out::value*>(slots + r * pitch + lc));
+            }
+        }
+        return;
+    }
     for (int k = thread; k < columns * c.segment; k += threads) {
         const int lc = k >> row_bits;
         const int r = k & (c.segment - 1);
@@ -632,15 +695,30 @@ __device__ void recursive_pass(const In* __restrict__ in, Out out, int width, in
 
 extern "C" __global__ void blur_recursive_first(const raw_pixel* in, mid_pixel* out, int width, int height, Recursive c)
 {
-    recursive_pass(in, MidOut{out}, width, height, c);
+    recursive_pass<ComplexWalker>(in, MidOut{out}, width, height, c);
+}
+
+extern "C" __global__ void blur_recursive_pair_first(const raw_pixel* in, mid_pixel* out, int width, int height, Recursive c)
+{
+    recursive_pass<PairWalker>(in, MidOut{out}, width, height, c);
 }
 
 extern "C" __global__ void blur_recursive_second_to_buffer(const mid_pixel* in, packed_pixel* out, int width, int height, Recursive c)
 {
-    recursive_pass(in, PackedBufferOut{out}, width, height, c);
+    recursive_pass<ComplexWalker>(in, PackedBufferOut{out}, width, height, c);
+}
+
+extern "C" __global__ void blur_recursive_pair_second_to_buffer(const mid_pixel* in, packed_pixel* out, int width, int height, Recursive c)
+{
+    recursive_pass<PairWalker>(in, PackedBufferOut{out}, width, height, c);
 }
 
 extern "C" __global__ void blur_recursive_second_to_surface(const mid_pixel* in, cudaSurfaceObject_t out, int width, int height, Recursive c)
 {
-    recursive_pass(in, PackedSurfaceOut{out}, width, height, c);
+    recursive_pass<ComplexWalker>(in, PackedSurfaceOut{out}, width, height, c);
+}
+
+extern "C" __global__ void blur_recursive_pair_second_to_surface(const mid_pixel* in, cudaSurfaceObject_t out, int width, int height, Recursive c)
+{
+    recursive_pass<PairWalker>(in, PackedSurfaceOut{out}, width, height, c);
 }

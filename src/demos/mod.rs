@@ -69,10 +69,10 @@ pub struct KernelInfo {
     pub occupancy: Option<crate::cuda::module::Occupancy>,
 }
 
-/// Remembers the occupancy of the last launch configuration asked about, so the panel can show
+/// Remembers the occupancy of the last kernel and launch configuration asked about, so the panel can show
 /// it every frame without asking the driver every frame.
 #[derive(Debug, Default)]
-pub struct OccupancyCache(std::cell::RefCell<Option<(LaunchConfig, crate::cuda::module::Occupancy)>>);
+pub struct OccupancyCache(std::cell::RefCell<Option<(String, LaunchConfig, crate::cuda::module::Occupancy)>>);
 
 impl OccupancyCache {
     /// The occupancy of `function` launched with `config`.
@@ -81,13 +81,14 @@ impl OccupancyCache {
         function: &crate::cuda::Function,
         config: &LaunchConfig,
     ) -> Option<crate::cuda::module::Occupancy> {
-        if let Some((cached, occupancy)) = *self.0.borrow()
-            && cached == *config
+        if let Some((name, cached, occupancy)) = &*self.0.borrow()
+            && name == function.name()
+            && cached == config
         {
-            return Some(occupancy);
+            return Some(*occupancy);
         }
         let occupancy = function.occupancy(config).ok()?;
-        *self.0.borrow_mut() = Some((*config, occupancy));
+        *self.0.borrow_mut() = Some((function.name().to_owned(), *config, occupancy));
         Some(occupancy)
     }
 }

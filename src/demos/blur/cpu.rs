@@ -265,20 +265,37 @@ impl RecursiveGaussian {
 
     /// Steps a recursion must run before its first output so that starting from a wrong state
     /// (anything the input range allows) moves the output by at most `tolerance` × the input range.
+    ///
+    /// A walker that starts from the steady state of the pixel it first reads and walks `L` steps
+    /// is off by Σ_{k≥1} d_k h[L + k] at its first output, where d_k (within ± the range) are the
+    /// differences between that pixel and the ones before it: at most Σ_{n>L} |h[n]| of the
+    /// range, and exactly that for the worst input. That tail is summed here; past a point where
+    /// the geometric bound of each mode is 1 % of the tolerance, the bound stands in for the rest.
     pub fn warmup(&self, tolerance: f64) -> usize {
-        let bound = |steps: f64| -> f64 {
+        // Σ_{n≥m} |h[n]| ≤ Σ_modes multiplicity·|c|·|p|^m / (1 − |p|).
+        let geometric = |m: f64| -> f64 {
             self.modes()
                 .iter()
                 .map(|&(pole, residue, multiplicity)| {
-                    // A state is Σ p^k x: within 1/(1 − |p|) of anything; two of them differ by twice that.
                     let radius = pole.abs();
-                    multiplicity * residue.abs() * 2.0 / (1.0 - radius) * radius.powf(steps)
+                    multiplicity * residue.abs() / (1.0 - radius) * radius.powf(m)
                 })
                 .sum()
         };
-        let mut steps = 0usize;
-        while bound(steps as f64) > tolerance && steps < 1 << 24 {
-            steps += 1;
+        let mut horizon = 0usize;
+        while geometric(horizon as f64) > 0.01 * tolerance && horizon < 1 << 24 {
+            horizon += 1;
+        }
+        // tail = Σ_{n>steps} |h[n]|, from the horizon down.
+        let mut tail = geometric(horizon as f64);
+        let mut steps = horizon;
+        while steps > 0 {
+            let with_next = tail + self.impulse(steps as i64).abs();
+            if with_next > tolerance {
+                break;
+            }
+            tail = with_next;
+            steps -= 1;
         }
         steps
     }
@@ -484,6 +501,20 @@ mod tests {
             let (radii, _) = box_radii(sigma);
             let error = max_difference(&boxes(&input, radii), &reference_boxes(&image, radii));
             assert!(error < 1e-2, "boxes σ {sigma}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_warm_up_is_the_shortest_whose_impulse_tail_stays_within_the_tolerance() {
+        for sigma in [4.0, 10.0, 25.0, 100.0] {
+            let filter = RecursiveGaussian::new(sigma);
+            // Σ_{n>steps} |h[n]|, summed far past where it matters.
+            let tail = |steps: usize| -> f64 { (steps + 1..40_000).map(|n| filter.impulse(n as i64).abs()).sum() };
+            for tolerance in [1e-4, 1e-6] {
+                let steps = filter.warmup(tolerance);
+                assert!(tail(steps) <= tolerance, "σ {sigma}, {tolerance}: {steps} steps leave {}", tail(steps));
+                assert!(tail(steps - 1) > tolerance, "σ {sigma}, {tolerance}: {} steps would do", steps - 1);
+            }
         }
     }
 

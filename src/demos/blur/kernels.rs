@@ -54,6 +54,20 @@ pub fn recursive_tolerance(format: PixelFormat) -> f64 {
     }
 }
 
+/// The largest σ at which the recursive filter runs its complex pole pair as one second-order
+/// recursion (RGBA8 only). Its states grow as 1/|1 − p|², and its DC gain 1/(1 − a1 − a2) depends
+/// ever more on the f32 rounding of a1 and a2: against the complex first-order form it moves one
+/// direction's output by at most 2e-3 of a level up to σ = 100 (unit test), 1.3e-2 at σ = 200, and
+/// an f32 model of its arithmetic loses 1e-3 of a level at σ = 100, 0.5 at σ = 1000. RGBA32F, and
+/// larger σ, keep the first-order form.
+pub const PAIR_FORM_MAX_SIGMA: f64 = 100.0;
+
+/// Whether the recursive filter walks the pole pair as one second-order recursion (3 FMA per
+/// channel and step instead of 5) for this format and σ.
+pub fn uses_pair_form(format: PixelFormat, sigma: f64) -> bool {
+    format == PixelFormat::Rgba8 && sigma <= PAIR_FORM_MAX_SIGMA
+}
+
 /// Shared memory the recursive filter's segment may take per block: at most this, so that at
 /// least three blocks fit on an SM of 228 KiB.
 const RECURSIVE_SHARED_BUDGET: u64 = 72 * 1024;
@@ -146,22 +160,35 @@ pub struct RecursiveParams {
     steady: f32,
     steady_re: f32,
     steady_im: f32,
-    /// Steps each walker runs before its segment.
+    pair_a1: f32,
+    pair_a2: f32,
+    causal_g0: f32,
+    causal_g1: f32,
+    anti_g0: f32,
+    anti_g1: f32,
+    pair_steady: f32,
+    /// Steps before the segment, rounded up to whole chunks: where each walker's loads start.
     pub warmup: i32,
     /// Rows per segment.
     pub segment: i32,
+    /// Leading steps of the first chunk the walker does not compute (`warmup` less the steps
+    /// the tolerance needs): it starts from the steady state of the pixel after them.
+    pub skip: i32,
 }
 
 impl RecursiveParams {
-    /// The kernel's coefficients for `filter`, with the warm-up rounded up to whole chunks.
+    /// The kernel's coefficients for `filter`; the warm-up's loads start whole chunks before the
+    /// segment, its arithmetic `skip` steps later.
     pub fn new(filter: &RecursiveGaussian, format: PixelFormat, segment: u32) -> Self {
         let chunk = recursive_chunk(format) as usize;
-        let warmup = filter.warmup(recursive_tolerance(format)).div_ceil(chunk) * chunk;
+        let needed = filter.warmup(recursive_tolerance(format));
+        let warmup = needed.div_ceil(chunk) * chunk;
         let (p, [pr, pi]) = (filter.real_pole, filter.complex_pole);
         let (c, [cr, ci]) = (filter.real_residue, filter.complex_residue);
         // The backward weights are c·p; the complex weights carry the conjugate's share (× 2).
         let (ar, ai) = (cr * pr - ci * pi, cr * pi + ci * pr);
         let norm = (1.0 - pr) * (1.0 - pr) + pi * pi;
+        let magnitude = pr * pr + pi * pi;
         Self {
             pole: p as f32,
             pole_re: pr as f32,
@@ -175,8 +202,17 @@ impl RecursiveParams {
             steady: (1.0 / (1.0 - p)) as f32,
             steady_re: ((1.0 - pr) / norm) as f32,
             steady_im: (pi / norm) as f32,
+            // v = x + 2 Re p · v₁ − |p|² v₂; the pair's share 2 Re(w·z) with z = v − conj(p)·v₁.
+            pair_a1: (2.0 * pr) as f32,
+            pair_a2: (-magnitude) as f32,
+            causal_g0: (2.0 * cr) as f32,
+            causal_g1: (-2.0 * (cr * pr + ci * pi)) as f32,
+            anti_g0: (2.0 * ar) as f32,
+            anti_g1: (-2.0 * (ar * pr + ai * pi)) as f32,
+            pair_steady: (1.0 / norm) as f32,
             warmup: i32::try_from(warmup).unwrap_or(i32::MAX),
             segment: i32::try_from(segment).unwrap_or(i32::MAX),
+            skip: i32::try_from(warmup - needed).unwrap_or(0),
         }
     }
 }
@@ -228,6 +264,9 @@ pub struct BlurKernels {
     recursive_first: Function,
     recursive_second_to_buffer: Function,
     recursive_second_to_surface: Function,
+    recursive_pair_first: Function,
+    recursive_pair_second_to_buffer: Function,
+    recursive_pair_second_to_surface: Function,
     limits: DeviceLimits,
 }
 
@@ -273,23 +312,21 @@ impl BlurKernels {
             recursive_first: module.function("blur_recursive_first")?,
             recursive_second_to_buffer: module.function("blur_recursive_second_to_buffer")?,
             recursive_second_to_surface: module.function("blur_recursive_second_to_surface")?,
+            recursive_pair_first: module.function("blur_recursive_pair_first")?,
+            recursive_pair_second_to_buffer: module.function("blur_recursive_pair_second_to_buffer")?,
+            recursive_pair_second_to_surface: module.function("blur_recursive_pair_second_to_surface")?,
             limits: DeviceLimits::from(cuda.context.device()),
         })
     }
 
-    /// The first kernel `filter` runs.
-    pub fn first_function(&self, filter: Filter) -> &Function {
-        self.functions(filter)[0]
+    /// The first kernel `filter` runs at `sigma`.
+    pub fn first_function(&self, filter: Filter, sigma: f64) -> &Function {
+        self.functions(filter, sigma)[0]
     }
 
-    /// Attributes of the first kernel `filter` runs (for the panel).
-    pub fn attributes(&self, filter: Filter) -> &FunctionAttributes {
-        match filter {
-            Filter::Naive => self.naive_to_buffer.attributes(),
-            Filter::Separable => self.gaussian_first.attributes(),
-            Filter::Box => self.box_first.attributes(),
-            Filter::Recursive => self.recursive_first.attributes(),
-        }
+    /// Attributes of the first kernel `filter` runs at `sigma` (for the panel).
+    pub fn attributes(&self, filter: Filter, sigma: f64) -> &FunctionAttributes {
+        self.first_function(filter, sigma).attributes()
     }
 
     /// Rows per segment of the recursive filter: `segment` when set, else
@@ -306,15 +343,18 @@ impl BlurKernels {
 
     /// Checks `job`'s launches against the device and kernels; the message names the limit.
     pub fn validate(&self, job: &Job) -> Result<()> {
-        let [first, second] = self.functions(job.filter);
+        let [first, second] = self.functions(job.filter, job.recursive.sigma);
         validate_job(self.format, self.pixels_per_thread, &self.limits, [first.attributes(), second.attributes()], job)
     }
 
-    fn functions(&self, filter: Filter) -> [&Function; 2] {
+    fn functions(&self, filter: Filter, sigma: f64) -> [&Function; 2] {
         match filter {
             Filter::Naive => [&self.naive_to_buffer, &self.naive_to_buffer],
             Filter::Separable => [&self.gaussian_first, &self.gaussian_second_to_buffer],
             Filter::Box => [&self.box_first, &self.box_second_to_buffer],
+            Filter::Recursive if uses_pair_form(self.format, sigma) => {
+                [&self.recursive_pair_first, &self.recursive_pair_second_to_buffer]
+            }
             Filter::Recursive => [&self.recursive_first, &self.recursive_second_to_buffer],
         }
     }
@@ -403,19 +443,23 @@ impl BlurKernels {
                 check_len("scratch", scratch, pixels * intermediate_bytes(job.filter, self.format))?;
                 let segment = self.recursive_segment(job.block, job.segment);
                 let params = RecursiveParams::new(&job.recursive, self.format, segment);
+                let pair = uses_pair_form(self.format, job.recursive.sigma);
                 let mut first = [arg(&input.ptr), arg(&scratch.ptr), arg(&w), arg(&h), arg(&params)];
-                // SAFETY: matches blur_recursive_first(const raw_pixel*, mid_pixel*, int, int,
-                // Recursive): w×h pixels in, w×h intermediate pixels out (transposed);
+                let function = if pair { &mut self.recursive_pair_first } else { &mut self.recursive_first };
+                // SAFETY: matches blur_recursive[_pair]_first(const raw_pixel*, mid_pixel*, int,
+                // int, Recursive): w×h pixels in, w×h intermediate pixels out (transposed);
                 // RecursiveParams is #[repr(C)] with the fields, order and 4-byte alignment of
                 // the struct Recursive it is passed as.
-                unsafe { self.recursive_first.launch(stream, &limits, &launches[0], &mut first) }?;
+                unsafe { function.launch(stream, &limits, &launches[0], &mut first) }?;
                 mark(stream)?;
-                let (function, target) = match output {
-                    Output::Buffer(span) => (&mut self.recursive_second_to_buffer, span.ptr),
-                    Output::Surface(surface) => (&mut self.recursive_second_to_surface, surface),
+                let (function, target) = match (output, pair) {
+                    (Output::Buffer(span), false) => (&mut self.recursive_second_to_buffer, span.ptr),
+                    (Output::Surface(surface), false) => (&mut self.recursive_second_to_surface, surface),
+                    (Output::Buffer(span), true) => (&mut self.recursive_pair_second_to_buffer, span.ptr),
+                    (Output::Surface(surface), true) => (&mut self.recursive_pair_second_to_surface, surface),
                 };
                 let mut second = [arg(&scratch.ptr), arg(&target), arg(&h), arg(&w), arg(&params)];
-                // SAFETY: matches blur_recursive_second_*(const mid_pixel*, packed_pixel* |
+                // SAFETY: matches blur_recursive[_pair]_second_*(const mid_pixel*, packed_pixel* |
                 // cudaSurfaceObject_t, int, int, Recursive) on the h×w transposed scratch; it
                 // writes the w×h output (transposing back); packed_pixel is this format's pixel.
                 unsafe { function.launch(stream, &limits, &launches[1], &mut second) }
@@ -545,6 +589,66 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
 
     use super::*;
+
+    /// Runs one walker of the kernel's recursion over `line` in f64 with the coefficients as the
+    /// kernel gets them, in either form, from the steady state of the first sample; returns its
+    /// share of each output.
+    fn walk(params: &RecursiveParams, backward: bool, pair: bool, line: &[f64]) -> Vec<f64> {
+        let f = |v: f32| f64::from(v);
+        let edge = line[0];
+        let (mut real, mut re, mut im) =
+            (f(params.steady) * edge, f(params.steady_re) * edge, f(params.steady_im) * edge);
+        let (mut v1, mut v2) = (f(params.pair_steady) * edge, f(params.pair_steady) * edge);
+        let weight = if backward { f(params.anti) } else { f(params.causal) };
+        let (weight_re, weight_im) =
+            if backward { (f(params.anti_re), f(params.anti_im)) } else { (f(params.causal_re), f(params.causal_im)) };
+        let (g0, g1) =
+            if backward { (f(params.anti_g0), f(params.anti_g1)) } else { (f(params.causal_g0), f(params.causal_g1)) };
+        let (pole, pr, pi) = (f(params.pole), f(params.pole_re), f(params.pole_im));
+        let (a1, a2) = (f(params.pair_a1), f(params.pair_a2));
+        line.iter()
+            .map(|&x| {
+                real = pole * real + x;
+                if pair {
+                    let v = a1 * v1 + a2 * v2 + x;
+                    (v2, v1) = (v1, v);
+                    weight * real + g0 * v1 + g1 * v2
+                } else {
+                    (re, im) = (pr * re - pi * im + x, pr * im + pi * re);
+                    weight * real + weight_re * re - weight_im * im
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_pair_form_walks_the_same_filter_as_the_complex_form() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let line: Vec<f64> = (0..600)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state % 256) as f64
+            })
+            .collect();
+        for sigma in [4.0, 10.0, 25.0, 40.0, 60.0, 90.0, 100.0] {
+            let params = RecursiveParams::new(&RecursiveGaussian::new(sigma), PixelFormat::Rgba8, 128);
+            assert!(uses_pair_form(PixelFormat::Rgba8, sigma), "σ {sigma}");
+            for backward in [false, true] {
+                let complex = walk(&params, backward, false, &line);
+                let pair = walk(&params, backward, true, &line);
+                let worst = complex.iter().zip(&pair).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+                // Both from the same f64 poles, rounded to f32 differently. The pair's DC gain
+                // 1 / (1 − a1 − a2) is sensitive to that rounding as σ grows: 2e-3 of a level at
+                // σ = 90, 5e-3 to 1.3e-2 between σ = 110 and 200, hence the form's σ limit.
+                assert!(worst < 5e-3, "σ {sigma} backward {backward}: {worst} levels apart");
+                assert!(complex.iter().all(|v| v.is_finite()));
+            }
+        }
+        assert!(!uses_pair_form(PixelFormat::Rgba8, 101.0));
+        assert!(!uses_pair_form(PixelFormat::Rgba32f, 10.0));
+    }
 
     /// H200-like limits (227 KiB of shared memory per block with opt-in).
     const LIMITS: DeviceLimits = DeviceLimits {

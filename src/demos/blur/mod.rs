@@ -677,8 +677,10 @@ impl Demo for Blur {
                     name: format!("blur {} ({})", self.settings.filter.name(), self.settings.format.name()),
                     origin: kernels.origin.clone(),
                     launch,
-                    attributes: *kernels.attributes(self.settings.filter),
-                    occupancy: self.occupancy.get(kernels.first_function(self.settings.filter), &launch),
+                    attributes: *kernels.attributes(self.settings.filter, self.settings.sigma),
+                    occupancy: self
+                        .occupancy
+                        .get(kernels.first_function(self.settings.filter, self.settings.sigma), &launch),
                 })
             }
             Engine::Cpu { .. } => None,
