@@ -519,6 +519,12 @@ __device__ __forceinline__ void load_chunk(In (&chunk)[RECURSIVE_CHUNK], const I
     }
 }
 
+// The real pole's recursion s = x + p·s, four channels.
+__device__ __forceinline__ float4 advance(const float pole, const float4 s, const float4 x)
+{
+    return make_float4(fmaf(pole, s.x, x.x), fmaf(pole, s.y, x.y), fmaf(pole, s.z, x.z), fmaf(pole, s.w, x.w));
+}
+
 // A walker's recursions, four channels each, in one of two forms. Both run the real pole as
 // s = x + p·s. ComplexWalker runs the complex pole as a first-order complex recursion (4 FMA per
 // channel and step): well conditioned for any σ. PairWalker runs the conjugate pair as one
@@ -540,7 +546,7 @@ struct ComplexWalker {
 
     __device__ __forceinline__ void step(const float4 x)
     {
-        real = make_float4(fmaf(pole, real.x, x.x), fmaf(pole, real.y, x.y), fmaf(pole, real.z, x.z), fmaf(pole, real.w, x.w));
+        real = advance(pole, real, x);
         const float4 next_re = make_float4(fmaf(pole_re, re.x, fmaf(-pole_im, im.x, x.x)), fmaf(pole_re, re.y, fmaf(-pole_im, im.y, x.y)),
                                            fmaf(pole_re, re.z, fmaf(-pole_im, im.z, x.z)), fmaf(pole_re, re.w, fmaf(-pole_im, im.w, x.w)));
         im = make_float4(fmaf(pole_re, im.x, pole_im * re.x), fmaf(pole_re, im.y, pole_im * re.y),
@@ -573,7 +579,7 @@ struct PairWalker {
 
     __device__ __forceinline__ void step(const float4 x)
     {
-        real = make_float4(fmaf(pole, real.x, x.x), fmaf(pole, real.y, x.y), fmaf(pole, real.z, x.z), fmaf(pole, real.w, x.w));
+        real = advance(pole, real, x);
         const float4 v = make_float4(fmaf(a1, v1.x, fmaf(a2, v2.x, x.x)), fmaf(a1, v1.y, fmaf(a2, v2.y, x.y)),
                                      fmaf(a1, v1.z, fmaf(a2, v2.z, x.z)), fmaf(a1, v1.w, fmaf(a2, v2.w, x.w)));
         v2 = v1;

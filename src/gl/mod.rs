@@ -184,18 +184,10 @@ pub struct Buffer {
 impl Buffer {
     /// A buffer holding `data`, with `GL_DYNAMIC_DRAW` usage (rewritten often, drawn often).
     pub fn new(gl: &glow::Context, data: &[u8]) -> Result<Self> {
-        // SAFETY: GL calls on the current context; the buffer is deleted if the upload fails.
-        unsafe {
-            let raw = gl.create_buffer().map_err(Error::Gl)?;
-            gl.bind_buffer(glow::ARRAY_BUFFER, Some(raw));
-            gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, data, glow::DYNAMIC_DRAW);
-            gl.bind_buffer(glow::ARRAY_BUFFER, None);
-            if let Err(error) = check_error(gl, "allocating a GL buffer") {
-                gl.delete_buffer(raw);
-                return Err(error);
-            }
-            Ok(Self { raw: Some(raw), bytes: data.len() })
-        }
+        Self::allocate(gl, data.len(), |gl| {
+            // SAFETY: a buffer is bound to ARRAY_BUFFER on the current context.
+            unsafe { gl.buffer_data_u8_slice(glow::ARRAY_BUFFER, data, glow::DYNAMIC_DRAW) }
+        })
     }
 
     /// A buffer of `bytes` whose contents are undefined until someone writes them
@@ -203,11 +195,20 @@ impl Buffer {
     pub fn uninitialized(gl: &glow::Context, bytes: usize) -> Result<Self> {
         let size = i32::try_from(bytes)
             .map_err(|_| Error::InvalidInput(format!("a GL buffer of {bytes} bytes exceeds GL's 2 GiB size limit")))?;
+        Self::allocate(gl, bytes, |gl| {
+            // SAFETY: a buffer is bound to ARRAY_BUFFER on the current context.
+            unsafe { gl.buffer_data_size(glow::ARRAY_BUFFER, size, glow::DYNAMIC_DRAW) }
+        })
+    }
+
+    /// Creates a buffer, binds it to ARRAY_BUFFER while `store` gives it its storage, and checks
+    /// GL's error state; the buffer is deleted if that fails.
+    fn allocate(gl: &glow::Context, bytes: usize, store: impl FnOnce(&glow::Context)) -> Result<Self> {
         // SAFETY: GL calls on the current context; the buffer is deleted if the allocation fails.
         unsafe {
             let raw = gl.create_buffer().map_err(Error::Gl)?;
             gl.bind_buffer(glow::ARRAY_BUFFER, Some(raw));
-            gl.buffer_data_size(glow::ARRAY_BUFFER, size, glow::DYNAMIC_DRAW);
+            store(gl);
             gl.bind_buffer(glow::ARRAY_BUFFER, None);
             if let Err(error) = check_error(gl, "allocating a GL buffer") {
                 gl.delete_buffer(raw);
