@@ -184,6 +184,12 @@ impl Complex {
     fn abs(self) -> f64 {
         self.0.hypot(self.1)
     }
+    /// self^n, from the polar form.
+    fn powi(self, n: i32) -> Complex {
+        let magnitude = self.abs().powi(n);
+        let angle = f64::from(n) * self.1.atan2(self.0);
+        Complex(magnitude * angle.cos(), magnitude * angle.sin())
+    }
 }
 
 impl RecursiveGaussian {
@@ -252,15 +258,7 @@ impl RecursiveGaussian {
     /// The impulse response `h[n]` (symmetric; Σ h = 1).
     pub fn impulse(&self, n: i64) -> f64 {
         let n = n.unsigned_abs().min(i32::MAX as u64) as i32;
-        self.modes()
-            .iter()
-            .map(|&(pole, residue, multiplicity)| {
-                let magnitude = pole.abs().powi(n);
-                let angle = f64::from(n) * pole.1.atan2(pole.0);
-                let power = Complex(magnitude * angle.cos(), magnitude * angle.sin());
-                multiplicity * residue.mul(power).0
-            })
-            .sum()
+        self.modes().iter().map(|&(pole, residue, multiplicity)| multiplicity * residue.mul(pole.powi(n)).0).sum()
     }
 
     /// Steps a recursion must run before its first output so that starting from a wrong state
@@ -269,35 +267,45 @@ impl RecursiveGaussian {
     /// A walker that starts from the steady state of the pixel it first reads and walks `L` steps
     /// is off by Σ_{k≥1} d_k h[L + k] at its first output, where d_k (within ± the range) are the
     /// differences between that pixel and the ones before it: at most Σ_{n>L} |h[n]| of the
-    /// range, and exactly that for the worst input. That tail is summed here; past a point where
-    /// the geometric bound of each mode is 1 % of the tolerance, the bound stands in for the rest.
+    /// range, and exactly that for the worst input. That tail is summed here, down from a point
+    /// where the modes' geometric bounds add up to 1 % of the tolerance and stand in for the rest
+    /// (a few µs at σ = 100: it runs for every launch).
     pub fn warmup(&self, tolerance: f64) -> usize {
-        // Σ_{n≥m} |h[n]| ≤ Σ_modes multiplicity·|c|·|p|^m / (1 − |p|).
-        let geometric = |m: f64| -> f64 {
-            self.modes()
-                .iter()
-                .map(|&(pole, residue, multiplicity)| {
-                    let radius = pole.abs();
-                    multiplicity * residue.abs() / (1.0 - radius) * radius.powf(m)
-                })
-                .sum()
+        let modes = self.modes();
+        // Σ_{n≥m} |h[n]| ≤ Σ_modes multiplicity·|c|·|p|^m / (1 − |p|): the horizon is where each
+        // mode's share of that is at most 0.5 % of the tolerance.
+        let scale = |&(pole, residue, multiplicity): &(Complex, Complex, f64)| {
+            multiplicity * residue.abs() / (1.0 - pole.abs())
         };
-        let mut horizon = 0usize;
-        while geometric(horizon as f64) > 0.01 * tolerance && horizon < 1 << 24 {
-            horizon += 1;
-        }
-        // tail = Σ_{n>steps} |h[n]|, from the horizon down.
-        let mut tail = geometric(horizon as f64);
+        let horizon = modes
+            .iter()
+            .map(|mode| {
+                let target = 0.005 * tolerance / scale(mode);
+                if target >= 1.0 { 0.0 } else { (target.ln() / mode.0.abs().ln()).ceil() }
+            })
+            .fold(0.0, f64::max)
+            .min(f64::from(1 << 24)) as i32;
+        let mut tail: f64 = modes.iter().map(|mode| scale(mode) * mode.0.abs().powi(horizon)).sum();
+        // Down from the horizon, tail = Σ_{n>steps} |h[n]|; p^n steps down by multiplying by 1/p.
+        let mut powers = modes.map(|(pole, _, _)| pole.powi(horizon));
+        let inverses = modes.map(|(pole, _, _)| Complex(1.0, 0.0).div(pole));
         let mut steps = horizon;
         while steps > 0 {
-            let with_next = tail + self.impulse(steps as i64).abs();
-            if with_next > tolerance {
+            let h: f64 = modes
+                .iter()
+                .zip(&powers)
+                .map(|(&(_, residue, multiplicity), &power)| multiplicity * residue.mul(power).0)
+                .sum();
+            if tail + h.abs() > tolerance {
                 break;
             }
-            tail = with_next;
+            tail += h.abs();
             steps -= 1;
+            for (power, inverse) in powers.iter_mut().zip(inverses) {
+                *power = power.mul(inverse);
+            }
         }
-        steps
+        steps as usize
     }
 }
 
