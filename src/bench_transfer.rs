@@ -10,13 +10,13 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use crate::bench::BenchReport;
-use crate::context::headless::HeadlessGl;
 use crate::cuda::launch::arg;
 use crate::cuda::{DeviceLimits, LaunchConfig, Module, Stream};
+use crate::gl::context::headless::HeadlessGl;
 use crate::runtime::{self, CudaOptions};
 use crate::sources::SourceFile;
 use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage};
-use crate::transfer::{self, Access, Target, TransferKind};
+use crate::transfer::{Access, Target, TransferKind};
 use crate::{Error, Result, gl, source_file};
 
 /// The kernel source.
@@ -97,7 +97,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                 table.push_str(&format!("{bytes:>9} {:<22} not available here\n", kind.label()));
                 continue;
             }
-            let mut path = transfer::create(kind, selection.cuda.as_deref(), stream.as_ref())?;
+            let mut path = runtime::create_transfer(selection.cuda.as_deref(), stream.as_ref(), kind)?;
             let mut buffer = path.create_buffer(&gl, &vec![0u8; bytes])?;
             let mut history = FrameHistory::new(options.frames as usize);
             let mut frame_us = Vec::with_capacity(options.frames as usize);

@@ -8,10 +8,11 @@ use std::rc::Rc;
 
 use serde::Serialize;
 
+use crate::cuda::Stream;
 use crate::cuda::interop::{self, GlEntryPoints};
 use crate::cuda::{Compiler, Context, driver, module};
 use crate::gl::external::{GlMemoryObjects, Loader};
-use crate::transfer::TransferKind;
+use crate::transfer::{self, CudaSide, Transfer, TransferKind};
 use crate::{Error, Result};
 
 /// What the user asked for with `--backend`.
@@ -70,6 +71,27 @@ pub struct CudaRuntime {
     pub interop: Option<GlEntryPoints>,
     /// GL's memory-object entry points, present when GL can import memory CUDA exports.
     pub external: Option<GlMemoryObjects>,
+}
+
+impl CudaRuntime {
+    /// Creates the transfer path of `kind` for a demo computing on `stream`.
+    pub fn transfer(&self, kind: TransferKind, stream: &Rc<Stream>) -> Result<Box<dyn Transfer>> {
+        let side = CudaSide { context: &self.context, stream, interop: self.interop, external: self.external };
+        transfer::create(kind, Some(side))
+    }
+}
+
+/// Creates the transfer path of `kind`: through CUDA when it runs (with the demo's `stream`), else
+/// only the CPU path can be had.
+pub fn create_transfer(
+    cuda: Option<&CudaRuntime>,
+    stream: Option<&Rc<Stream>>,
+    kind: TransferKind,
+) -> Result<Box<dyn Transfer>> {
+    match cuda.zip(stream) {
+        Some((cuda, stream)) => cuda.transfer(kind, stream),
+        None => transfer::create(kind, None),
+    }
 }
 
 /// The outcome of the start-up choice.

@@ -14,7 +14,7 @@ use crate::cuda::{LaunchConfig, Stream};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, StageTimes};
-use crate::transfer::{self, SharedBuffer, Transfer, TransferKind, WhatIf};
+use crate::transfer::{SharedBuffer, Transfer, TransferKind, WhatIf};
 use crate::{Error, Result};
 
 /// What a demo gets when it is created.
@@ -265,7 +265,7 @@ impl Pipeline {
             Some(cuda) => Some(Rc::new(Stream::new(&cuda.context)?)),
             None => None,
         };
-        let transfer = make_transfer(cuda.as_deref(), stream.as_ref(), kind)?;
+        let transfer = crate::runtime::create_transfer(cuda.as_deref(), stream.as_ref(), kind)?;
         Ok(Self { cuda, stream, transfer, what_if: WhatIf::default() })
     }
 
@@ -290,7 +290,7 @@ impl Pipeline {
         if kind == self.kind() {
             return Ok(());
         }
-        let mut next = make_transfer(self.cuda.as_deref(), self.stream.as_ref(), kind)?;
+        let mut next = crate::runtime::create_transfer(self.cuda.as_deref(), self.stream.as_ref(), kind)?;
         self.transfer.synchronize()?;
         let mut replacements = Vec::with_capacity(buffers.len());
         for buffer in buffers.iter() {
@@ -323,12 +323,4 @@ impl Pipeline {
     pub fn what_if_report(&self) -> Option<String> {
         self.transfer.what_if_report()
     }
-}
-
-fn make_transfer(
-    cuda: Option<&CudaRuntime>,
-    stream: Option<&Rc<Stream>>,
-    kind: TransferKind,
-) -> Result<Box<dyn Transfer>> {
-    transfer::create(kind, cuda, stream)
 }

@@ -1,0 +1,106 @@
+//! The external-memory path: CUDA allocates exportable memory once and GL builds its buffer on it
+//! (`GL_EXT_memory_object_fd`). No map and no unmap; the app orders the two APIs itself.
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use super::{Access, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
+use super::{micros_since, mismatch, poll_stages};
+use crate::cuda::external::ExportableMemory;
+use crate::cuda::interop;
+use crate::cuda::memory::{copy_from_device, copy_to_device};
+use crate::cuda::timing::EventRing;
+use crate::cuda::{Context, DeviceSpan, Stream};
+use crate::gl;
+use crate::gl::external::GlMemoryObjects;
+use crate::stats::{LateGpuTimes, Stage, StageTimes};
+use crate::{Error, Result};
+
+/// The external-memory path.
+pub struct External {
+    context: Rc<Context>,
+    stream: Rc<Stream>,
+    gl_memory: GlMemoryObjects,
+    events: EventRing,
+}
+
+impl External {
+    /// The path on `stream`, importing into GL through `gl_memory`.
+    pub(super) fn new(context: Rc<Context>, stream: Rc<Stream>, gl_memory: GlMemoryObjects, events: EventRing) -> Self {
+        Self { context, stream, gl_memory, events }
+    }
+}
+
+impl Transfer for External {
+    fn kind(&self) -> TransferKind {
+        TransferKind::External
+    }
+
+    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
+        let memory = ExportableMemory::new(&self.context, initial.len())?;
+        copy_to_device(&self.stream, memory.span(), initial)?;
+        let fd = memory.export_fd()?;
+        let (object, buffer) = self.gl_memory.import_buffer(gl, fd, memory.allocation_size(), initial.len())?;
+        Ok(SharedBuffer { link: Link::External { memory, gl_memory: self.gl_memory, object }, gl: buffer })
+    }
+
+    fn read_buffer(&mut self, _gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+        match &buffer.link {
+            Link::External { memory, .. } => {
+                let mut data = vec![0u8; memory.span().bytes];
+                copy_from_device(&self.stream, memory.span(), &mut data)?;
+                Ok(data)
+            }
+            _ => Err(mismatch(TransferKind::External)),
+        }
+    }
+
+    fn run(
+        &mut self,
+        gl: &glow::Context,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        let mut times = StageTimes::default();
+        let stream = &*self.stream;
+        if buffers.len() > interop::MAX_MAPPED {
+            return Err(Error::InvalidInput(format!("at most {} buffers per step", interop::MAX_MAPPED)));
+        }
+        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
+        for ((buffer, _), span) in buffers.iter().zip(spans.iter_mut()) {
+            match &buffer.link {
+                Link::External { memory, .. } => *span = memory.span(),
+                _ => return Err(mismatch(TransferKind::External)),
+            }
+        }
+        // Nothing maps or unmaps here, so nothing orders GL and CUDA but the app: GL must be done
+        // with the buffers (last frame's draw) before the kernel writes them...
+        let started = Instant::now();
+        gl::wait_for_gl(gl)?;
+        let mut sync_us = micros_since(started);
+
+        let timing = self.events.begin();
+        let started = Instant::now();
+        timing.mark(0, stream)?;
+        compute(Target::Device { buffers: &spans[..buffers.len()], stream })?;
+        timing.mark(1, stream)?;
+        self.events.commit(frame);
+        times.set_host(Stage::Kernel, micros_since(started));
+
+        // ... and the kernel must be done before GL draws them.
+        let started = Instant::now();
+        stream.synchronize()?;
+        sync_us += micros_since(started);
+        times.set_host(Stage::Sync, sync_us);
+        Ok(times)
+    }
+
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        poll_stages(&mut self.events, &[Stage::Kernel])
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.stream.synchronize()
+    }
+}

@@ -1,0 +1,215 @@
+//! The GL-interop path: the GL buffer (or texture) is registered with CUDA once; each frame it
+//! is mapped with one call, the kernel writes it in place, and it is unmapped before GL draws it.
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use super::{Access, Compute, ImageTarget, Link, SharedBuffer, SharedImage, Target, Transfer, TransferKind, WhatIf};
+use super::{micros_since, mismatch, poll_stages};
+use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
+use crate::cuda::memory::copy_to_device;
+use crate::cuda::surface::SurfaceObject;
+use crate::cuda::timing::EventRing;
+use crate::cuda::{Context, DeviceSpan, Stream};
+use crate::gl;
+use crate::stats::{LateGpuTimes, Stage, StageTimes};
+use crate::{Error, Result};
+
+/// The interop path.
+pub struct Interop {
+    context: Rc<Context>,
+    stream: Rc<Stream>,
+    entry_points: GlEntryPoints,
+    events: EventRing,
+    register_every_frame: bool,
+}
+
+impl Interop {
+    /// The path on `stream`, registering through `entry_points`.
+    pub(super) fn new(
+        context: Rc<Context>,
+        stream: Rc<Stream>,
+        entry_points: GlEntryPoints,
+        events: EventRing,
+    ) -> Self {
+        Self { context, stream, entry_points, events, register_every_frame: false }
+    }
+}
+
+impl Transfer for Interop {
+    fn kind(&self) -> TransferKind {
+        TransferKind::Interop
+    }
+
+    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
+        // GL allocates, CUDA writes the first contents through the mapping: every byte a kernel
+        // later reads was then written on the CUDA side, which is what compute-sanitizer's
+        // initcheck can follow (it does not see bytes that glBufferData uploaded).
+        let mut buffer = gl::Buffer::uninitialized(gl, initial.len())?;
+        let filled = GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.name()).and_then(
+            |mut resource| {
+                let mapped = interop::map(&self.stream, &mut [(&mut resource, MapAccess::WriteDiscard)])?;
+                let written = mapped.buffer(0).and_then(|span| copy_to_device(&self.stream, span, initial));
+                let unmapped = mapped.unmap();
+                written.and(unmapped).map(|()| resource)
+            },
+        );
+        match filled {
+            Ok(resource) => Ok(SharedBuffer { link: Link::Interop(resource), gl: buffer }),
+            Err(error) => {
+                buffer.destroy(gl);
+                Err(error)
+            }
+        }
+    }
+
+    fn read_buffer(&mut self, gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+        buffer.gl.read(gl)
+    }
+
+    fn run(
+        &mut self,
+        _gl: &glow::Context,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        let count = buffers.len();
+        if count > interop::MAX_MAPPED {
+            return Err(Error::InvalidInput(format!("at most {} buffers per step", interop::MAX_MAPPED)));
+        }
+        let registering = Instant::now();
+        if self.register_every_frame {
+            // What not to do: registration costs about a millisecond per buffer (see the trace).
+            for (buffer, _) in buffers.iter_mut() {
+                let fresh = GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.gl.name())?;
+                if let Link::Interop(resource) = &mut buffer.link {
+                    *resource = fresh;
+                }
+            }
+        }
+        let register_us = micros_since(registering);
+        let mut resources = Vec::with_capacity(count);
+        for (buffer, access) in buffers.iter_mut() {
+            match &mut buffer.link {
+                Link::Interop(resource) => resources.push((resource, access.map_access())),
+                _ => return Err(mismatch(TransferKind::Interop)),
+            }
+        }
+        self.mapped(
+            frame,
+            &mut resources,
+            |mapped| {
+                let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
+                for (index, span) in spans.iter_mut().enumerate().take(count) {
+                    *span = mapped.buffer(index)?;
+                }
+                Ok(spans)
+            },
+            |spans, stream| compute(Target::Device { buffers: &spans[..count], stream }),
+        )
+        .map(|mut times| {
+            if self.register_every_frame {
+                times.set_host(Stage::Map, times.host(Stage::Map).unwrap_or(0.0) + register_us);
+            }
+            times
+        })
+    }
+
+    fn set_what_if(&mut self, what_if: WhatIf) {
+        self.register_every_frame = what_if.register_every_frame;
+    }
+
+    fn what_if_report(&self) -> Option<String> {
+        self.register_every_frame
+            .then(|| "each frame unregisters and registers its buffers; see Map grow in the timeline".to_owned())
+    }
+
+    fn use_while_mapped(&mut self, buffer: &mut SharedBuffer) -> Result<String> {
+        let Link::Interop(resource) = &mut buffer.link else { return Err(mismatch(TransferKind::Interop)) };
+        let stream = &*self.stream;
+        let mapped = interop::map(stream, &mut [(&mut *resource, MapAccess::ReadWrite)])?;
+        // Safe Rust cannot reach the buffer while `mapped` borrows it; the driver's own check is
+        // shown by mapping the same resource a second time through its raw handle.
+        let answer = interop::map_again_raw(stream, &mapped, 0);
+        mapped.unmap()?;
+        Ok(match answer {
+            Ok(()) => "the driver accepted a second map (unexpected)".to_owned(),
+            Err(error) => error.to_string(),
+        })
+    }
+
+    fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
+        let mut texture = texture;
+        match GraphicsResource::register_image(&self.context, &self.entry_points, texture.name(), glow::TEXTURE_2D) {
+            Ok(resource) => Ok(SharedImage { resource, texture }),
+            Err(error) => {
+                texture.destroy(gl);
+                Err(error)
+            }
+        }
+    }
+
+    fn run_image(
+        &mut self,
+        _gl: &glow::Context,
+        frame: u64,
+        image: &mut SharedImage,
+        compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
+    ) -> Result<StageTimes> {
+        let size = image.texture.size();
+        let context = self.context.clone();
+        let mut resources = [(&mut image.resource, MapAccess::WriteDiscard)];
+        self.mapped(
+            frame,
+            &mut resources,
+            // A surface object per frame: the array behind a mapped texture may change between maps.
+            |mapped| SurfaceObject::new(&context, mapped.array(0)?),
+            |surface, stream| compute(ImageTarget { surface: surface.raw(), size, stream }),
+        )
+    }
+
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        poll_stages(&mut self.events, &[Stage::Map, Stage::Kernel, Stage::Unmap])
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.stream.synchronize()
+    }
+}
+
+impl Interop {
+    /// Maps `resources` with one call, lets `prepare` take what the kernels need from the mapping
+    /// (pointers, surface objects: timed as part of the map), runs `compute`, unmaps. Records host
+    /// times and GPU events for map, kernel and unmap.
+    fn mapped<R>(
+        &mut self,
+        frame: u64,
+        resources: &mut [(&mut GraphicsResource, MapAccess)],
+        prepare: impl FnOnce(&interop::Mapped<'_>) -> Result<R>,
+        compute: impl FnOnce(R, &Stream) -> Result<()>,
+    ) -> Result<StageTimes> {
+        let mut times = StageTimes::default();
+        let stream = &*self.stream;
+        let timing = self.events.begin();
+
+        let started = Instant::now();
+        timing.mark(0, stream)?;
+        let mapped = interop::map(stream, resources)?;
+        let prepared = prepare(&mapped)?;
+        timing.mark(1, stream)?;
+        times.set_host(Stage::Map, micros_since(started));
+
+        let started = Instant::now();
+        compute(prepared, stream)?;
+        timing.mark(2, stream)?;
+        times.set_host(Stage::Kernel, micros_since(started));
+
+        let started = Instant::now();
+        mapped.unmap()?;
+        timing.mark(3, stream)?;
+        times.set_host(Stage::Unmap, micros_since(started));
+        self.events.commit(frame);
+        Ok(times)
+    }
+}

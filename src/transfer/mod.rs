@@ -1,0 +1,395 @@
+//! How a frame's results reach the GL buffers that are drawn: five paths behind one trait, one
+//! file each.
+//!
+//! - [`interop::Interop`]: the GL buffer is registered with CUDA once; each frame it is mapped, the
+//!   kernel writes it directly, and it is unmapped before GL draws it. No copy at all.
+//! - [`external::External`]: CUDA allocates exportable memory and GL builds its buffer on it; no
+//!   map, no unmap, and the app orders the two APIs itself.
+//! - [`host_copy::HostCopy`] (pinned or pageable): the kernel writes ordinary device memory, which
+//!   is copied to host memory (`cuMemcpyDtoHAsync`) and from there into the GL buffer
+//!   (`glBufferSubData`). The baseline interop is measured against.
+//! - [`cpu::CpuPath`]: no CUDA; the CPU computes into host memory and uploads it with `glBufferSubData`.
+//!
+//! A demo creates its [`SharedBuffer`]s through the path in use and runs each compute step with
+//! [`Transfer::run`], which hands the compute a [`Target`] (device pointers or host slices). The
+//! runtime creates the paths ([`create`] with the [`CudaSide`] it set up).
+
+pub mod cpu;
+pub mod external;
+pub mod host_copy;
+pub mod interop;
+
+use std::rc::Rc;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use self::cpu::{CpuPath, HostBytes};
+use self::external::External;
+use self::host_copy::{HostCopy, Staging};
+use self::interop::Interop;
+use crate::cuda::external::ExportableMemory;
+use crate::cuda::interop::{GlEntryPoints, GraphicsResource, MapAccess};
+use crate::cuda::timing::EventRing;
+use crate::cuda::{Context, DeviceBuffer, DeviceSpan, Stream};
+use crate::gl;
+use crate::gl::external::GlMemoryObjects;
+use crate::stats::{LateGpuTimes, Stage, StageTimes};
+use crate::{Error, Result};
+
+/// Which path a frame's data takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransferKind {
+    /// CUDA writes the GL buffer in place (register once, map / unmap each frame).
+    Interop,
+    /// CUDA writes device memory; it is copied through pinned host memory into GL.
+    HostCopy,
+    /// As `HostCopy`, through ordinary (pageable) host memory: what a naive copy costs.
+    HostCopyPageable,
+    /// CUDA writes memory it exported and GL imported (`GL_EXT_memory_object_fd`): no map, no unmap.
+    External,
+    /// The CPU computes and uploads; no CUDA.
+    Cpu,
+}
+
+impl TransferKind {
+    /// A short label for the panel.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Interop => "GL interop",
+            Self::HostCopy => "host copy (pinned)",
+            Self::HostCopyPageable => "host copy (pageable)",
+            Self::External => "external memory",
+            Self::Cpu => "CPU",
+        }
+    }
+
+    /// One sentence for learners.
+    pub fn explanation(self) -> &'static str {
+        match self {
+            Self::Interop => {
+                "The GL buffer is registered with CUDA once; each frame CUDA maps it, the kernel writes it in \
+                 place, and unmapping hands it back to GL. The data never leaves the GPU."
+            }
+            Self::HostCopy => {
+                "The kernel writes CUDA memory, which is copied to pinned host memory and then uploaded into \
+                 the GL buffer: two trips over PCIe per frame."
+            }
+            Self::HostCopyPageable => {
+                "As host copy, but through ordinary pageable memory: the driver stages each copy through its \
+                 own pinned buffer, so it is slower still."
+            }
+            Self::External => {
+                "CUDA allocates exportable memory (cuMemCreate), hands GL a file descriptor, and GL builds the \
+                 buffer on that memory: both see the same bytes with no map or unmap. Ordering is the app's \
+                 job: wait for GL before the kernel, for the kernel before GL draws."
+            }
+            Self::Cpu => "No CUDA: the CPU computes the data and uploads it into the GL buffer with glBufferSubData.",
+        }
+    }
+
+    /// Whether the path computes with CUDA.
+    pub fn uses_cuda(self) -> bool {
+        !matches!(self, Self::Cpu)
+    }
+}
+
+impl std::fmt::Display for TransferKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// Switches for learners: each breaks or slows one rule of the transfer paths on purpose, so its
+/// effect can be seen. Paths a switch does not concern ignore it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WhatIf {
+    /// Interop: unregister and register the buffers every frame instead of once.
+    pub register_every_frame: bool,
+    /// Host copy: upload the staging memory without waiting for the copy into it to finish.
+    pub skip_copy_sync: bool,
+}
+
+/// What a compute step does with a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads only.
+    Read,
+    /// Overwrites all of it.
+    Write,
+    /// Reads and writes.
+    ReadWrite,
+}
+
+impl Access {
+    fn writes(self) -> bool {
+        !matches!(self, Access::Read)
+    }
+
+    fn map_access(self) -> MapAccess {
+        match self {
+            Access::Read => MapAccess::ReadOnly,
+            Access::Write => MapAccess::WriteDiscard,
+            Access::ReadWrite => MapAccess::ReadWrite,
+        }
+    }
+}
+
+/// A GL buffer that compute writes, plus what its transfer path keeps for it.
+pub struct SharedBuffer {
+    // Field order is drop order: the CUDA side (registration, mirrors) goes before the GL buffer.
+    link: Link,
+    gl: gl::Buffer,
+}
+
+enum Link {
+    Interop(GraphicsResource),
+    HostCopy { device: DeviceBuffer, staging: Staging },
+    External { memory: ExportableMemory, gl_memory: GlMemoryObjects, object: u32 },
+    Cpu(HostBytes),
+}
+
+impl SharedBuffer {
+    /// The GL buffer, for drawing. Borrowing it immutably means no [`Transfer::run`] (which borrows
+    /// the buffer mutably, and maps it on the interop path) can be in progress:
+    ///
+    /// ```compile_fail,E0502
+    /// # use interop_lab::transfer::{Access, SharedBuffer, Transfer};
+    /// fn draw_while_mapped(transfer: &mut dyn Transfer, gl: &glow::Context, buffer: &mut SharedBuffer) {
+    ///     let mut buffers = [(&mut *buffer, Access::Write)];
+    ///     let _ = transfer.run(gl, 0, &mut buffers, &mut |_target| {
+    ///         let _ = buffer.gl(); // error[E0502]: `*buffer` is also borrowed as mutable
+    ///         Ok(())
+    ///     });
+    /// }
+    /// ```
+    ///
+    /// while drawing after the run compiles:
+    ///
+    /// ```no_run
+    /// # use interop_lab::transfer::{Access, SharedBuffer, Transfer};
+    /// fn draw_after_the_run(transfer: &mut dyn Transfer, gl: &glow::Context, buffer: &mut SharedBuffer) {
+    ///     let mut buffers = [(&mut *buffer, Access::Write)];
+    ///     let _ = transfer.run(gl, 0, &mut buffers, &mut |_target| Ok(()));
+    ///     let _ = buffer.gl();
+    /// }
+    /// ```
+    pub fn gl(&self) -> &gl::Buffer {
+        &self.gl
+    }
+
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.gl.len()
+    }
+
+    /// Whether the buffer holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.gl.is_empty()
+    }
+
+    /// Releases the CUDA side, then deletes the GL buffer. The GL context must be current.
+    pub fn destroy(self, gl: &glow::Context) {
+        let SharedBuffer { link, gl: mut buffer } = self;
+        match link {
+            // GL's buffer and memory object go first; the CUDA allocation stays alive for GL until
+            // its import is released, so the order is safe either way, but this one reads right.
+            Link::External { memory, gl_memory, object } => {
+                buffer.destroy(gl);
+                gl_memory.delete(object);
+                drop(memory);
+            }
+            other => {
+                drop(other);
+                buffer.destroy(gl);
+            }
+        }
+    }
+}
+
+/// What a compute step writes into: device memory on CUDA paths, host memory on the CPU path.
+pub enum Target<'a> {
+    /// Device pointers of the buffers passed to [`Transfer::run`], in that order, and the stream
+    /// to launch on.
+    Device {
+        /// The buffers.
+        buffers: &'a [DeviceSpan],
+        /// The stream.
+        stream: &'a Stream,
+    },
+    /// Host memory of the buffers, in order, 8-byte aligned (view it with `bytemuck`).
+    Host {
+        /// The buffers.
+        buffers: &'a mut [&'a mut [u8]],
+    },
+}
+
+/// The compute step of one frame: writes a [`Target`].
+pub type Compute<'c> = dyn FnMut(Target<'_>) -> Result<()> + 'c;
+
+/// One way of getting compute results into GL buffers.
+pub trait Transfer {
+    /// Which path this is.
+    fn kind(&self) -> TransferKind;
+
+    /// Creates a GL buffer holding `initial`, set up for this path (registered with CUDA on the
+    /// interop path, mirrored in device memory on the host-copy path).
+    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer>;
+
+    /// Reads the buffer's current contents (to carry a simulation over to another path).
+    fn read_buffer(&mut self, gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>>;
+
+    /// Runs `compute` with access to `buffers` and makes what it wrote visible to GL. Returns the
+    /// host time of each stage; GPU times arrive later through [`Transfer::poll_gpu_times`].
+    fn run(
+        &mut self,
+        gl: &glow::Context,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes>;
+
+    /// GPU stage times of an earlier frame, once the GPU has finished it (never blocks).
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>>;
+
+    /// Waits for all GPU work of this path (before reading results or tearing down).
+    fn synchronize(&mut self) -> Result<()>;
+
+    /// Applies the learners' switches (paths they do not concern ignore them).
+    fn set_what_if(&mut self, _what_if: WhatIf) {}
+
+    /// What the switches in effect did so far, in a sentence (`None` when none concerns this path).
+    fn what_if_report(&self) -> Option<String> {
+        None
+    }
+
+    /// Maps `buffer` and, while it is mapped, asks the driver to map it again — what using a buffer
+    /// CUDA holds amounts to — and returns the driver's answer (interop only).
+    fn use_while_mapped(&mut self, _buffer: &mut SharedBuffer) -> Result<String> {
+        Err(Error::Unavailable(format!(
+            "the {} path never maps a buffer: there is nothing to misuse",
+            self.kind().label()
+        )))
+    }
+
+    /// Registers `texture` for kernels to write through a surface object (interop only).
+    fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
+        let mut texture = texture;
+        texture.destroy(gl);
+        Err(Error::Unavailable(format!(
+            "writing a texture directly needs GL interop; the {} path goes through a pixel buffer",
+            self.kind().label()
+        )))
+    }
+
+    /// Maps `image`, runs `compute` with a surface object over it, unmaps (interop only).
+    fn run_image(
+        &mut self,
+        _gl: &glow::Context,
+        _frame: u64,
+        _image: &mut SharedImage,
+        _compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
+    ) -> Result<StageTimes> {
+        Err(Error::Unavailable(format!("the {} path cannot write textures directly", self.kind().label())))
+    }
+}
+
+/// A GL texture registered with CUDA (`cuGraphicsGLRegisterImage`), written by kernels through a
+/// surface object: no pixel buffer, no copy.
+pub struct SharedImage {
+    // Field order is drop order: unregister before the texture is deleted.
+    resource: GraphicsResource,
+    texture: gl::Texture,
+}
+
+impl SharedImage {
+    /// The texture, for drawing (borrowing it means no kernel writes it right now).
+    pub fn texture(&self) -> &gl::Texture {
+        &self.texture
+    }
+
+    /// Unregisters, then deletes the texture. The GL context must be current.
+    pub fn destroy(self, gl: &glow::Context) {
+        let SharedImage { resource, mut texture } = self;
+        drop(resource);
+        texture.destroy(gl);
+    }
+}
+
+/// What an image compute step writes: a surface object over the mapped texture.
+pub struct ImageTarget<'a> {
+    /// `cudaSurfaceObject_t` for the kernel.
+    pub surface: u64,
+    /// Texture size in pixels.
+    pub size: [u32; 2],
+    /// The stream to launch on.
+    pub stream: &'a Stream,
+}
+
+/// What CUDA brings to a transfer path: the context, the demo's stream, and the GL entry points
+/// the runtime found (interop: `cudaGL.h`; external memory: GL's memory objects).
+pub struct CudaSide<'a> {
+    /// The context kernels run in.
+    pub context: &'a Rc<Context>,
+    /// The demo's stream.
+    pub stream: &'a Rc<Stream>,
+    /// `cudaGL.h` entry points, when the GL context runs on this CUDA device.
+    pub interop: Option<GlEntryPoints>,
+    /// GL's memory-object entry points, when GL can import memory CUDA exports.
+    pub external: Option<GlMemoryObjects>,
+}
+
+/// Creates the transfer of `kind`; every path but the CPU's needs `cuda`.
+pub fn create(kind: TransferKind, cuda: Option<CudaSide<'_>>) -> Result<Box<dyn Transfer>> {
+    if kind == TransferKind::Cpu {
+        return Ok(Box::new(CpuPath));
+    }
+    let cuda =
+        cuda.ok_or_else(|| Error::Unavailable(format!("the {} path needs CUDA, which is not running", kind.label())))?;
+    let events = EventRing::new(cuda.context, crate::cuda::timing::FRAMES_IN_FLIGHT, 4)?;
+    let (context, stream) = (cuda.context.clone(), cuda.stream.clone());
+    Ok(match kind {
+        TransferKind::HostCopy => Box::new(HostCopy::new(context, stream, events, true)),
+        TransferKind::HostCopyPageable => Box::new(HostCopy::new(context, stream, events, false)),
+        TransferKind::Interop => {
+            let entry_points = cuda.interop.ok_or_else(|| {
+                Error::Unavailable("GL interop is not available: the GL context is not on this CUDA device".to_owned())
+            })?;
+            Box::new(Interop::new(context, stream, entry_points, events))
+        }
+        TransferKind::External => {
+            let gl_memory = cuda.external.ok_or_else(|| {
+                Error::Unavailable(
+                    "external memory needs GL_EXT_memory_object_fd on the CUDA device's GL context and a device that \
+                     exports file descriptors"
+                        .to_owned(),
+                )
+            })?;
+            Box::new(External::new(context, stream, gl_memory, events))
+        }
+        TransferKind::Cpu => Box::new(CpuPath),
+    })
+}
+
+pub(crate) fn mismatch(kind: TransferKind) -> Error {
+    Error::InvalidInput(format!("a buffer made for another transfer path was passed to the {} path", kind.label()))
+}
+
+pub(crate) fn micros_since(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64() * 1e6
+}
+
+/// GPU times of the oldest finished frame: stage `i` lasts from mark `i` to mark `i + 1`.
+pub(crate) fn poll_stages(events: &mut EventRing, stages: &[Stage]) -> Result<Option<LateGpuTimes>> {
+    let mut intervals = [0.0; 3];
+    let intervals = &mut intervals[..stages.len()];
+    let Some(frame) = events.poll(intervals)? else {
+        return Ok(None);
+    };
+    let mut times = StageTimes::default();
+    for (&stage, &microseconds) in stages.iter().zip(intervals.iter()) {
+        times.set_gpu(stage, microseconds);
+    }
+    Ok(Some(LateGpuTimes { frame, times }))
+}
