@@ -10,9 +10,9 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::WindowId;
 
-use crate::context::window::WindowGl;
 use crate::demos::{DemoSpec, Drag, View};
 use crate::gl;
+use crate::gl::context::window::WindowGl;
 use crate::runtime::{self, CudaOptions};
 use crate::session::Session;
 use crate::transfer::WhatIf;
@@ -334,47 +334,4 @@ impl Running {
         self.session.destroy(self.window.gl());
         self.egui.painter.destroy();
     }
-}
-
-/// Opens an invisible window to see which GL context the app would get there, and which CUDA
-/// devices run it (`doctor` uses this). `query_cuda`: the driver is loaded and may be asked.
-pub fn probe_window_context(query_cuda: bool) -> crate::doctor::GlCheck {
-    struct Probe {
-        query_cuda: bool,
-        result: Option<crate::doctor::GlCheck>,
-    }
-    impl ApplicationHandler for Probe {
-        fn resumed(&mut self, event_loop: &ActiveEventLoop) {
-            let kind = "window".to_owned();
-            self.result = Some(match WindowGl::new(event_loop, "interop-lab doctor", [64, 64], false, false) {
-                Ok(window) => {
-                    let info = crate::gl::GlInfo::query(window.gl());
-                    let (cuda_devices, error) =
-                        if self.query_cuda { crate::doctor::query_gl_devices() } else { (None, None) };
-                    crate::doctor::GlCheck { kind, info: Some(info), cuda_devices, error }
-                }
-                Err(error) => {
-                    crate::doctor::GlCheck { kind, info: None, cuda_devices: None, error: Some(error.to_string()) }
-                }
-            });
-            event_loop.exit();
-        }
-
-        fn window_event(&mut self, _: &ActiveEventLoop, _: WindowId, _: WindowEvent) {}
-    }
-    let failed = |error: String| crate::doctor::GlCheck {
-        kind: "window".to_owned(),
-        info: None,
-        cuda_devices: None,
-        error: Some(error),
-    };
-    let event_loop = match EventLoop::new() {
-        Ok(event_loop) => event_loop,
-        Err(error) => return failed(error.to_string()),
-    };
-    let mut probe = Probe { query_cuda, result: None };
-    if let Err(error) = event_loop.run_app(&mut probe) {
-        return failed(error.to_string());
-    }
-    probe.result.unwrap_or_else(|| failed("the event loop ended before the window was created".to_owned()))
 }

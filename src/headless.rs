@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::context::headless::HeadlessGl;
 use crate::demos::{DemoSpec, View};
+use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{self, Framebuffer};
 use crate::runtime::{self, CudaOptions};
 use crate::session::Session;
@@ -97,7 +97,7 @@ fn render(
     framebuffer: &Framebuffer,
     mut overlay: Option<&mut PanelOverlay>,
     options: &HeadlessOptions,
-    egl_device: &crate::context::headless::EglDeviceInfo,
+    egl_device: &crate::gl::context::headless::EglDeviceInfo,
 ) -> Result<HeadlessReport> {
     let size = framebuffer.size();
     let started = Instant::now();
@@ -140,7 +140,7 @@ fn report_json(
     summary: &Summary,
     wall: f64,
     frames_per_second: f64,
-    egl_device: &crate::context::headless::EglDeviceInfo,
+    egl_device: &crate::gl::context::headless::EglDeviceInfo,
 ) -> Result<serde_json::Value> {
     let selection = session.selection();
     let device = selection.cuda.as_ref().map(|cuda| cuda.context.device().clone());

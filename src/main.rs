@@ -759,7 +759,7 @@ fn run_nbody_bench(args: &NBodyBenchArgs) -> Result<ExitCode> {
 fn run_doctor(args: &DoctorArgs) -> ExitCode {
     let options = args.cuda.options();
     let query_cuda = options.backend != BackendRequest::Cpu && interop_lab::cuda::driver::driver_library_present();
-    let window_check = move || app::probe_window_context(query_cuda);
+    let window_check = move || doctor::probe_window_context(query_cuda);
     let report = doctor::examine(&options, Some(&window_check));
     if args.json {
         match serde_json::to_string_pretty(&report) {

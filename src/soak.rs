@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::context::headless::HeadlessGl;
 use crate::demos::wave::{self, Wave, WaveSettings};
 use crate::demos::{Demo, DemoEnv, View};
+use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{Framebuffer, GlObjects};
 use crate::rng::Rng;
 use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime, TransferRequest};

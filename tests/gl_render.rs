@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
 
-use interop_lab::context::headless::HeadlessGl;
+use interop_lab::gl::context::headless::HeadlessGl;
 use interop_lab::gl::{self, Attribute, DrawState, Framebuffer, Program, VertexArray};
 
 const VERTEX: &str = "#version 330 core

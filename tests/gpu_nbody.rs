@@ -15,7 +15,7 @@ use interop_lab::demos::{Demo, DemoEnv};
 use interop_lab::runtime::{BackendRequest, CudaOptions, Selection};
 use interop_lab::transfer::TransferKind;
 
-fn setup() -> (interop_lab::context::headless::HeadlessGl, Selection) {
+fn setup() -> (interop_lab::gl::context::headless::HeadlessGl, Selection) {
     common::gpu_setup(&CudaOptions { backend: BackendRequest::Cuda, ..CudaOptions::default() })
 }
 

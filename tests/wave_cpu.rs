@@ -5,10 +5,10 @@
 
 mod common;
 
-use interop_lab::context::headless::HeadlessGl;
 use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::{Wave, WaveSettings};
 use interop_lab::demos::{Demo, DemoEnv, DemoSpec};
+use interop_lab::gl::context::headless::HeadlessGl;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions};
 use interop_lab::stats::Stage;

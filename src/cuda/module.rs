@@ -15,14 +15,6 @@ use super::driver::{check, nvrtc_check, nvrtc_version};
 use crate::sources::SourceFile;
 use crate::{Error, Result};
 
-/// Every kernel file of the project, for tools that compile them all (tests, `doctor`).
-pub const ALL_KERNELS: &[SourceFile] = &[
-    crate::bench_transfer::KERNEL,
-    crate::demos::blur::KERNEL,
-    crate::demos::nbody::KERNEL,
-    crate::demos::wave::KERNEL,
-];
-
 /// What NVRTC produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum ImageKind {

@@ -2,13 +2,17 @@
 //! the exact fix. Exit code 0 when interop works, 1 when the app will fall back, 2 when it cannot
 //! render at all.
 
+mod window;
+
 use serde::Serialize;
 
-use crate::context::headless::{self, EglDeviceInfo, HeadlessGl};
+pub use self::window::probe_window_context;
+
 use crate::cuda::interop::{self, GlEntryPoints};
 use crate::cuda::module::{self, Compiler, Module};
 use crate::cuda::{Context, DeviceInfo, device, driver};
 use crate::gl::GlInfo;
+use crate::gl::context::headless::{self, EglDeviceInfo, HeadlessGl};
 use crate::runtime::{self, CudaOptions};
 use crate::transfer::TransferKind;
 
@@ -293,7 +297,7 @@ fn check_kernels(
             return (Vec::new(), cache);
         }
     };
-    let checks = module::ALL_KERNELS
+    let checks = crate::kernels::ALL_KERNELS
         .iter()
         .map(|file| {
             let compiled = compiler.compile(file, &[]);

@@ -6,6 +6,7 @@
 //! in is current on this thread, and the names passed were created by it.
 #![allow(unsafe_code)]
 
+pub mod context;
 pub mod external;
 pub mod timer;
 

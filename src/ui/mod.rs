@@ -1,7 +1,6 @@
 //! The egui side panel: which demo, which backend and transfer path (and why), the demo's own
 //! controls and launch configuration, per-stage timings, and the device's attributes.
 
-pub mod launch;
 pub mod timeline;
 
 use crate::demos::{self, Demo};

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use interop_lab::context::headless::HeadlessGl;
+use interop_lab::gl::context::headless::HeadlessGl;
 use interop_lab::runtime::{self, CudaOptions, Selection};
 
 /// Whether a test that needs `what` may run. When it is missing the test is skipped with a

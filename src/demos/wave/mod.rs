@@ -15,7 +15,7 @@ use crate::gl::{self, Attribute, DrawState};
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, StageTimes};
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
-use crate::ui::launch::LaunchEditor;
+use crate::widgets::launch::LaunchEditor;
 use crate::{Error, Result, source_file};
 
 /// The kernel source.
