@@ -10,7 +10,7 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::WindowId;
 
-use crate::demos::{DemoSpec, Drag, View};
+use crate::demo::{DemoSpec, Drag, View};
 use crate::gl;
 use crate::gl::context::window::WindowGl;
 use crate::runtime::{self, CudaOptions};

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::cuda::{DeviceBuffer, Event, Stream};
-use crate::demos::DemoSpec;
+use crate::demo::DemoSpec;
 use crate::demos::blur::cpu as blur_cpu;
 use crate::demos::blur::kernels::{BlurKernels, Filter, Output as BlurOutput};
 use crate::demos::blur::{BlurSettings, Route, bytes_moved};
@@ -585,7 +585,7 @@ fn frame_benchmark(options: &NBodyBench, n: u32, best: &VariantResult) -> Result
         energy_every: 0,
         ..NBodySettings::default()
     };
-    frame_run(options, n, DemoSpec::NBody(settings), options.cuda.clone())
+    frame_run(options, n, DemoSpec::new(settings), options.cuda.clone())
 }
 
 fn frame_run(options: &NBodyBench, n: u32, spec: DemoSpec, cuda: CudaOptions) -> Result<serde_json::Value> {
@@ -650,7 +650,7 @@ fn nbody_cpu(options: &NBodyBench) -> Result<BenchReport> {
                 ..NBodySettings::default()
             };
             let cpu = CudaOptions { backend: BackendRequest::Cpu, ..options.cuda.clone() };
-            Some(frame_run(options, n, DemoSpec::NBody(settings), cpu)?)
+            Some(frame_run(options, n, DemoSpec::new(settings), cpu)?)
         } else {
             None
         };
@@ -922,7 +922,7 @@ pub fn blur(options: &BlurBench) -> Result<BenchReport> {
                 ..BlurSettings::default()
             };
             let headless = HeadlessOptions {
-                spec: DemoSpec::Blur(settings),
+                spec: DemoSpec::new(settings),
                 frames: options.frames,
                 size: [1280, 800],
                 dt: 1.0 / 60.0,

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::demos::{DemoSpec, View};
+use crate::demo::{DemoSpec, View};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{self, Framebuffer};
 use crate::runtime::{self, CudaOptions};

@@ -10,6 +10,7 @@ pub mod bench;
 pub mod bench_transfer;
 pub mod camera;
 pub mod cuda;
+pub mod demo;
 pub mod demos;
 pub mod doctor;
 pub mod error;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use interop_lab::demos::DemoSpec;
+use interop_lab::demo::DemoSpec;
 use interop_lab::demos::blur::kernels::Filter;
 use interop_lab::demos::blur::{BlurSettings, Route};
 use interop_lab::demos::nbody::NBodySettings;
@@ -468,7 +468,7 @@ struct BlurArgs {
 
 impl BlurArgs {
     fn spec(&self) -> DemoSpec {
-        DemoSpec::Blur(BlurSettings {
+        DemoSpec::new(BlurSettings {
             image: self.image.clone(),
             sigma: self.sigma,
             radius: self.radius,
@@ -522,7 +522,7 @@ impl CudaArgs {
 
 impl WaveArgs {
     fn spec(&self) -> DemoSpec {
-        DemoSpec::Wave(WaveSettings {
+        DemoSpec::new(WaveSettings {
             width: self.vertices[0],
             height: self.vertices[1],
             frequency: self.frequency,
@@ -539,7 +539,7 @@ impl WaveArgs {
 impl NBodyArgs {
     fn spec(&self) -> DemoSpec {
         let p = &self.physics;
-        DemoSpec::NBody(NBodySettings {
+        DemoSpec::new(NBodySettings {
             bodies: p.bodies,
             preset: p.preset,
             seed: p.seed,
@@ -604,7 +604,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        None => run_demo(&cli.run, DemoSpec::default_for("nbody")?),
+        None => run_demo(&cli.run, interop_lab::demos::default_spec("nbody")?),
         Some(Command::Nbody(args)) => run_demo(&args.run_args()?, args.spec()),
         Some(Command::Wave(args)) => run_demo(&args.run, args.spec()),
         Some(Command::Blur(args)) => run_demo(&args.run, args.spec()),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::demos::{Demo, DemoEnv, DemoSpec, View};
+use crate::demo::{Demo, DemoEnv, DemoSpec, View};
 use crate::gl::{GlInfo, TimerQueries};
 use crate::runtime::Selection;
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
@@ -292,7 +292,7 @@ impl Session {
                     );
                 }),
                 PanelAction::SwitchDemo(name) => {
-                    DemoSpec::default_for(name).and_then(|spec| self.switch_demo(gl, &spec))
+                    crate::demos::default_spec(name).and_then(|spec| self.switch_demo(gl, &spec))
                 }
                 other => {
                     unhandled.push(other);
@@ -357,12 +357,13 @@ mod tests {
     fn a_demo_restarted_on_the_cpu_keeps_its_settings_but_not_a_device_split() {
         use crate::demos::nbody::NBodySettings;
         let split = NBodySettings { devices: vec![0, 0], bodies: Some(4096), seed: 7, ..NBodySettings::default() };
-        let DemoSpec::NBody(on_cpu) = DemoSpec::NBody(split.clone()).on_cpu() else {
+        let spec = DemoSpec::new(split.clone()).on_cpu();
+        let Some(on_cpu) = spec.settings::<NBodySettings>().cloned() else {
             panic!("still n-body");
         };
         assert!(on_cpu.devices.is_empty());
         assert_eq!(NBodySettings { devices: vec![0, 0], ..on_cpu }, split);
-        let wave = DemoSpec::default_for("wave").expect("wave");
+        let wave = crate::demos::default_spec("wave").expect("wave");
         assert_eq!(wave.on_cpu(), wave);
     }
 

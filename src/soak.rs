@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::demo::{Demo, DemoEnv, View};
 use crate::demos::wave::{self, Wave, WaveSettings};
-use crate::demos::{Demo, DemoEnv, View};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{Framebuffer, GlObjects};
 use crate::rng::Rng;

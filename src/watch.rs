@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::cuda::Compiler;
 use crate::cuda::module::CompiledModule;
-use crate::demos::Demo;
+use crate::demo::Demo;
 use crate::{Error, Result};
 
 /// How often the folder is looked at.

@@ -10,9 +10,9 @@
 mod common;
 
 use interop_lab::cuda::interop;
+use interop_lab::demo::{Demo, DemoEnv, DemoSpec};
 use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::{Wave, WaveSettings};
-use interop_lab::demos::{Demo, DemoEnv, DemoSpec};
 use interop_lab::gl;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
@@ -176,7 +176,7 @@ fn headless_interop_and_copy_render_the_same_picture() {
     let mut pictures = Vec::new();
     for transfer in [TransferRequest::Interop, TransferRequest::Copy] {
         let options = HeadlessOptions {
-            spec: DemoSpec::Wave(WaveSettings::default()),
+            spec: DemoSpec::new(WaveSettings::default()),
             frames: 60,
             size: [640, 400],
             dt: 1.0 / 60.0,

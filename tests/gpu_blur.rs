@@ -6,11 +6,11 @@
 
 mod common;
 
+use interop_lab::demo::{Demo, DemoEnv};
 use interop_lab::demos::blur::cpu::{self, Image};
 use interop_lab::demos::blur::image::{self, SourceImage};
 use interop_lab::demos::blur::kernels::Filter;
 use interop_lab::demos::blur::{Blur, BlurSettings, Route};
-use interop_lab::demos::{Demo, DemoEnv};
 use interop_lab::gl::PixelFormat;
 use interop_lab::runtime::{BackendRequest, CudaOptions, Selection};
 use interop_lab::transfer::TransferKind;

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
 
-use interop_lab::demos::DemoSpec;
+use interop_lab::demo::DemoSpec;
 use interop_lab::demos::wave::{KERNEL, WaveSettings};
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions};
@@ -23,7 +23,7 @@ fn a_kernel_fault_loses_the_context_and_the_demo_goes_on_on_the_cpu() {
     // dt = 0: every frame draws the same phase, so a restarted demo draws what a clean run draws.
     let run = |cuda: CudaOptions| {
         headless::run(&HeadlessOptions {
-            spec: DemoSpec::Wave(WaveSettings::default()),
+            spec: DemoSpec::new(WaveSettings::default()),
             frames: 40,
             size: [320, 200],
             dt: 0.0,

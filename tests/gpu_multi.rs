@@ -9,13 +9,13 @@
 mod common;
 
 use interop_lab::cuda::{DeviceBuffer, Stream};
+use interop_lab::demo::{Demo, DemoEnv};
 use interop_lab::demos::nbody::cpu::{self, Params, relative_error};
 use interop_lab::demos::nbody::kernels::{Kernels, Precision, Variant};
 use interop_lab::demos::nbody::multi::MultiSimulation;
 use interop_lab::demos::nbody::presets::{Bodies, Preset};
 use interop_lab::demos::nbody::sim::{Simulation, StepBuffers};
 use interop_lab::demos::nbody::{NBody, NBodySettings};
-use interop_lab::demos::{Demo, DemoEnv};
 use interop_lab::runtime::{self, BackendRequest, CudaOptions, CudaRuntime};
 use interop_lab::transfer::TransferKind;
 

@@ -6,12 +6,12 @@
 
 mod common;
 
+use interop_lab::demo::{Demo, DemoEnv};
 use interop_lab::demos::nbody::cpu::{self, Params, relative_error};
 use interop_lab::demos::nbody::kernels::{Precision, Variant};
 use interop_lab::demos::nbody::presets::{Bodies, Preset};
 use interop_lab::demos::nbody::state::{self, SavedState};
 use interop_lab::demos::nbody::{NBody, NBodySettings};
-use interop_lab::demos::{Demo, DemoEnv};
 use interop_lab::runtime::{BackendRequest, CudaOptions, Selection};
 use interop_lab::transfer::TransferKind;
 

@@ -5,9 +5,9 @@
 
 mod common;
 
+use interop_lab::demo::{Demo, DemoEnv, DemoSpec};
 use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::{Wave, WaveSettings};
-use interop_lab::demos::{Demo, DemoEnv, DemoSpec};
 use interop_lab::gl::context::headless::HeadlessGl;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions};
@@ -53,7 +53,7 @@ fn headless_cpu_run_renders_and_reports_its_stages() {
     let dir = std::env::temp_dir().join(format!("interop-lab-headless-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let options = HeadlessOptions {
-        spec: DemoSpec::Wave(WaveSettings::default()),
+        spec: DemoSpec::new(WaveSettings::default()),
         frames: 12,
         size: [320, 200],
         dt: 1.0 / 60.0,

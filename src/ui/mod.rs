@@ -3,7 +3,8 @@
 
 pub mod timeline;
 
-use crate::demos::{self, Demo};
+use crate::demo::Demo;
+use crate::demos;
 use crate::gl::GlInfo;
 use crate::runtime::Selection;
 use crate::stats::{FrameHistory, Percentiles, Stage};

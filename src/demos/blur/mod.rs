@@ -12,10 +12,10 @@ use std::time::Instant;
 
 use self::image::SourceImage;
 use self::kernels::{BlurKernels, Filter, Job, Output};
-use super::{Demo, DemoEnv, DemoSpec, Drag, KernelInfo, Pipeline, View};
 use crate::cuda::module::CompiledModule;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
+use crate::demo::{Demo, DemoEnv, DemoSpec, Drag, KernelInfo, OccupancyCache, Pipeline, Settings, View};
 use crate::gl::{self, PixelFormat};
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, Percentiles, Stage, StageTimes};
@@ -161,6 +161,14 @@ impl BlurSettings {
     }
 }
 
+impl Settings for BlurSettings {
+    const NAME: &'static str = "blur";
+
+    fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
+        Ok(Box::new(Blur::new(env, self.clone())?))
+    }
+}
+
 /// The compute side.
 enum Engine {
     Cuda {
@@ -227,7 +235,7 @@ pub struct Blur {
     path: String,
     pass_us: Vec<[f64; 2]>,
     message: Option<String>,
-    occupancy: super::OccupancyCache,
+    occupancy: OccupancyCache,
 }
 
 impl Blur {
@@ -295,7 +303,7 @@ impl Blur {
             path,
             pass_us: Vec::new(),
             message: None,
-            occupancy: super::OccupancyCache::default(),
+            occupancy: OccupancyCache::default(),
         })
     }
 
@@ -508,7 +516,7 @@ impl Demo for Blur {
     }
 
     fn spec(&self) -> DemoSpec {
-        DemoSpec::Blur(self.settings.clone())
+        DemoSpec::new(self.settings.clone())
     }
 
     fn pipeline(&self) -> &Pipeline {
@@ -709,7 +717,7 @@ impl Demo for Blur {
         self.synchronize()?;
         let Engine::Cuda { kernels, .. } = &mut self.engine else { return Err(mismatch()) };
         **kernels = fresh;
-        self.occupancy = super::OccupancyCache::default();
+        self.occupancy = OccupancyCache::default();
         self.pass_us.clear();
         Ok(())
     }

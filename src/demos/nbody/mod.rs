@@ -19,9 +19,9 @@ use self::multi::{DeviceTimes, MultiSimulation};
 use self::presets::{Bodies, Preset};
 use self::sim::{Simulation, StepBuffers};
 use self::state::SavedState;
-use super::{Demo, DemoEnv, DemoSpec, KernelInfo, Pipeline, View};
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
+use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, OccupancyCache, Pipeline, Settings, View};
 use crate::gl::{self, Attribute, DrawState};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
@@ -155,6 +155,19 @@ pub fn validate_bodies(n: u32) -> Result<()> {
     Ok(())
 }
 
+impl Settings for NBodySettings {
+    const NAME: &'static str = "nbody";
+
+    fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
+        Ok(Box::new(NBody::new(env, self.clone())?))
+    }
+
+    /// The CPU computes all bodies itself: a split across CUDA devices is dropped.
+    fn on_cpu(&self) -> Self {
+        Self { devices: Vec::new(), ..self.clone() }
+    }
+}
+
 /// The compute side: CUDA or the CPU.
 enum Engine {
     Cuda {
@@ -248,7 +261,7 @@ pub struct NBody {
     pending: Vec<Change>,
     edit: Edit,
     message: Option<String>,
-    occupancy: super::OccupancyCache,
+    occupancy: OccupancyCache,
 }
 
 impl NBody {
@@ -317,7 +330,7 @@ impl NBody {
             pending: Vec::new(),
             edit,
             message: None,
-            occupancy: super::OccupancyCache::default(),
+            occupancy: OccupancyCache::default(),
         };
         if let Err(error) = demo.bind_vertex_arrays(gl).and_then(|()| demo.initialise_accelerations(gl)) {
             Box::new(demo).destroy(gl);
@@ -798,7 +811,7 @@ impl Demo for NBody {
     }
 
     fn spec(&self) -> DemoSpec {
-        DemoSpec::NBody(self.settings.clone())
+        DemoSpec::new(self.settings.clone())
     }
 
     fn pipeline(&self) -> &Pipeline {
@@ -1042,7 +1055,7 @@ impl Demo for NBody {
         simulation.set_kernels(kernels)?;
         // Other variants were built from the old source.
         variants.clear();
-        self.occupancy = super::OccupancyCache::default();
+        self.occupancy = OccupancyCache::default();
         Ok(())
     }
 

@@ -7,10 +7,10 @@ mod kernel;
 use std::f64::consts::TAU;
 
 use self::cpu::WaveFrame;
-use super::{Demo, DemoEnv, DemoSpec, KernelInfo, Pipeline, View};
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
 use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module};
+use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, OccupancyCache, Pipeline, Settings, View};
 use crate::gl::{self, Attribute, DrawState};
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, StageTimes};
@@ -118,6 +118,14 @@ impl WaveSettings {
     }
 }
 
+impl Settings for WaveSettings {
+    const NAME: &'static str = "wave";
+
+    fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
+        Ok(Box::new(Wave::new(env, self.clone())?))
+    }
+}
+
 /// The compiled kernel and what launching it needs.
 struct WaveKernel {
     function: Function,
@@ -142,7 +150,7 @@ pub struct Wave {
     /// A grid size chosen in the panel, applied at the next step (which has the GL context).
     pending_resize: Option<[u32; 2]>,
     message: Option<String>,
-    occupancy: super::OccupancyCache,
+    occupancy: OccupancyCache,
 }
 
 impl Wave {
@@ -202,7 +210,7 @@ impl Wave {
             phase: 0.0,
             pending_resize: None,
             message: None,
-            occupancy: super::OccupancyCache::default(),
+            occupancy: OccupancyCache::default(),
         };
         if let Err(error) = wave.bind_vertex_array(gl) {
             Box::new(wave).destroy(gl);
@@ -328,7 +336,7 @@ impl Demo for Wave {
     }
 
     fn spec(&self) -> DemoSpec {
-        DemoSpec::Wave(self.settings.clone())
+        DemoSpec::new(self.settings.clone())
     }
 
     fn pipeline(&self) -> &Pipeline {
@@ -482,7 +490,7 @@ impl Demo for Wave {
         self.launch.validate(&limits, function.attributes())?;
         self.synchronize()?;
         self.kernel = Some(WaveKernel { function, origin: compiled.origin.clone(), limits });
-        self.occupancy = super::OccupancyCache::default();
+        self.occupancy = OccupancyCache::default();
         Ok(())
     }
 

@@ -1,0 +1,201 @@
+//! What every demo is: the [`Demo`] trait, what a demo gets when it is created ([`DemoEnv`]), its
+//! settings as one value the app passes around ([`DemoSpec`]), and its route to the screen
+//! ([`Pipeline`]). The demos themselves live in `demos/`, one folder each, and import this; the
+//! registry that lists them (`demos/mod.rs`) sits above them.
+
+pub mod pipeline;
+pub mod spec;
+
+use std::path::PathBuf;
+use std::rc::Rc;
+
+pub use self::pipeline::Pipeline;
+pub use self::spec::{DemoSpec, Settings};
+use crate::camera::OrbitCamera;
+use crate::cuda::LaunchConfig;
+use crate::cuda::module::{CompiledModule, FunctionAttributes};
+use crate::runtime::CudaRuntime;
+use crate::sources::SourceFile;
+use crate::stats::{LateGpuTimes, StageTimes};
+use crate::transfer::{TransferKind, WhatIf};
+use crate::{Error, Result};
+
+/// What a demo gets when it is created.
+pub struct DemoEnv<'a> {
+    /// The GL context (current).
+    pub gl: &'a glow::Context,
+    /// CUDA, if it runs.
+    pub cuda: Option<Rc<CudaRuntime>>,
+    /// The transfer path to start on.
+    pub transfer: TransferKind,
+    /// A folder whose shader files replace the embedded ones.
+    pub shaders_dir: Option<PathBuf>,
+}
+
+/// The viewport a demo draws into (the part of the framebuffer right of the panel).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct View {
+    /// Lower-left corner in physical pixels.
+    pub origin: [u32; 2],
+    /// Size in physical pixels.
+    pub size: [u32; 2],
+}
+
+impl View {
+    /// Width over height.
+    pub fn aspect(&self) -> f32 {
+        self.size[0] as f32 / self.size[1].max(1) as f32
+    }
+}
+
+/// Which kind of mouse drag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drag {
+    /// Left button.
+    Primary,
+    /// Right or middle button, or shift + left.
+    Secondary,
+}
+
+/// The kernel a demo runs now, for the panel.
+#[derive(Debug, Clone)]
+pub struct KernelInfo {
+    /// Kernel name.
+    pub name: String,
+    /// Where its source came from.
+    pub origin: String,
+    /// The launch configuration in use.
+    pub launch: LaunchConfig,
+    /// `cuFuncGetAttribute` values.
+    pub attributes: FunctionAttributes,
+    /// The occupancy API's view of this launch.
+    pub occupancy: Option<crate::cuda::module::Occupancy>,
+}
+
+/// Remembers the occupancy of the last kernel and launch configuration asked about, so the panel can show
+/// it every frame without asking the driver every frame.
+#[derive(Debug, Default)]
+pub struct OccupancyCache(std::cell::RefCell<Option<(String, LaunchConfig, crate::cuda::module::Occupancy)>>);
+
+impl OccupancyCache {
+    /// The occupancy of `function` launched with `config`.
+    pub fn get(
+        &self,
+        function: &crate::cuda::Function,
+        config: &LaunchConfig,
+    ) -> Option<crate::cuda::module::Occupancy> {
+        if let Some((name, cached, occupancy)) = &*self.0.borrow()
+            && name == function.name()
+            && cached == config
+        {
+            return Some(*occupancy);
+        }
+        let occupancy = function.occupancy(config).ok()?;
+        *self.0.borrow_mut() = Some((function.name().to_owned(), *config, occupancy));
+        Some(occupancy)
+    }
+}
+
+/// One demo.
+pub trait Demo {
+    /// Name, as on the command line.
+    fn name(&self) -> &'static str;
+
+    /// The demo's current settings, enough to start it again (after the CUDA context was lost).
+    fn spec(&self) -> DemoSpec;
+
+    /// The demo's transfer path and CUDA stream.
+    fn pipeline(&self) -> &Pipeline;
+
+    /// As [`Self::pipeline`], to change it.
+    fn pipeline_mut(&mut self) -> &mut Pipeline;
+
+    /// The transfer path in use.
+    fn transfer_kind(&self) -> TransferKind {
+        self.pipeline().kind()
+    }
+
+    /// Moves the demo's buffers to another transfer path, keeping their contents.
+    fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()>;
+
+    /// Advances by `dt` seconds and writes frame `frame`'s buffers through the transfer path.
+    fn step(&mut self, gl: &glow::Context, frame: u64, dt: f32) -> Result<StageTimes>;
+
+    /// GPU stage times of an earlier frame, when ready.
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>>;
+
+    /// Draws the current state.
+    fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()>;
+
+    /// The demo's section of the side panel.
+    fn controls(&mut self, ui: &mut egui::Ui);
+
+    /// The 3-D camera, for demos that have one.
+    fn camera_mut(&mut self) -> Option<&mut OrbitCamera> {
+        None
+    }
+
+    /// A mouse drag of `dx`, `dy` pixels: orbit (primary) or pan (secondary) the camera.
+    fn drag(&mut self, drag: Drag, dx: f32, dy: f32, view_height: f32) {
+        if let Some(camera) = self.camera_mut() {
+            match drag {
+                Drag::Primary => camera.orbit(dx, dy),
+                Drag::Secondary => camera.pan(dx, dy, view_height),
+            }
+        }
+    }
+
+    /// Scroll-wheel steps (positive: closer).
+    fn zoom(&mut self, steps: f32) {
+        if let Some(camera) = self.camera_mut() {
+            camera.zoom(steps);
+        }
+    }
+
+    /// The kernel builds this demo runs now: each source file with its NVRTC options. A watcher
+    /// recompiles them when the file changes on disk.
+    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
+        Vec::new()
+    }
+
+    /// Replaces the running kernels of `file` by `compiled` (built with `options`). On failure the
+    /// old kernels keep running.
+    fn swap_kernels(&mut self, file: &str, _options: &[String], _compiled: &CompiledModule) -> Result<()> {
+        Err(Error::Unavailable(format!("the {} demo does not reload {file}", self.name())))
+    }
+
+    /// Applies the learners' switches to the demo's transfer path.
+    fn set_what_if(&mut self, what_if: WhatIf) {
+        self.pipeline_mut().set_what_if(what_if);
+    }
+
+    /// Shows what the driver answers when a buffer CUDA holds is used (interop only).
+    fn use_while_mapped(&mut self) -> Result<String> {
+        Err(Error::Unavailable(format!("the {} demo has no buffer to misuse", self.name())))
+    }
+
+    /// What the switches in effect did so far, in a sentence.
+    fn what_if_report(&self) -> Option<String> {
+        self.pipeline().what_if_report()
+    }
+
+    /// A file dropped on the window or chosen in the panel; opened at the next step.
+    fn open_file(&mut self, path: &std::path::Path) -> Result<()> {
+        Err(Error::Unavailable(format!("the {} demo opens no files ({} ignored)", self.name(), path.display())))
+    }
+
+    /// The kernel running now, when on CUDA.
+    fn kernel_info(&self) -> Option<KernelInfo>;
+
+    /// Waits for the demo's GPU work.
+    fn synchronize(&mut self) -> Result<()>;
+
+    /// The run is ending (headless run done, window closing): collect last results, write what
+    /// the settings ask to be written. The GL context is current.
+    fn finish(&mut self, _gl: &glow::Context) -> Result<()> {
+        Ok(())
+    }
+
+    /// Releases GL objects (the context must be current) and then everything else.
+    fn destroy(self: Box<Self>, gl: &glow::Context);
+}
