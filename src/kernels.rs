@@ -6,7 +6,7 @@ use crate::sources::SourceFile;
 
 /// Every kernel file of the project.
 pub const ALL_KERNELS: &[SourceFile] = &[
-    crate::bench_transfer::KERNEL,
+    crate::bench::transfer::KERNEL,
     crate::demos::blur::KERNEL,
     crate::demos::nbody::KERNEL,
     crate::demos::wave::KERNEL,

@@ -6,8 +6,8 @@
 //! in a window ([`app`]) or headless ([`headless`]), with [`doctor`] explaining what runs and why.
 
 pub mod app;
+pub mod args;
 pub mod bench;
-pub mod bench_transfer;
 pub mod camera;
 pub mod cuda;
 pub mod demo;

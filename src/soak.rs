@@ -2,9 +2,11 @@
 //! many kernel recompiles with module swaps, on one headless GL context, measuring device memory,
 //! host memory and live GL objects before and after. Nothing may grow beyond [`Bounds`].
 
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
 
+use clap::Args;
 use serde::Serialize;
 
 use crate::demo::{Demo, DemoEnv, View};
@@ -15,6 +17,109 @@ use crate::rng::Rng;
 use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
 use crate::transfer::TransferKind;
 use crate::{Error, Result};
+
+#[derive(Args, Debug)]
+/// `interop-lab soak`.
+pub struct SoakArgs {
+    /// Interop frames.
+    #[arg(long, default_value_t = 10_000)]
+    pub frames: u32,
+    /// Buffer re-allocations to random sizes (each registers the new buffer with CUDA).
+    #[arg(long, default_value_t = 1_000)]
+    pub reallocations: u32,
+    /// Kernel recompiles, each followed by a module swap.
+    #[arg(long, default_value_t = 100)]
+    pub recompiles: u32,
+    /// Re-allocations in the warm-up, before the first measurement (GL's buffer heap reaches its
+    /// working size there).
+    #[arg(long, default_value_t = WARMUP_REALLOCATIONS)]
+    pub warmup_reallocations: u32,
+    /// CUDA device.
+    #[arg(long)]
+    pub device: Option<i32>,
+    /// Path to soak: interop; copy (no registration); cpu (no CUDA allocation at all: GL buffers
+    /// the CPU writes, with CUDA only measuring free memory — what the GL driver alone keeps).
+    #[arg(long, value_enum, default_value_t = SoakPath::Interop)]
+    pub transfer: SoakPath,
+    /// Also write the report as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    pub json: Option<PathBuf>,
+}
+
+/// The transfer paths `soak` can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SoakPath {
+    /// GL interop: each re-allocation registers the new buffer.
+    Interop,
+    /// Copy through pinned host memory: device buffers, no registration.
+    Copy,
+    /// The CPU writes the GL buffers: no CUDA allocation at all.
+    Cpu,
+}
+
+impl SoakArgs {
+    /// Runs the soak; returns the report as a table and whether everything stayed within bounds.
+    pub fn run(&self) -> Result<(String, bool)> {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let report = run(&SoakOptions {
+            frames: self.frames,
+            reallocations: self.reallocations,
+            recompiles: self.recompiles,
+            device: self.device,
+            warmup_reallocations: self.warmup_reallocations,
+            transfer: match self.transfer {
+                SoakPath::Interop => TransferKind::Interop,
+                SoakPath::Copy => TransferKind::HostCopy,
+                SoakPath::Cpu => TransferKind::Cpu,
+            },
+        })?;
+        let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+        let line = |out: &mut String, name: &str, count: u32, seconds: Option<f64>, at: &Footprint| {
+            let o = at.gl_objects;
+            let _ = writeln!(
+                out,
+                "{name:<38} {count:>6} {:>8} {:>12.1} {:>10.1} {:>5} {:>5} {:>5} {:>5}",
+                seconds.map(|s| format!("{s:.1}")).unwrap_or_default(),
+                mib(at.device_free_bytes),
+                mib(at.host_rss_bytes),
+                o.buffers,
+                o.textures,
+                o.framebuffers,
+                o.programs
+            );
+        };
+        let _ = writeln!(out, "soak on {}, transfer {}", report.device, report.transfer.label());
+        let _ = writeln!(
+            out,
+            "{:<38} {:>6} {:>8} {:>12} {:>10} {:>5} {:>5} {:>5} {:>5}",
+            "phase", "count", "s", "dev free MiB", "RSS MiB", "buf", "tex", "fbo", "prog"
+        );
+        line(&mut out, "before", 0, None, &report.before);
+        for phase in &report.phases {
+            line(&mut out, phase.name, phase.count, Some(phase.seconds), &phase.after);
+        }
+        if let Some(path) = &self.json {
+            let text = serde_json::to_string_pretty(&report).map_err(|e| Error::InvalidInput(e.to_string()))?;
+            std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
+        }
+        if report.exceeded.is_empty() {
+            let _ = writeln!(
+                out,
+                "within bounds: device memory −{} MiB, host RSS +{} MiB, GL objects +{}",
+                mib(report.bounds.device_bytes),
+                mib(report.bounds.host_rss_bytes),
+                report.bounds.gl_objects
+            );
+            Ok((out, true))
+        } else {
+            for what in &report.exceeded {
+                let _ = writeln!(out, "exceeded: {what}");
+            }
+            Ok((out, false))
+        }
+    }
+}
 
 /// How much of each phase to run.
 #[derive(Debug, Clone)]

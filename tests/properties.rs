@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
 
-use interop_lab::bench_transfer::parse_bytes;
+use interop_lab::bench::transfer::parse_bytes;
 use interop_lab::cuda::module::FunctionAttributes;
 use interop_lab::cuda::{DeviceLimits, LaunchConfig};
 use interop_lab::demos::blur::cpu::{self as blur, Image};

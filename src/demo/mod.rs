@@ -3,6 +3,7 @@
 //! ([`Pipeline`]). The demos themselves live in `demos/`, one folder each, and import this; the
 //! registry that lists them (`demos/mod.rs`) sits above them.
 
+pub mod bench;
 pub mod pipeline;
 pub mod spec;
 

@@ -6,7 +6,11 @@ pub mod blur;
 pub mod nbody;
 pub mod wave;
 
+use clap::Subcommand;
+
+use crate::args::RunArgs;
 use crate::demo::DemoSpec;
+use crate::demo::bench::{BenchReport, FrameRunner};
 use crate::{Error, Result};
 
 /// The demos the app knows, in menu order.
@@ -19,5 +23,47 @@ pub fn default_spec(name: &str) -> Result<DemoSpec> {
         "nbody" => Ok(DemoSpec::new(nbody::NBodySettings::default())),
         "wave" => Ok(DemoSpec::new(wave::WaveSettings::default())),
         other => Err(Error::InvalidInput(format!("unknown demo {other:?}; the demos are {NAMES:?}"))),
+    }
+}
+
+/// Each demo as a command of its own, with its flags.
+#[derive(Subcommand, Debug)]
+pub enum DemoCommand {
+    /// All-pairs gravity, integrated by CUDA straight in the vertex buffers it is drawn from.
+    Nbody(nbody::args::NBodyArgs),
+    /// Gaussian blur of an image, written by CUDA into a GL texture (or pixel buffer) and shown
+    /// before | after.
+    Blur(blur::args::BlurArgs),
+    /// The "hello interop" demo: a kernel writes a moving W×H grid of vertices into a GL buffer.
+    Wave(wave::args::WaveArgs),
+}
+
+impl DemoCommand {
+    /// The run options and the demo with the settings the flags ask for.
+    pub fn run(&self) -> Result<(RunArgs, DemoSpec)> {
+        Ok(match self {
+            Self::Nbody(args) => (args.run_args()?, DemoSpec::new(args.settings())),
+            Self::Blur(args) => (args.run.clone(), DemoSpec::new(args.settings())),
+            Self::Wave(args) => (args.run.clone(), DemoSpec::new(args.settings())),
+        })
+    }
+}
+
+/// Each demo's benchmark as a command of its own.
+#[derive(Subcommand, Debug)]
+pub enum DemoBenchCommand {
+    /// The n-body forces kernel over a sweep of variants, the best one's step and full frames.
+    Nbody(nbody::args::NBodyBenchArgs),
+    /// Every blur filter at each σ (kernels alone), then full frames per route.
+    Blur(blur::args::BlurBenchArgs),
+}
+
+impl DemoBenchCommand {
+    /// Runs the benchmark; `frames` renders its full-frame part headless.
+    pub fn run(&self, frames: FrameRunner<'_>) -> Result<BenchReport> {
+        match self {
+            Self::Nbody(args) => args.run(frames),
+            Self::Blur(args) => args.run(frames),
+        }
     }
 }

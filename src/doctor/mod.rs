@@ -4,17 +4,52 @@
 
 mod window;
 
+use clap::Args;
 use serde::Serialize;
 
 pub use self::window::probe_window_context;
 
+use crate::args::CudaArgs;
 use crate::cuda::interop::{self, GlEntryPoints};
 use crate::cuda::module::{self, Compiler, Module};
 use crate::cuda::{Context, DeviceInfo, device, driver};
 use crate::gl::GlInfo;
 use crate::gl::context::headless::{self, EglDeviceInfo, HeadlessGl};
-use crate::runtime::{self, CudaOptions};
+use crate::runtime::{self, BackendRequest, CudaOptions};
 use crate::transfer::TransferKind;
+
+#[derive(Args, Debug)]
+/// `interop-lab doctor`.
+pub struct DoctorArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Backend and device to examine.
+    #[command(flatten)]
+    pub cuda: CudaArgs,
+}
+
+impl DoctorArgs {
+    /// Examines the machine; returns the report as the flags ask (text or JSON) and the exit code.
+    pub fn run(&self) -> (String, u8) {
+        let options = self.cuda.options();
+        let query_cuda = options.backend != BackendRequest::Cpu && crate::cuda::driver::driver_library_present();
+        let window_check = move || probe_window_context(query_cuda);
+        let report = examine(&options, Some(&window_check));
+        let text = if self.json {
+            match serde_json::to_string_pretty(&report) {
+                Ok(text) => text + "\n",
+                Err(error) => {
+                    eprintln!("error: {error}");
+                    String::new()
+                }
+            }
+        } else {
+            render(&report)
+        };
+        (text, report.exit_code.clamp(0, 255) as u8)
+    }
+}
 
 /// One problem and what to do about it.
 #[derive(Debug, Clone, Serialize)]

@@ -3,6 +3,7 @@
 
 pub mod timeline;
 
+pub use crate::args::PanelSection;
 use crate::demo::Demo;
 use crate::demos;
 use crate::gl::GlInfo;
@@ -31,21 +32,6 @@ pub struct PanelState {
     pub what_if: WhatIf,
     /// Sections shown open when the panel first appears (the rest start closed).
     pub open_sections: Vec<PanelSection>,
-}
-
-/// The panel's closed-by-default sections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PanelSection {
-    /// The "What if…" switches and buffer ownership.
-    WhatIf,
-    /// Kernel attributes and occupancy.
-    Inspector,
-    /// Kernel source files and live reload.
-    Sources,
-    /// The driver-call trace (opening it turns per-frame recording on).
-    Trace,
-    /// Device attributes.
-    Device,
 }
 
 impl PanelState {

@@ -3,6 +3,8 @@
 //! shown — cuda-samples' way), or into the texture itself (registered with
 //! `cuGraphicsGLRegisterImage` and written through a surface object: no copy at all).
 
+pub mod args;
+pub mod bench;
 pub mod cpu;
 pub mod image;
 pub mod kernels;

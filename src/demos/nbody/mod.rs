@@ -2,6 +2,8 @@
 //! from. Positions and masses are float4 in two GL buffers used ping-pong (the one read this step
 //! mapped read-only, the one written mapped write-discard), velocities in a third.
 
+pub mod args;
+pub mod bench;
 pub mod cpu;
 pub mod kernels;
 pub mod multi;

@@ -1,6 +1,7 @@
 //! `wave`: the "hello interop" demo. A kernel writes the heights of a W×H grid of vertices each
 //! frame, straight into the GL vertex buffer that is then drawn as points or a shaded mesh.
 
+pub mod args;
 pub mod cpu;
 mod kernel;
 

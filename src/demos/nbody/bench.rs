@@ -1,6 +1,6 @@
-//! `interop-lab bench`: speed measured by the program itself. Kernels are timed with CUDA events
-//! after a warm-up, as the median of many launches; whole frames are timed headless with the GPU
-//! finished at the end. Results go to stdout as a table and to JSON with plainly named fields.
+//! `interop-lab bench nbody`: the forces kernel over a sweep of variants (CUDA events, median
+//! after a warm-up), the best one's whole step, the best split across devices, and full headless
+//! frames through the app itself; on the CPU backend, the accelerations pass.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -8,20 +8,16 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::json;
 
+use super::cpu::{self, Params, Scratch};
+use super::kernels::{Kernels, Precision, Variant};
+use super::multi::{self, DeviceSummary, DeviceTimes, MultiSimulation};
+use super::presets::{Bodies, Preset};
+use super::sim::StepBuffers;
+use super::{FLOPS_PER_INTERACTION, NBodySettings, sim};
 use crate::cuda::{DeviceBuffer, Event, Stream};
 use crate::demo::DemoSpec;
-use crate::demos::blur::cpu as blur_cpu;
-use crate::demos::blur::kernels::{BlurKernels, Filter, Output as BlurOutput};
-use crate::demos::blur::{BlurSettings, Route, bytes_moved};
-use crate::demos::nbody::cpu::{self, Params, Scratch};
-use crate::demos::nbody::kernels::{Kernels, Precision, Variant};
-use crate::demos::nbody::multi::{self, DeviceSummary, DeviceTimes, MultiSimulation};
-use crate::demos::nbody::presets::{Bodies, Preset};
-use crate::demos::nbody::sim::StepBuffers;
-use crate::demos::nbody::{FLOPS_PER_INTERACTION, NBodySettings, sim};
-use crate::gl::PixelFormat;
-use crate::headless::{self, HeadlessOptions};
-use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
+use crate::demo::bench::{BenchReport, FrameRun, FrameRunner};
+use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime};
 use crate::stats::Percentiles;
 use crate::{Error, Result};
 
@@ -82,28 +78,19 @@ pub struct VariantResult {
     pub percent_of_peak: Option<f64>,
 }
 
-/// Output of a benchmark.
-#[derive(Debug, Clone)]
-pub struct BenchReport {
-    /// Everything, as written to `--json`.
-    pub json: serde_json::Value,
-    /// The table for stdout.
-    pub table: String,
-}
-
 /// Runs `bench nbody`: CUDA when it runs (or was asked for), else the CPU backend.
-pub fn nbody(options: &NBodyBench) -> Result<BenchReport> {
+pub fn nbody(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchReport> {
     if options.bodies.is_empty() {
         return Err(Error::InvalidInput("--bodies needs at least one count".to_owned()));
     }
     for &n in &options.bodies {
-        crate::demos::nbody::validate_bodies(n)?;
+        super::validate_bodies(n)?;
     }
     if options.repeats == 0 {
         return Err(Error::InvalidInput("--repeats must be at least 1".to_owned()));
     }
     let report = match runtime::cuda_without_gl(&options.cuda) {
-        Ok(cuda) => nbody_cuda(options, &cuda)?,
+        Ok(cuda) => nbody_cuda(options, &cuda, frames)?,
         Err(error) if options.devices.is_some() => {
             return Err(Error::Unavailable(format!(
                 "--devices splits n-body across CUDA devices, and CUDA can't run here: {error}; drop --devices to \
@@ -112,7 +99,7 @@ pub fn nbody(options: &NBodyBench) -> Result<BenchReport> {
         }
         Err(error) if options.cuda.backend == BackendRequest::Auto || options.cuda.backend == BackendRequest::Cpu => {
             log::info!("bench on the CPU backend: {error}");
-            nbody_cpu(options)?
+            nbody_cpu(options, frames)?
         }
         Err(error) => return Err(error),
     };
@@ -157,7 +144,7 @@ fn to_vectors(bodies: &Bodies, precision: Precision) -> Vec<u8> {
     }
 }
 
-fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime) -> Result<BenchReport> {
+fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>) -> Result<BenchReport> {
     let device = cuda.context.device().clone();
     let peak = match options.precision {
         Precision::F32 => device.fp32_peak_flops(),
@@ -253,7 +240,7 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime) -> Result<BenchReport> {
             return Err(Error::Unavailable(format!("no forces variant ran for {n} bodies: {failures:?}")));
         };
         let step_us = time_step(cuda, &stream, &bodies, &best, &params, options)?;
-        let frame = if options.frames > 0 { Some(frame_benchmark(options, n, &best)?) } else { None };
+        let frame = if options.frames > 0 { Some(frame_benchmark(options, n, &best, frames)?) } else { None };
         let multi_device = match &devices {
             Some(devices) => Some(multi_benchmark(cuda, &stream, &bodies, &best, &params, options, devices, step_us)?),
             None => None,
@@ -576,7 +563,12 @@ fn multi_run(
 }
 
 /// Full headless frames (map, step, unmap, draw) with `variant`, through the app itself.
-fn frame_benchmark(options: &NBodyBench, n: u32, best: &VariantResult) -> Result<serde_json::Value> {
+fn frame_benchmark(
+    options: &NBodyBench,
+    n: u32,
+    best: &VariantResult,
+    frames: FrameRunner<'_>,
+) -> Result<serde_json::Value> {
     let settings = NBodySettings {
         bodies: Some(n),
         preset: options.preset,
@@ -585,35 +577,28 @@ fn frame_benchmark(options: &NBodyBench, n: u32, best: &VariantResult) -> Result
         energy_every: 0,
         ..NBodySettings::default()
     };
-    frame_run(options, n, DemoSpec::new(settings), options.cuda.clone())
+    frame_run(options, n, DemoSpec::new(settings), options.cuda.clone(), frames)
 }
 
-fn frame_run(options: &NBodyBench, n: u32, spec: DemoSpec, cuda: CudaOptions) -> Result<serde_json::Value> {
-    let headless = HeadlessOptions {
-        spec,
-        frames: options.frames,
-        size: options.size,
-        dt: 1.0 / 60.0,
-        screenshot: None,
-        stats: None,
-        panel: false,
-        cuda,
-        shaders_dir: None,
-        what_if: Default::default(),
-        open_sections: Vec::new(),
-    };
-    let report = headless::run(&headless)?;
+fn frame_run(
+    options: &NBodyBench,
+    n: u32,
+    spec: DemoSpec,
+    cuda: CudaOptions,
+    frames: FrameRunner<'_>,
+) -> Result<serde_json::Value> {
+    let measured = frames(&FrameRun { spec, frames: options.frames, size: options.size, cuda })?;
     Ok(json!({
         "bodies": n,
         "frames": options.frames,
         "size": options.size,
-        "transfer": report.json["transfer"],
-        "steps_per_s": report.frames_per_second,
-        "timings_us": report.summary,
+        "transfer": measured.transfer,
+        "steps_per_s": measured.frames_per_second,
+        "timings_us": measured.timings,
     }))
 }
 
-fn nbody_cpu(options: &NBodyBench) -> Result<BenchReport> {
+fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchReport> {
     let threads = rayon::current_num_threads();
     let mut table = format!(
         "n-body on the CPU ({threads} threads), {}: accelerations pass median of {} after {} warm-up\n",
@@ -650,7 +635,7 @@ fn nbody_cpu(options: &NBodyBench) -> Result<BenchReport> {
                 ..NBodySettings::default()
             };
             let cpu = CudaOptions { backend: BackendRequest::Cpu, ..options.cuda.clone() };
-            Some(frame_run(options, n, DemoSpec::new(settings), cpu)?)
+            Some(frame_run(options, n, DemoSpec::new(settings), cpu, frames)?)
         } else {
             None
         };
@@ -699,313 +684,4 @@ fn time_cpu<T: cpu::Real>(bodies: &Bodies, params: &Params, options: &NBodyBench
             started.elapsed().as_secs_f64() * 1e6
         })
         .collect()
-}
-
-/// What `bench blur` measures.
-#[derive(Debug, Clone)]
-pub struct BlurBench {
-    /// Image size (a generated test pattern).
-    pub size: [u32; 2],
-    /// σ values.
-    pub sigmas: Vec<f64>,
-    /// Pixel format.
-    pub format: PixelFormat,
-    /// Filters to time (empty: all).
-    pub filters: Vec<Filter>,
-    /// Threads per block.
-    pub block: [u32; 2],
-    /// Rows per segment of the recursive filter (`None`: automatic).
-    pub segment: Option<u32>,
-    /// Outputs per thread per tile row.
-    pub pixels_per_thread: u32,
-    /// Untimed runs first.
-    pub warmup: u32,
-    /// Timed runs (median reported).
-    pub repeats: u32,
-    /// Headless frames per route (0: skip).
-    pub frames: u32,
-    /// Backend and device.
-    pub cuda: CudaOptions,
-    /// Where to write the JSON.
-    pub json: Option<PathBuf>,
-}
-
-/// The naive filter is timed only up to this radius: beyond it one launch takes seconds.
-const NAIVE_BENCH_RADIUS: u32 = 16;
-
-/// Runs `bench blur`: kernels alone (CUDA events around both passes), then full headless frames
-/// per route at the σ closest to 10 with the fastest filter there.
-pub fn blur(options: &BlurBench) -> Result<BenchReport> {
-    crate::demos::blur::image::check_size(options.size[0], options.size[1]).map_err(Error::InvalidInput)?;
-    if options.sigmas.is_empty() || options.repeats == 0 {
-        return Err(Error::InvalidInput("bench blur needs at least one σ and one repeat".to_owned()));
-    }
-    if let Some(segment) = options.segment {
-        // Up front: a bad segment is an error, not a skipped row.
-        crate::demos::blur::kernels::check_recursive_segment(options.format, segment)?;
-    }
-    let filters = if options.filters.is_empty() { Filter::ALL.to_vec() } else { options.filters.clone() };
-    let cuda = match runtime::cuda_without_gl(&options.cuda) {
-        Ok(cuda) => cuda,
-        Err(error) if options.cuda.backend != BackendRequest::Cuda => {
-            return blur_cpu(options, &filters, &error.to_string());
-        }
-        Err(error) => return Err(error),
-    };
-    let device = cuda.context.device().clone();
-    let bandwidth = device.dram_bandwidth_bytes_per_s();
-    let source = crate::demos::blur::image::test_pattern(options.size[0], options.size[1]);
-    let pixels = f64::from(options.size[0]) * f64::from(options.size[1]);
-    let stream = Stream::new(&cuda.context)?;
-    let mut kernels = BlurKernels::load(&cuda, options.format, options.pixels_per_thread)?;
-    let bytes = source.bytes(options.format);
-    let mut input = DeviceBuffer::new(&cuda.context, bytes.len())?;
-    input.upload(&stream, bytes)?;
-    let scratch = DeviceBuffer::new(&cuda.context, pixels as usize * 16)?;
-    let output = DeviceBuffer::new(&cuda.context, bytes.len())?;
-    let mut table = format!(
-        "blur of a {}x{} {} image on {} (DRAM {:.0} GB/s theoretical), median of {} after {} warm-up\n",
-        options.size[0],
-        options.size[1],
-        options.format.name(),
-        device.name,
-        bandwidth / 1e9,
-        options.repeats,
-        options.warmup
-    );
-    if filters.contains(&Filter::Recursive) {
-        let rows = kernels.recursive_segment(options.block, options.segment);
-        let chosen = if options.segment.is_some() { "--segment" } else { "auto" };
-        table.push_str(&format!(
-            "recursive: block {}x{}, segments of {rows} rows ({chosen})\n",
-            options.block[0], options.block[1]
-        ));
-    }
-    table.push_str(&format!(
-        "{:>7} {:<10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}\n",
-        "sigma", "filter", "pass 1 µs", "pass 2 µs", "total µs", "Mpixel/s", "GB/s", "% DRAM"
-    ));
-    let mut results = Vec::new();
-    for &sigma in &options.sigmas {
-        let settings = BlurSettings {
-            sigma,
-            format: options.format,
-            block: options.block,
-            segment: options.segment,
-            pixels_per_thread: options.pixels_per_thread,
-            ..BlurSettings::default()
-        };
-        let weights: Vec<f32> =
-            blur_cpu::gaussian_weights(sigma, settings.radius() as usize).iter().map(|&w| w as f32).collect();
-        let mut weights_buffer = DeviceBuffer::new(&cuda.context, weights.len() * 4)?;
-        weights_buffer.upload(&stream, bytemuck::cast_slice(&weights))?;
-        for &filter in &filters {
-            let settings = BlurSettings { filter, ..settings.clone() };
-            let skip = match (filter, settings.validate()) {
-                (_, Err(error)) => Some(error.to_string()),
-                (Filter::Naive, Ok(())) if settings.radius() > NAIVE_BENCH_RADIUS => {
-                    Some(format!("naive not timed beyond radius {NAIVE_BENCH_RADIUS}: (2r+1)² taps per pixel"))
-                }
-                _ => None,
-            };
-            if let Some(reason) = skip {
-                results.push(json!({ "sigma": sigma, "filter": filter, "skipped": reason }));
-                continue;
-            }
-            let job = settings.job(options.size);
-            if let Err(error) = kernels.validate(&job) {
-                if filter == Filter::Recursive && options.segment.is_some() {
-                    // A segment set by hand that cannot launch is bad input, not a row to skip.
-                    return Err(error);
-                }
-                results.push(json!({ "sigma": sigma, "filter": filter, "skipped": error.to_string() }));
-                continue;
-            }
-            let context = stream.context();
-            let run = |kernels: &mut BlurKernels, marks: Option<(&crate::cuda::timing::Marks<'_>, usize)>| {
-                kernels.run(
-                    &stream,
-                    &job,
-                    input.span(),
-                    scratch.span(),
-                    weights_buffer.span(),
-                    BlurOutput::Buffer(output.span()),
-                    marks,
-                )
-            };
-            for _ in 0..options.warmup {
-                run(&mut kernels, None)?;
-            }
-            let mut ring = crate::cuda::timing::EventRing::new(context, options.repeats as usize, 3)?;
-            for repeat in 0..options.repeats {
-                let marks = ring.begin();
-                marks.mark(0, &stream)?;
-                run(&mut kernels, Some((&marks, 1)))?;
-                marks.mark(2, &stream)?;
-                ring.commit(u64::from(repeat));
-            }
-            stream.synchronize()?;
-            let mut passes = Vec::new();
-            let mut interval = [0.0; 2];
-            while ring.poll(&mut interval)?.is_some() {
-                passes.push(interval);
-            }
-            let first = Percentiles::of(passes.iter().map(|p| p[0]))
-                .ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
-            let second = Percentiles::of(passes.iter().map(|p| p[1]))
-                .ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
-            let total = Percentiles::of(passes.iter().map(|p| p[0] + p[1]))
-                .ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
-            let moved = bytes_moved(filter, options.format, pixels);
-            let gbps = moved / (total.median * 1e3);
-            table.push_str(&format!(
-                "{:>7} {:<10} {:>10.1} {:>10.1} {:>10.1} {:>10.0} {:>8.0} {:>8.1}\n",
-                sigma,
-                filter.name(),
-                first.median,
-                second.median,
-                total.median,
-                pixels / total.median,
-                gbps,
-                100.0 * moved / (total.median * 1e-6) / bandwidth
-            ));
-            results.push(json!({
-                "sigma": sigma,
-                "filter": filter,
-                "radius": settings.radius(),
-                "box_radii": blur_cpu::box_radii(sigma).0,
-                "pass_1_us": first,
-                "pass_2_us": second,
-                "total_us": total,
-                "megapixels_per_s": pixels / total.median,
-                "bytes_moved": moved,
-                "gigabytes_per_s": gbps,
-                "percent_of_dram": 100.0 * moved / (total.median * 1e-6) / bandwidth,
-            }));
-        }
-    }
-    // Full frames at the σ closest to 10 with the filter that was fastest there.
-    let frame_sigma =
-        options.sigmas.iter().copied().min_by(|a, b| (a - 10.0).abs().total_cmp(&(b - 10.0).abs())).unwrap_or(10.0);
-    let fastest = results
-        .iter()
-        .filter(|r| r["sigma"].as_f64() == Some(frame_sigma) && r["total_us"].is_object())
-        .min_by(|a, b| {
-            a["total_us"]["median"]
-                .as_f64()
-                .unwrap_or(f64::MAX)
-                .total_cmp(&b["total_us"]["median"].as_f64().unwrap_or(f64::MAX))
-        })
-        .and_then(|r| serde_json::from_value::<Filter>(r["filter"].clone()).ok());
-    let mut frames = Vec::new();
-    if let (Some(filter), true) = (fastest, options.frames > 0) {
-        table.push_str(&format!(
-            "\nfull headless frames (blur + interop + draw), σ {frame_sigma}, {}:\n",
-            filter.name()
-        ));
-        let image_path = std::env::temp_dir().join(format!("interop-lab-bench-{}.png", std::process::id()));
-        crate::demos::blur::image::save_png(&image_path, options.size, PixelFormat::Rgba8, &source.rgba8)?;
-        for (route, transfer) in [
-            (Route::Texture, TransferRequest::Interop),
-            (Route::Pbo, TransferRequest::Interop),
-            (Route::Pbo, TransferRequest::Copy),
-        ] {
-            let settings = BlurSettings {
-                image: Some(image_path.clone()),
-                sigma: frame_sigma,
-                filter,
-                route,
-                format: options.format,
-                block: options.block,
-                segment: options.segment,
-                pixels_per_thread: options.pixels_per_thread,
-                ..BlurSettings::default()
-            };
-            let headless = HeadlessOptions {
-                spec: DemoSpec::new(settings),
-                frames: options.frames,
-                size: [1280, 800],
-                dt: 1.0 / 60.0,
-                screenshot: None,
-                stats: None,
-                panel: false,
-                cuda: CudaOptions { transfer, ..options.cuda.clone() },
-                shaders_dir: None,
-                what_if: Default::default(),
-                open_sections: Vec::new(),
-            };
-            let report = headless::run(&headless)?;
-            let label = format!("{} / {}", report.json["transfer"].as_str().unwrap_or("?"), route.label());
-            table.push_str(&format!("  {label:<48} {:>8.0} frames/s\n", report.frames_per_second));
-            frames.push(json!({ "route": route, "transfer": report.json["transfer"], "frames_per_second": report.frames_per_second, "timings_us": report.summary }));
-        }
-        std::fs::remove_file(&image_path).ok();
-    }
-    let json = json!({
-        "benchmark": "blur",
-        "backend": "cuda",
-        "device": device,
-        "size": options.size,
-        "format": options.format,
-        "block": options.block,
-        "segment": options.segment,
-        "recursive_segment_rows": kernels.recursive_segment(options.block, options.segment),
-        "pixels_per_thread": options.pixels_per_thread,
-        "dram_bytes_per_s": bandwidth,
-        "method": format!("CUDA events before, between and after the passes; {} warm-up then {} timed, median; bytes = each pass's input read once and output written once", options.warmup, options.repeats),
-        "kernels": results,
-        "frames": frames,
-    });
-    write_json(&options.json, &json)?;
-    Ok(BenchReport { json, table })
-}
-
-fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchReport> {
-    log::info!("bench blur on the CPU backend: {why}");
-    let source = crate::demos::blur::image::test_pattern(options.size[0], options.size[1]);
-    let input = source.to_float_image(options.format);
-    let pixels = f64::from(options.size[0]) * f64::from(options.size[1]);
-    let mut table = format!(
-        "blur of a {}x{} {} image on the CPU ({} threads)\n",
-        options.size[0],
-        options.size[1],
-        options.format.name(),
-        rayon::current_num_threads()
-    );
-    let mut results = Vec::new();
-    for &sigma in &options.sigmas {
-        for &filter in filters {
-            let settings = BlurSettings { sigma, filter, format: options.format, ..BlurSettings::default() };
-            if settings.validate().is_err() || (filter == Filter::Naive && settings.radius() > NAIVE_BENCH_RADIUS) {
-                continue;
-            }
-            let times: Vec<f64> = (0..options.repeats.min(5))
-                .map(|_| {
-                    let started = Instant::now();
-                    let _ = crate::demos::blur::run_cpu(&input, &settings);
-                    started.elapsed().as_secs_f64() * 1e6
-                })
-                .collect();
-            let total =
-                Percentiles::of(times.into_iter()).ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
-            table.push_str(&format!(
-                "  σ {sigma:>6} {:<10} {:>10.0} µs {:>8.1} Mpixel/s\n",
-                filter.name(),
-                total.median,
-                pixels / total.median
-            ));
-            results.push(json!({ "sigma": sigma, "filter": filter, "total_us": total, "megapixels_per_s": pixels / total.median }));
-        }
-    }
-    let json = json!({ "benchmark": "blur", "backend": "cpu", "size": options.size, "format": options.format, "kernels": results });
-    write_json(&options.json, &json)?;
-    Ok(BenchReport { json, table })
-}
-
-fn write_json(path: &Option<PathBuf>, json: &serde_json::Value) -> Result<()> {
-    if let Some(path) = path {
-        let text = serde_json::to_string_pretty(json).map_err(|e| Error::InvalidInput(e.to_string()))?;
-        std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
-    }
-    Ok(())
 }

@@ -4,14 +4,17 @@
 #![allow(unsafe_code)]
 
 use std::path::PathBuf;
+
+use clap::Args;
 use std::time::Instant;
 
 use rayon::prelude::*;
 use serde_json::json;
 
-use crate::bench::BenchReport;
+use crate::args::CudaArgs;
 use crate::cuda::launch::arg;
 use crate::cuda::{DeviceLimits, LaunchConfig, Module, Stream};
+use crate::demo::bench::BenchReport;
 use crate::gl::context::headless::HeadlessGl;
 use crate::runtime::{self, CudaOptions};
 use crate::sources::SourceFile;
@@ -21,6 +24,70 @@ use crate::{Error, Result, gl, source_file};
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/fill.cu");
+
+#[derive(Args, Debug)]
+/// `interop-lab bench transfer`.
+pub struct TransferBenchArgs {
+    /// Buffer sizes, comma-separated (K, M, G suffixes).
+    #[arg(long, value_delimiter = ',', value_parser = parse_bytes, default_value = "1M,16M,64M")]
+    pub bytes: Vec<usize>,
+    /// Paths to measure, comma-separated (default: every one available here).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub path: Vec<TransferKindArg>,
+    /// Untimed frames first.
+    #[arg(long, default_value_t = 10)]
+    pub warmup: u32,
+    /// Timed frames (median and p90 reported).
+    #[arg(long, default_value_t = 100)]
+    pub frames: u32,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    pub json: Option<PathBuf>,
+    /// Backend and device.
+    #[command(flatten)]
+    pub cuda: CudaArgs,
+}
+
+impl TransferBenchArgs {
+    /// The benchmark these flags ask for.
+    pub fn options(&self) -> TransferBench {
+        TransferBench {
+            sizes: self.bytes.clone(),
+            paths: self.path.iter().map(|&p| p.into()).collect(),
+            warmup: self.warmup,
+            frames: self.frames,
+            cuda: self.cuda.options(),
+            json: self.json.clone(),
+        }
+    }
+}
+
+/// `--path` values of `bench transfer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TransferKindArg {
+    /// GL interop.
+    Interop,
+    /// External memory.
+    External,
+    /// Copy through pinned host memory.
+    Copy,
+    /// Copy through pageable host memory.
+    Pageable,
+    /// The CPU path.
+    Cpu,
+}
+
+impl From<TransferKindArg> for TransferKind {
+    fn from(arg: TransferKindArg) -> Self {
+        match arg {
+            TransferKindArg::Interop => TransferKind::Interop,
+            TransferKindArg::External => TransferKind::External,
+            TransferKindArg::Copy => TransferKind::HostCopy,
+            TransferKindArg::Pageable => TransferKind::HostCopyPageable,
+            TransferKindArg::Cpu => TransferKind::Cpu,
+        }
+    }
+}
 
 /// What `bench transfer` measures.
 #[derive(Debug, Clone)]

@@ -1,0 +1,135 @@
+//! Command-line options every demo run shares (window or headless, backend, transfer path, the
+//! learners' switches) and the parsers of their values. Each demo's own flags live in its folder
+//! (`demos/<name>/args.rs`) and flatten these in.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::runtime::{BackendRequest, CudaOptions, TransferRequest};
+use crate::transfer::WhatIf;
+
+/// The panel's closed-by-default sections, opened from the start with `--panel-open`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PanelSection {
+    /// The "What if…" switches and buffer ownership.
+    WhatIf,
+    /// Kernel attributes and occupancy.
+    Inspector,
+    /// Kernel source files and live reload.
+    Sources,
+    /// The driver-call trace (opening it turns per-frame recording on).
+    Trace,
+    /// Device attributes.
+    Device,
+}
+
+/// Options shared by every demo.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Render offscreen (EGL, no window) and exit after --frames frames.
+    #[arg(long)]
+    pub headless: bool,
+    /// Frames to render headless (in a window: close after this many).
+    #[arg(long)]
+    pub frames: Option<u32>,
+    /// Framebuffer (headless) or window size, WIDTHxHEIGHT.
+    #[arg(long, value_parser = parse_pair, default_value = "1280x800")]
+    pub size: [u32; 2],
+    /// Write the last frame as PNG.
+    #[arg(long, value_name = "FILE.png")]
+    pub screenshot: Option<PathBuf>,
+    /// Write per-stage timings (median / p90, µs) as JSON (headless).
+    #[arg(long, value_name = "FILE.json")]
+    pub stats: Option<PathBuf>,
+    /// Draw the side panel into headless frames too.
+    #[arg(long)]
+    pub panel: bool,
+    /// Simulated seconds per headless frame (the wave's clock; n-body steps by its own --dt).
+    #[arg(long, default_value_t = 1.0 / 60.0)]
+    pub frame_time: f32,
+    /// Learners' switches: register-every-frame (interop), skip-copy-sync (host copy).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub what_if: Vec<WhatIfSwitch>,
+    /// Panel sections to show open: what-if, inspector, sources, trace, device.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub panel_open: Vec<PanelSection>,
+    /// Wait for vertical blank in the window.
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pub vsync: bool,
+    /// Backend and transfer-path choices.
+    #[command(flatten)]
+    pub cuda: CudaArgs,
+}
+
+/// A switch that breaks or slows one rule of the transfer paths, to show its effect.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhatIfSwitch {
+    /// Unregister and register the interop buffers every frame.
+    RegisterEveryFrame,
+    /// Upload host-copy staging memory without waiting for the copy into it.
+    SkipCopySync,
+}
+
+impl RunArgs {
+    /// The switches as the transfer paths take them.
+    pub fn what_if(&self) -> WhatIf {
+        WhatIf {
+            register_every_frame: self.what_if.contains(&WhatIfSwitch::RegisterEveryFrame),
+            skip_copy_sync: self.what_if.contains(&WhatIfSwitch::SkipCopySync),
+        }
+    }
+}
+
+/// Backend and transfer-path choices.
+#[derive(Args, Debug, Clone)]
+pub struct CudaArgs {
+    /// Compute backend: CUDA when it works (auto), CUDA, or the CPU.
+    #[arg(long, value_enum, default_value_t = BackendRequest::Auto)]
+    pub backend: BackendRequest,
+    /// How results reach GL: interop when possible (auto), GL interop, or a copy through host memory.
+    #[arg(long, value_enum, default_value_t = TransferRequest::Auto)]
+    pub transfer: TransferRequest,
+    /// CUDA device to compute on (default: the one running the GL context, else 0).
+    #[arg(long)]
+    pub device: Option<i32>,
+    /// Read kernels/*.cu from this folder instead of the copies built into the binary.
+    #[arg(long, value_name = "DIR", env = "INTEROP_LAB_KERNELS")]
+    pub kernels: Option<PathBuf>,
+    /// Read shaders from this folder instead of the copies built into the binary.
+    #[arg(long, value_name = "DIR", env = "INTEROP_LAB_SHADERS")]
+    pub shaders: Option<PathBuf>,
+    /// Compile kernels every start instead of using the on-disk cache.
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+impl CudaArgs {
+    /// The options as the runtime takes them.
+    pub fn options(&self) -> CudaOptions {
+        CudaOptions {
+            backend: self.backend,
+            transfer: self.transfer,
+            device: self.device,
+            kernels_dir: self.kernels.clone(),
+            no_cache: self.no_cache,
+        }
+    }
+}
+
+/// Parses `WIDTHxHEIGHT` (e.g. `1280x800`).
+pub fn parse_pair(text: &str) -> std::result::Result<[u32; 2], String> {
+    let (a, b) =
+        text.split_once(['x', 'X']).ok_or_else(|| format!("{text:?} is not of the form AxB, e.g. 1280x800"))?;
+    let number = |s: &str| s.trim().parse::<u32>().map_err(|_| format!("{s:?} in {text:?} is not a whole number"));
+    Ok([number(a)?, number(b)?])
+}
+
+/// Parses `on` / `off` (or true / false, 1 / 0).
+pub fn parse_on_off(text: &str) -> std::result::Result<bool, String> {
+    match text {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err(format!("{text:?}: use on or off")),
+    }
+}

@@ -1,0 +1,142 @@
+//! The `blur` and `bench blur` commands' flags.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::bench::{self, BlurBench};
+use super::kernels::Filter;
+use super::{BlurSettings, Route};
+use crate::Result;
+use crate::args::{CudaArgs, RunArgs, parse_pair};
+use crate::demo::bench::{BenchReport, FrameRunner};
+use crate::gl::PixelFormat;
+
+#[derive(Args, Debug)]
+/// `interop-lab blur`.
+pub struct BlurArgs {
+    /// Options every demo run shares.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// PNG or JPEG to blur (default: a generated test pattern).
+    #[arg(long, value_name = "FILE")]
+    pub image: Option<PathBuf>,
+    /// Gaussian σ in pixels.
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
+    pub sigma: f64,
+    /// Kernel radius (default: ⌈3σ⌉).
+    #[arg(long)]
+    pub radius: Option<u32>,
+    /// Filter: separable (two 1-D passes), recursive (IIR Gaussian, σ ≥ 4), box (σ-independent
+    /// cascade, σ ≥ 2) or naive (full 2-D window).
+    #[arg(long, value_enum, default_value_t = Filter::Separable)]
+    pub variant: Filter,
+    /// How results reach the texture: texture (surface writes, interop only) or pbo.
+    #[arg(long, value_enum, default_value_t = Route::Texture)]
+    pub route: Route,
+    /// Pixel format of image, kernels and textures.
+    #[arg(long, value_enum, default_value_t = PixelFormat::Rgba8)]
+    pub format: PixelFormat,
+    /// CUDA threads per block, XxY (y a power of two for separable and box; x·y a multiple of 64
+    /// for recursive).
+    #[arg(long, value_parser = parse_pair, default_value = "64x4")]
+    pub block: [u32; 2],
+    /// Rows per segment of the recursive filter, its tile: a power of two ≥ 32 for rgba8, ≥ 16 for
+    /// rgba32f (default: the largest up to 256 that fits a shared-memory budget for the block).
+    #[arg(long, value_name = "ROWS")]
+    pub segment: Option<u32>,
+    /// Outputs each thread computes per tile row (the tile is block.x × this wide; odd avoids
+    /// shared-memory bank conflicts).
+    #[arg(long, default_value_t = 5)]
+    pub pixels_per_thread: u32,
+    /// Write the blurred image as PNG (16-bit for rgba32f) when the run ends.
+    #[arg(long, value_name = "FILE.png")]
+    pub output: Option<PathBuf>,
+    /// Before | after split line, as a fraction of the view width.
+    #[arg(long, default_value_t = 0.5)]
+    pub split: f32,
+}
+
+impl BlurArgs {
+    /// The settings these flags ask for.
+    pub fn settings(&self) -> BlurSettings {
+        BlurSettings {
+            image: self.image.clone(),
+            sigma: self.sigma,
+            radius: self.radius,
+            filter: self.variant,
+            route: self.route,
+            format: self.format,
+            block: self.block,
+            segment: self.segment,
+            pixels_per_thread: self.pixels_per_thread,
+            output: self.output.clone(),
+            split: self.split,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+/// `interop-lab bench blur`.
+pub struct BlurBenchArgs {
+    /// Image size, WIDTHxHEIGHT (a generated test pattern).
+    #[arg(long, value_parser = parse_pair, default_value = "3840x2160")]
+    pub size: [u32; 2],
+    /// σ values, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "2,5,10,25,50,100")]
+    pub sigma: Vec<f64>,
+    /// Pixel format.
+    #[arg(long, value_enum, default_value_t = PixelFormat::Rgba8)]
+    pub format: PixelFormat,
+    /// Filters to time (default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub variant: Vec<Filter>,
+    /// CUDA threads per block, XxY.
+    #[arg(long, value_parser = parse_pair, default_value = "64x4")]
+    pub block: [u32; 2],
+    /// Rows per segment of the recursive filter, its tile: a power of two ≥ 32 for rgba8, ≥ 16 for
+    /// rgba32f (default: the largest up to 256 that fits a shared-memory budget for the block).
+    #[arg(long, value_name = "ROWS")]
+    pub segment: Option<u32>,
+    /// Outputs each thread computes per tile row.
+    #[arg(long, default_value_t = 5)]
+    pub pixels_per_thread: u32,
+    /// Untimed runs before timing.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
+    /// Timed runs (the median is reported).
+    #[arg(long, default_value_t = 21)]
+    pub repeats: u32,
+    /// Headless frames per route (0: skip).
+    #[arg(long, default_value_t = 200)]
+    pub frames: u32,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    pub json: Option<PathBuf>,
+    /// Backend and device.
+    #[command(flatten)]
+    pub cuda: CudaArgs,
+}
+
+impl BlurBenchArgs {
+    /// Runs the benchmark; `frames` renders the full-frame part headless.
+    pub fn run(&self, frames: FrameRunner<'_>) -> Result<BenchReport> {
+        bench::blur(
+            &BlurBench {
+                size: self.size,
+                sigmas: self.sigma.clone(),
+                format: self.format,
+                filters: self.variant.clone(),
+                block: self.block,
+                segment: self.segment,
+                pixels_per_thread: self.pixels_per_thread,
+                warmup: self.warmup,
+                repeats: self.repeats,
+                frames: self.frames,
+                cuda: self.cuda.options(),
+                json: self.json.clone(),
+            },
+            frames,
+        )
+    }
+}

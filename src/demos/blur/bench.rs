@@ -1,0 +1,309 @@
+//! `interop-lab bench blur`: every filter at each σ, kernels alone (CUDA events around both
+//! passes, median after a warm-up), then full headless frames per route through the app itself;
+//! on the CPU backend, the CPU filters.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::cpu as blur_cpu;
+use super::kernels::{BlurKernels, Filter, Output as BlurOutput};
+use super::{BlurSettings, Route, bytes_moved};
+use crate::cuda::{DeviceBuffer, Stream};
+use crate::demo::DemoSpec;
+use crate::demo::bench::{BenchReport, FrameRun, FrameRunner, write_json};
+use crate::gl::PixelFormat;
+use crate::runtime::{self, BackendRequest, CudaOptions, TransferRequest};
+use crate::stats::Percentiles;
+use crate::{Error, Result};
+
+/// What `bench blur` measures.
+#[derive(Debug, Clone)]
+pub struct BlurBench {
+    /// Image size (a generated test pattern).
+    pub size: [u32; 2],
+    /// σ values.
+    pub sigmas: Vec<f64>,
+    /// Pixel format.
+    pub format: PixelFormat,
+    /// Filters to time (empty: all).
+    pub filters: Vec<Filter>,
+    /// Threads per block.
+    pub block: [u32; 2],
+    /// Rows per segment of the recursive filter (`None`: automatic).
+    pub segment: Option<u32>,
+    /// Outputs per thread per tile row.
+    pub pixels_per_thread: u32,
+    /// Untimed runs first.
+    pub warmup: u32,
+    /// Timed runs (median reported).
+    pub repeats: u32,
+    /// Headless frames per route (0: skip).
+    pub frames: u32,
+    /// Backend and device.
+    pub cuda: CudaOptions,
+    /// Where to write the JSON.
+    pub json: Option<PathBuf>,
+}
+
+/// The naive filter is timed only up to this radius: beyond it one launch takes seconds.
+const NAIVE_BENCH_RADIUS: u32 = 16;
+
+/// Runs `bench blur`: kernels alone (CUDA events around both passes), then full headless frames
+/// per route at the σ closest to 10 with the fastest filter there.
+pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport> {
+    super::image::check_size(options.size[0], options.size[1]).map_err(Error::InvalidInput)?;
+    if options.sigmas.is_empty() || options.repeats == 0 {
+        return Err(Error::InvalidInput("bench blur needs at least one σ and one repeat".to_owned()));
+    }
+    if let Some(segment) = options.segment {
+        // Up front: a bad segment is an error, not a skipped row.
+        super::kernels::check_recursive_segment(options.format, segment)?;
+    }
+    let filters = if options.filters.is_empty() { Filter::ALL.to_vec() } else { options.filters.clone() };
+    let cuda = match runtime::cuda_without_gl(&options.cuda) {
+        Ok(cuda) => cuda,
+        Err(error) if options.cuda.backend != BackendRequest::Cuda => {
+            return blur_cpu(options, &filters, &error.to_string());
+        }
+        Err(error) => return Err(error),
+    };
+    let device = cuda.context.device().clone();
+    let bandwidth = device.dram_bandwidth_bytes_per_s();
+    let source = super::image::test_pattern(options.size[0], options.size[1]);
+    let pixels = f64::from(options.size[0]) * f64::from(options.size[1]);
+    let stream = Stream::new(&cuda.context)?;
+    let mut kernels = BlurKernels::load(&cuda, options.format, options.pixels_per_thread)?;
+    let bytes = source.bytes(options.format);
+    let mut input = DeviceBuffer::new(&cuda.context, bytes.len())?;
+    input.upload(&stream, bytes)?;
+    let scratch = DeviceBuffer::new(&cuda.context, pixels as usize * 16)?;
+    let output = DeviceBuffer::new(&cuda.context, bytes.len())?;
+    let mut table = format!(
+        "blur of a {}x{} {} image on {} (DRAM {:.0} GB/s theoretical), median of {} after {} warm-up\n",
+        options.size[0],
+        options.size[1],
+        options.format.name(),
+        device.name,
+        bandwidth / 1e9,
+        options.repeats,
+        options.warmup
+    );
+    if filters.contains(&Filter::Recursive) {
+        let rows = kernels.recursive_segment(options.block, options.segment);
+        let chosen = if options.segment.is_some() { "--segment" } else { "auto" };
+        table.push_str(&format!(
+            "recursive: block {}x{}, segments of {rows} rows ({chosen})\n",
+            options.block[0], options.block[1]
+        ));
+    }
+    table.push_str(&format!(
+        "{:>7} {:<10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}\n",
+        "sigma", "filter", "pass 1 µs", "pass 2 µs", "total µs", "Mpixel/s", "GB/s", "% DRAM"
+    ));
+    let mut results = Vec::new();
+    for &sigma in &options.sigmas {
+        let settings = BlurSettings {
+            sigma,
+            format: options.format,
+            block: options.block,
+            segment: options.segment,
+            pixels_per_thread: options.pixels_per_thread,
+            ..BlurSettings::default()
+        };
+        let weights: Vec<f32> =
+            blur_cpu::gaussian_weights(sigma, settings.radius() as usize).iter().map(|&w| w as f32).collect();
+        let mut weights_buffer = DeviceBuffer::new(&cuda.context, weights.len() * 4)?;
+        weights_buffer.upload(&stream, bytemuck::cast_slice(&weights))?;
+        for &filter in &filters {
+            let settings = BlurSettings { filter, ..settings.clone() };
+            let skip = match (filter, settings.validate()) {
+                (_, Err(error)) => Some(error.to_string()),
+                (Filter::Naive, Ok(())) if settings.radius() > NAIVE_BENCH_RADIUS => {
+                    Some(format!("naive not timed beyond radius {NAIVE_BENCH_RADIUS}: (2r+1)² taps per pixel"))
+                }
+                _ => None,
+            };
+            if let Some(reason) = skip {
+                results.push(json!({ "sigma": sigma, "filter": filter, "skipped": reason }));
+                continue;
+            }
+            let job = settings.job(options.size);
+            if let Err(error) = kernels.validate(&job) {
+                if filter == Filter::Recursive && options.segment.is_some() {
+                    // A segment set by hand that cannot launch is bad input, not a row to skip.
+                    return Err(error);
+                }
+                results.push(json!({ "sigma": sigma, "filter": filter, "skipped": error.to_string() }));
+                continue;
+            }
+            let context = stream.context();
+            let run = |kernels: &mut BlurKernels, marks: Option<(&crate::cuda::timing::Marks<'_>, usize)>| {
+                kernels.run(
+                    &stream,
+                    &job,
+                    input.span(),
+                    scratch.span(),
+                    weights_buffer.span(),
+                    BlurOutput::Buffer(output.span()),
+                    marks,
+                )
+            };
+            for _ in 0..options.warmup {
+                run(&mut kernels, None)?;
+            }
+            let mut ring = crate::cuda::timing::EventRing::new(context, options.repeats as usize, 3)?;
+            for repeat in 0..options.repeats {
+                let marks = ring.begin();
+                marks.mark(0, &stream)?;
+                run(&mut kernels, Some((&marks, 1)))?;
+                marks.mark(2, &stream)?;
+                ring.commit(u64::from(repeat));
+            }
+            stream.synchronize()?;
+            let mut passes = Vec::new();
+            let mut interval = [0.0; 2];
+            while ring.poll(&mut interval)?.is_some() {
+                passes.push(interval);
+            }
+            let first = Percentiles::of(passes.iter().map(|p| p[0]))
+                .ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
+            let second = Percentiles::of(passes.iter().map(|p| p[1]))
+                .ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
+            let total = Percentiles::of(passes.iter().map(|p| p[0] + p[1]))
+                .ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
+            let moved = bytes_moved(filter, options.format, pixels);
+            let gbps = moved / (total.median * 1e3);
+            table.push_str(&format!(
+                "{:>7} {:<10} {:>10.1} {:>10.1} {:>10.1} {:>10.0} {:>8.0} {:>8.1}\n",
+                sigma,
+                filter.name(),
+                first.median,
+                second.median,
+                total.median,
+                pixels / total.median,
+                gbps,
+                100.0 * moved / (total.median * 1e-6) / bandwidth
+            ));
+            results.push(json!({
+                "sigma": sigma,
+                "filter": filter,
+                "radius": settings.radius(),
+                "box_radii": blur_cpu::box_radii(sigma).0,
+                "pass_1_us": first,
+                "pass_2_us": second,
+                "total_us": total,
+                "megapixels_per_s": pixels / total.median,
+                "bytes_moved": moved,
+                "gigabytes_per_s": gbps,
+                "percent_of_dram": 100.0 * moved / (total.median * 1e-6) / bandwidth,
+            }));
+        }
+    }
+    // Full frames at the σ closest to 10 with the filter that was fastest there.
+    let frame_sigma =
+        options.sigmas.iter().copied().min_by(|a, b| (a - 10.0).abs().total_cmp(&(b - 10.0).abs())).unwrap_or(10.0);
+    let fastest = results
+        .iter()
+        .filter(|r| r["sigma"].as_f64() == Some(frame_sigma) && r["total_us"].is_object())
+        .min_by(|a, b| {
+            a["total_us"]["median"]
+                .as_f64()
+                .unwrap_or(f64::MAX)
+                .total_cmp(&b["total_us"]["median"].as_f64().unwrap_or(f64::MAX))
+        })
+        .and_then(|r| serde_json::from_value::<Filter>(r["filter"].clone()).ok());
+    let mut frame_results = Vec::new();
+    if let (Some(filter), true) = (fastest, options.frames > 0) {
+        table.push_str(&format!(
+            "\nfull headless frames (blur + interop + draw), σ {frame_sigma}, {}:\n",
+            filter.name()
+        ));
+        let image_path = std::env::temp_dir().join(format!("interop-lab-bench-{}.png", std::process::id()));
+        super::image::save_png(&image_path, options.size, PixelFormat::Rgba8, &source.rgba8)?;
+        for (route, transfer) in [
+            (Route::Texture, TransferRequest::Interop),
+            (Route::Pbo, TransferRequest::Interop),
+            (Route::Pbo, TransferRequest::Copy),
+        ] {
+            let settings = BlurSettings {
+                image: Some(image_path.clone()),
+                sigma: frame_sigma,
+                filter,
+                route,
+                format: options.format,
+                block: options.block,
+                segment: options.segment,
+                pixels_per_thread: options.pixels_per_thread,
+                ..BlurSettings::default()
+            };
+            let cuda = CudaOptions { transfer, ..options.cuda.clone() };
+            let measured =
+                frames(&FrameRun { spec: DemoSpec::new(settings), frames: options.frames, size: [1280, 800], cuda })?;
+            let label = format!("{} / {}", measured.transfer.as_str().unwrap_or("?"), route.label());
+            table.push_str(&format!("  {label:<48} {:>8.0} frames/s\n", measured.frames_per_second));
+            frame_results.push(json!({ "route": route, "transfer": measured.transfer, "frames_per_second": measured.frames_per_second, "timings_us": measured.timings }));
+        }
+        std::fs::remove_file(&image_path).ok();
+    }
+    let json = json!({
+        "benchmark": "blur",
+        "backend": "cuda",
+        "device": device,
+        "size": options.size,
+        "format": options.format,
+        "block": options.block,
+        "segment": options.segment,
+        "recursive_segment_rows": kernels.recursive_segment(options.block, options.segment),
+        "pixels_per_thread": options.pixels_per_thread,
+        "dram_bytes_per_s": bandwidth,
+        "method": format!("CUDA events before, between and after the passes; {} warm-up then {} timed, median; bytes = each pass's input read once and output written once", options.warmup, options.repeats),
+        "kernels": results,
+        "frames": frame_results,
+    });
+    write_json(&options.json, &json)?;
+    Ok(BenchReport { json, table })
+}
+
+fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchReport> {
+    log::info!("bench blur on the CPU backend: {why}");
+    let source = super::image::test_pattern(options.size[0], options.size[1]);
+    let input = source.to_float_image(options.format);
+    let pixels = f64::from(options.size[0]) * f64::from(options.size[1]);
+    let mut table = format!(
+        "blur of a {}x{} {} image on the CPU ({} threads)\n",
+        options.size[0],
+        options.size[1],
+        options.format.name(),
+        rayon::current_num_threads()
+    );
+    let mut results = Vec::new();
+    for &sigma in &options.sigmas {
+        for &filter in filters {
+            let settings = BlurSettings { sigma, filter, format: options.format, ..BlurSettings::default() };
+            if settings.validate().is_err() || (filter == Filter::Naive && settings.radius() > NAIVE_BENCH_RADIUS) {
+                continue;
+            }
+            let times: Vec<f64> = (0..options.repeats.min(5))
+                .map(|_| {
+                    let started = Instant::now();
+                    let _ = super::run_cpu(&input, &settings);
+                    started.elapsed().as_secs_f64() * 1e6
+                })
+                .collect();
+            let total =
+                Percentiles::of(times.into_iter()).ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
+            table.push_str(&format!(
+                "  σ {sigma:>6} {:<10} {:>10.0} µs {:>8.1} Mpixel/s\n",
+                filter.name(),
+                total.median,
+                pixels / total.median
+            ));
+            results.push(json!({ "sigma": sigma, "filter": filter, "total_us": total, "megapixels_per_s": pixels / total.median }));
+        }
+    }
+    let json = json!({ "benchmark": "blur", "backend": "cpu", "size": options.size, "format": options.format, "kernels": results });
+    write_json(&options.json, &json)?;
+    Ok(BenchReport { json, table })
+}

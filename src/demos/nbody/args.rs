@@ -1,0 +1,250 @@
+//! The `nbody` and `bench nbody` commands' flags.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::NBodySettings;
+use super::bench;
+use super::kernels::{Precision, Variant};
+use super::multi;
+use super::presets::Preset;
+use crate::args::{CudaArgs, RunArgs, parse_pair};
+use crate::demo::bench::{BenchReport, FrameRunner};
+use crate::runtime::{BackendRequest, CudaOptions};
+use crate::{Error, Result};
+
+#[derive(Args, Debug)]
+/// `interop-lab nbody`.
+pub struct NBodyArgs {
+    /// Options every demo run shares.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// The simulation's own settings.
+    #[command(flatten)]
+    pub physics: NBodyPhysicsArgs,
+    /// Sprite radius in world units.
+    #[arg(long, default_value_t = 0.006)]
+    pub point_size: f32,
+    /// Brightness factor.
+    #[arg(long, default_value_t = 1.0)]
+    pub brightness: f32,
+    /// Speed drawn with the hottest colour, as a multiple of the initial RMS speed.
+    #[arg(long, default_value_t = 2.0)]
+    pub colour_scale: f32,
+    /// Compute the total energy every this many steps (0: only when asked).
+    #[arg(long, default_value_t = 30)]
+    pub energy_every: u32,
+    /// Start from a saved state instead of the preset.
+    #[arg(long, value_name = "FILE")]
+    pub load: Option<PathBuf>,
+    /// Save the state when the run ends.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Split the bodies across these CUDA devices, one context each (e.g. 0,1; 0,0 runs two
+    /// contexts on one GPU). The first renders. Default: the GL context's device alone.
+    #[arg(long, value_name = "0,1,…", value_parser = parse_device_list)]
+    pub devices: Option<DeviceList>,
+}
+
+/// The ordinals of `--devices`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceList(pub Vec<i32>);
+
+fn parse_device_list(text: &str) -> std::result::Result<DeviceList, String> {
+    multi::parse_devices(text).map(DeviceList)
+}
+
+/// The simulation's own settings (shared by `nbody` and `bench nbody`).
+#[derive(Args, Debug, Clone)]
+pub struct NBodyPhysicsArgs {
+    /// Number of bodies (default: 65536 on CUDA, 4096 on the CPU).
+    #[arg(long)]
+    pub bodies: Option<u32>,
+    /// Initial conditions.
+    #[arg(long, value_enum, default_value_t = Preset::Collision)]
+    pub preset: Preset,
+    /// Seed of the initial conditions.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Time step (default: the preset's).
+    #[arg(long, allow_negative_numbers = true)]
+    pub dt: Option<f64>,
+    /// Softening length, > 0 (default: the preset's).
+    #[arg(long, allow_negative_numbers = true)]
+    pub softening: Option<f64>,
+    /// Velocity factor per step, in (0, 1].
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub damping: f64,
+    /// Gravitational constant.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub gravity: f64,
+    /// Arithmetic precision.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    pub precision: Precision,
+    /// Threads per block of the forces kernel.
+    #[arg(long, default_value_t = 256)]
+    pub block_size: u32,
+    /// Bodies per shared-memory tile (default: the block size).
+    #[arg(long)]
+    pub tile_size: Option<u32>,
+    /// Unroll factor of the inner loop.
+    #[arg(long, default_value_t = 8)]
+    pub unroll: u32,
+    /// Bodies each thread accumulates.
+    #[arg(long, default_value_t = 2)]
+    pub bodies_per_thread: u32,
+    /// Slices the j range is cut into (default: enough to fill the GPU).
+    #[arg(long)]
+    pub slices: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+/// `interop-lab bench nbody`.
+pub struct NBodyBenchArgs {
+    /// Body counts, comma-separated (default: 65536,262144 on CUDA, 4096 on the CPU).
+    #[arg(long, value_delimiter = ',')]
+    pub bodies: Vec<u32>,
+    /// Block sizes to try (default: 128,256,512).
+    #[arg(long, value_delimiter = ',')]
+    pub block_size: Vec<u32>,
+    /// Tile sizes to try (default: the block size).
+    #[arg(long, value_delimiter = ',')]
+    pub tile_size: Vec<u32>,
+    /// Unroll factors to try (default: 4,16).
+    #[arg(long, value_delimiter = ',')]
+    pub unroll: Vec<u32>,
+    /// Bodies per thread to try (default: 1,2,4).
+    #[arg(long, value_delimiter = ',')]
+    pub bodies_per_thread: Vec<u32>,
+    /// Slice counts to try (default: automatic).
+    #[arg(long, value_delimiter = ',')]
+    pub slices: Vec<u32>,
+    /// Arithmetic precision.
+    #[arg(long, value_enum, default_value_t = Precision::F32)]
+    pub precision: Precision,
+    /// Initial conditions.
+    #[arg(long, value_enum, default_value_t = Preset::Plummer)]
+    pub preset: Preset,
+    /// Untimed launches before timing.
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u32,
+    /// Timed launches (the median is reported).
+    #[arg(long, default_value_t = 21)]
+    pub repeats: u32,
+    /// Headless frames for the full-frame measurement (0: skip).
+    #[arg(long, default_value_t = 300)]
+    pub frames: u32,
+    /// Framebuffer size of the frame measurement.
+    #[arg(long, value_parser = parse_pair, default_value = "1280x800")]
+    pub size: [u32; 2],
+    /// Also time the best variant split across these CUDA devices, one context each (e.g. 0,1;
+    /// 0,0 runs two contexts on one GPU), against the first alone. Default: every CUDA device,
+    /// when there are several.
+    #[arg(long, value_name = "0,1,…", value_parser = parse_device_list)]
+    pub devices: Option<DeviceList>,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    pub json: Option<PathBuf>,
+    /// Backend and device.
+    #[command(flatten)]
+    pub cuda: CudaArgs,
+}
+
+impl NBodyArgs {
+    /// The settings these flags ask for.
+    pub fn settings(&self) -> NBodySettings {
+        let p = &self.physics;
+        NBodySettings {
+            bodies: p.bodies,
+            preset: p.preset,
+            seed: p.seed,
+            dt: p.dt,
+            softening: p.softening,
+            damping: p.damping,
+            gravity: p.gravity,
+            variant: Variant {
+                precision: p.precision,
+                block_size: p.block_size,
+                tile_size: p.tile_size.unwrap_or(p.block_size),
+                unroll: p.unroll,
+                bodies_per_thread: p.bodies_per_thread,
+            },
+            slices: p.slices,
+            point_size: self.point_size,
+            brightness: self.brightness,
+            colour_scale: self.colour_scale,
+            energy_every: self.energy_every,
+            load: self.load.clone(),
+            save: self.save.clone(),
+            devices: self.devices.as_ref().map(|list| list.0.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// The run options, with `--device` taken from the first of `--devices` (the device that
+    /// renders) when only `--devices` is given.
+    pub fn run_args(&self) -> Result<RunArgs> {
+        let mut run = self.run.clone();
+        if let Some(DeviceList(devices)) = &self.devices {
+            run.cuda.device = first_device(run.cuda.device, devices)?;
+        }
+        Ok(run)
+    }
+}
+
+/// `--device` and `--devices` together: the first of `--devices` is the device the app computes
+/// (and renders) on, so both must agree.
+fn first_device(device: Option<i32>, devices: &[i32]) -> Result<Option<i32>> {
+    match (device, devices.first()) {
+        (Some(device), Some(&first)) if device != first => Err(Error::InvalidInput(format!(
+            "--device {device} and --devices {} disagree: the first of --devices is the device that computes \
+             and renders, so drop --device or list device {device} first",
+            devices.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
+        ))),
+        (None, Some(&first)) => Ok(Some(first)),
+        (device, _) => Ok(device),
+    }
+}
+
+impl NBodyBenchArgs {
+    /// Runs the benchmark; `frames` renders the full-frame part headless.
+    pub fn run(&self, frames: FrameRunner<'_>) -> Result<BenchReport> {
+        let args = self;
+        let cpu = args.cuda.backend == BackendRequest::Cpu || !crate::cuda::driver::driver_library_present();
+        let bodies = if !args.bodies.is_empty() {
+            args.bodies.clone()
+        } else if cpu {
+            vec![4096]
+        } else {
+            vec![65_536, 262_144]
+        };
+        let options = bench::NBodyBench {
+            bodies,
+            precision: args.precision,
+            block_sizes: args.block_size.clone(),
+            tile_sizes: args.tile_size.clone(),
+            unrolls: args.unroll.clone(),
+            bodies_per_thread: args.bodies_per_thread.clone(),
+            slices: args.slices.clone(),
+            warmup: args.warmup,
+            repeats: args.repeats,
+            frames: args.frames,
+            size: args.size,
+            preset: args.preset,
+            cuda: CudaOptions {
+                device: match &args.devices {
+                    Some(DeviceList(devices)) => first_device(args.cuda.device, devices)?,
+                    None => args.cuda.device,
+                },
+                ..args.cuda.options()
+            },
+            devices: args.devices.as_ref().map(|list| list.0.clone()),
+            json: args.json.clone(),
+        };
+        let mut report = bench::nbody(&options, frames)?;
+        if let Some(path) = &args.json {
+            report.table.push_str(&format!("json: {}\n", path.display()));
+        }
+        Ok(report)
+    }
+}

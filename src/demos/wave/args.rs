@@ -1,0 +1,55 @@
+//! The `wave` command's flags.
+
+use clap::Args;
+
+use super::{DrawMode, WaveSettings};
+use crate::args::{RunArgs, parse_pair};
+
+#[derive(Args, Debug)]
+/// `interop-lab wave`.
+pub struct WaveArgs {
+    /// Options every demo run shares.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Vertices of the wave grid, WIDTHxHEIGHT.
+    #[arg(long, value_parser = parse_pair, default_value = "256x256")]
+    pub vertices: [u32; 2],
+    /// CUDA threads per block, XxY.
+    #[arg(long, value_parser = parse_pair, default_value = "16x16")]
+    pub block: [u32; 2],
+    /// CUDA blocks, XxY (default: enough to cover every vertex).
+    #[arg(long, value_parser = parse_pair)]
+    pub grid: Option<[u32; 2]>,
+    /// Draw as a lit mesh or as points.
+    #[arg(long, value_enum, default_value_t = DrawMode::Mesh)]
+    pub mode: DrawMode,
+    /// Spatial frequency of the wave.
+    #[arg(long, default_value_t = 4.0, allow_negative_numbers = true)]
+    pub frequency: f32,
+    /// Height of the crests.
+    #[arg(long, default_value_t = 0.3, allow_negative_numbers = true)]
+    pub amplitude: f32,
+    /// Phase speed, radians per second.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub speed: f32,
+    /// Point size in pixels (points mode).
+    #[arg(long, default_value_t = 2.0)]
+    pub point_size: f32,
+}
+
+impl WaveArgs {
+    /// The settings these flags ask for.
+    pub fn settings(&self) -> WaveSettings {
+        WaveSettings {
+            width: self.vertices[0],
+            height: self.vertices[1],
+            frequency: self.frequency,
+            amplitude: self.amplitude,
+            speed: self.speed,
+            block: self.block,
+            grid: self.grid,
+            mode: self.mode,
+            point_size: self.point_size,
+        }
+    }
+}
