@@ -8,16 +8,20 @@ pub mod bench;
 pub mod cpu;
 pub mod image;
 pub mod kernels;
+mod panel;
+mod settings;
+
+pub use self::settings::{BlurSettings, MAX_NAIVE_RADIUS, MAX_RADIUS, MIN_BOX_SIGMA, Route, SIGMA_RANGE};
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use self::image::SourceImage;
-use self::kernels::{BlurKernels, Filter, Job, Output};
+use self::kernels::{BlurKernels, Filter, Output};
 use crate::cuda::module::CompiledModule;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
-use crate::demo::{Demo, DemoEnv, DemoSpec, Drag, KernelInfo, OccupancyCache, Pipeline, Settings, View};
+use crate::demo::{Demo, DemoEnv, DemoSpec, Drag, KernelInfo, OccupancyCache, Pipeline, View};
 use crate::gl::{self, PixelFormat};
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, Percentiles, Stage, StageTimes};
@@ -28,148 +32,6 @@ use crate::{Error, Result, source_file};
 pub const KERNEL: SourceFile = source_file!("kernels/blur.cu");
 const VERTEX_SHADER: SourceFile = source_file!("shaders/blur_view.vert");
 const FRAGMENT_SHADER: SourceFile = source_file!("shaders/blur_view.frag");
-
-/// Smallest and largest σ accepted.
-pub const SIGMA_RANGE: (f64, f64) = (0.3, 2000.0);
-/// Largest radius accepted (the separable and box passes stage 2·radius extra pixels per tile row).
-pub const MAX_RADIUS: u32 = 4096;
-/// The naive filter's cost grows as (2r + 1)²: beyond this radius it would stall the app.
-pub const MAX_NAIVE_RADIUS: u32 = 100;
-/// The box cascade can't represent σ below this (its boxes would be 1 pixel wide).
-pub const MIN_BOX_SIGMA: f64 = 2.0;
-
-/// How kernel output reaches the texture shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Route {
-    /// Into the texture itself, through a surface object (interop only).
-    Texture,
-    /// Into a pixel-buffer object, then `glTexSubImage2D` from it into the texture.
-    Pbo,
-}
-
-impl Route {
-    /// A short label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Route::Texture => "texture (surface writes)",
-            Route::Pbo => "pixel buffer + glTexSubImage2D",
-        }
-    }
-}
-
-/// Everything that defines a blur; each is also a command-line flag.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BlurSettings {
-    /// Image file (`None`: the generated test pattern).
-    pub image: Option<PathBuf>,
-    /// Gaussian σ in pixels.
-    pub sigma: f64,
-    /// Kernel radius (`None`: ⌈3σ⌉).
-    pub radius: Option<u32>,
-    /// Which filter.
-    pub filter: Filter,
-    /// How results reach the texture (texture falls back to pbo off the interop path).
-    pub route: Route,
-    /// Pixel format of the image, the kernels and the textures.
-    pub format: PixelFormat,
-    /// Threads per block in x and y.
-    pub block: [u32; 2],
-    /// Rows per segment of the recursive filter, its tile (`None`: the largest power of two up to
-    /// 256 whose shared memory fits a budget for the block; see [`kernels::auto_recursive_segment`]).
-    /// Other filters ignore it.
-    pub segment: Option<u32>,
-    /// Outputs each thread computes per tile row.
-    pub pixels_per_thread: u32,
-    /// Write the blurred image here at full resolution when the run ends.
-    pub output: Option<PathBuf>,
-    /// Before/after split line, as a fraction of the view width.
-    pub split: f32,
-}
-
-impl Default for BlurSettings {
-    fn default() -> Self {
-        Self {
-            image: None,
-            sigma: 3.0,
-            radius: None,
-            filter: Filter::Separable,
-            route: Route::Texture,
-            format: PixelFormat::Rgba8,
-            block: [64, 4],
-            segment: None,
-            pixels_per_thread: 5,
-            output: None,
-            split: 0.5,
-        }
-    }
-}
-
-impl BlurSettings {
-    /// The radius in use: the one set, else ⌈3σ⌉.
-    pub fn radius(&self) -> u32 {
-        self.radius.unwrap_or_else(|| cpu::default_radius(self.sigma) as u32)
-    }
-
-    /// Checks σ, radius and the filter's own limits; the message says what is allowed.
-    pub fn validate(&self) -> Result<()> {
-        let (low, high) = SIGMA_RANGE;
-        if !(self.sigma.is_finite() && self.sigma >= low && self.sigma <= high) {
-            return Err(Error::InvalidInput(format!("σ must be a number in {low}..={high}, not {}", self.sigma)));
-        }
-        let radius = self.radius();
-        if radius == 0 || radius > MAX_RADIUS {
-            return Err(Error::InvalidInput(format!("radius must be 1..={MAX_RADIUS}, not {radius}")));
-        }
-        if self.filter == Filter::Naive && radius > MAX_NAIVE_RADIUS {
-            return Err(Error::InvalidInput(format!(
-                "the naive filter's cost grows as (2r + 1)²: radius {radius} is beyond its limit of {MAX_NAIVE_RADIUS}; \
-                 use the separable or box filter for larger σ"
-            )));
-        }
-        if self.filter == Filter::Recursive && self.sigma < cpu::MIN_RECURSIVE_SIGMA {
-            return Err(Error::InvalidInput(format!(
-                "the recursive filter needs σ ≥ {} (below it the recursion departs from the Gaussian by more than 6 levels); \
-                 use the separable filter",
-                cpu::MIN_RECURSIVE_SIGMA
-            )));
-        }
-        if self.filter == Filter::Box && self.sigma < MIN_BOX_SIGMA {
-            return Err(Error::InvalidInput(format!(
-                "the box cascade needs σ ≥ {MIN_BOX_SIGMA} (smaller σ would need boxes under one pixel); use the separable filter"
-            )));
-        }
-        if let Some(segment) = self.segment {
-            // Checked for every filter, so a bad value is said even where it is not used yet.
-            kernels::check_recursive_segment(self.format, segment)?;
-        }
-        if !(0.0..=1.0).contains(&self.split) {
-            return Err(Error::InvalidInput(format!("split must be 0..=1, not {}", self.split)));
-        }
-        Ok(())
-    }
-
-    /// The kernel job for an image of `size`.
-    pub fn job(&self, size: [u32; 2]) -> Job {
-        Job {
-            filter: self.filter,
-            size,
-            radius: self.radius(),
-            box_radii: cpu::box_radii(self.sigma).0,
-            recursive: cpu::RecursiveGaussian::new(self.sigma),
-            block: self.block,
-            segment: self.segment,
-        }
-    }
-}
-
-impl Settings for BlurSettings {
-    const NAME: &'static str = "blur";
-
-    fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
-        Ok(Box::new(Blur::new(env, self.clone())?))
-    }
-}
 
 /// The compute side.
 enum Engine {
@@ -660,7 +522,7 @@ impl Demo for Blur {
     }
 
     fn controls(&mut self, ui: &mut egui::Ui) {
-        controls(self, ui);
+        panel::controls(self, ui);
     }
 
     fn drag(&mut self, _drag: Drag, dx: f32, dy: f32, _view_height: f32) {
@@ -759,180 +621,6 @@ pub fn run_cpu(input: &cpu::Image<f32>, settings: &BlurSettings) -> cpu::Image<f
 
 fn mismatch() -> Error {
     Error::InvalidInput("blur: the compute backend and the transfer path disagree".to_owned())
-}
-
-/// The blur section of the panel.
-fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
-    let [w, h] = demo.size();
-    ui.label(format!("{}: {w}×{h} {}", demo.source.origin, demo.settings.format.name()));
-    let radius = demo.settings.radius();
-    match demo.settings.filter {
-        Filter::Box => {
-            let (radii, achieved) = cpu::box_radii(demo.settings.sigma);
-            ui.label(format!(
-                "σ {:.2}: four boxes of radius {radii:?}, effective σ {achieved:.2}",
-                demo.settings.sigma
-            ));
-        }
-        Filter::Recursive => {
-            let filter = cpu::RecursiveGaussian::new(demo.settings.sigma);
-            let [re, im] = filter.complex_pole;
-            let segment = match &demo.engine {
-                Engine::Cuda { kernels, .. } => format!(
-                    ", segments of {} rows{}",
-                    kernels.recursive_segment(demo.settings.block, demo.settings.segment),
-                    if demo.settings.segment.is_none() { " (auto)" } else { "" }
-                ),
-                Engine::Cpu { .. } => String::new(),
-            };
-            ui.label(format!(
-                "σ {:.2}: poles {:.4} and {re:.4} ± {im:.4}i, warm-up {} rows{segment}",
-                demo.settings.sigma,
-                filter.real_pole,
-                filter.warmup(kernels::recursive_tolerance(demo.settings.format))
-            ));
-        }
-        _ => {
-            ui.label(format!("σ {:.2}: radius {radius} ({} taps per pass)", demo.settings.sigma, 2 * radius + 1));
-        }
-    }
-    ui.label(format!("route: {}", demo.route().label()));
-    if let Some((first, second)) = demo.pass_times() {
-        let total_us = first.median + second.median;
-        let pixels = f64::from(w) * f64::from(h);
-        let bytes = bytes_moved(demo.settings.filter, demo.settings.format, pixels);
-        let bandwidth = demo.pipeline.cuda().map(|c| c.context.device().dram_bandwidth_bytes_per_s());
-        ui.label(format!(
-            "kernels: {:.1} + {:.1} µs, {:.0} Mpixel/s, {:.0} GB/s{}",
-            first.median,
-            second.median,
-            pixels / total_us,
-            bytes / (total_us * 1e3),
-            bandwidth.map(|b| format!(" ({:.0} % of DRAM)", 100.0 * bytes / (total_us * 1e-6) / b)).unwrap_or_default()
-        ));
-    }
-
-    ui.separator();
-    let edit = &mut demo.edit;
-    ui.add(egui::Slider::new(&mut edit.sigma, SIGMA_RANGE.0..=200.0).logarithmic(true).text("σ"));
-    let mut manual = edit.radius.is_some();
-    ui.horizontal(|ui| {
-        ui.checkbox(&mut manual, "radius by hand");
-        if manual {
-            let mut r = edit.radius.unwrap_or(radius);
-            ui.add(egui::DragValue::new(&mut r).range(1..=MAX_RADIUS));
-            edit.radius = Some(r);
-        } else {
-            edit.radius = None;
-        }
-    });
-    ui.horizontal(|ui| {
-        for filter in Filter::ALL {
-            ui.radio_value(&mut edit.filter, filter, filter.name());
-        }
-    });
-    ui.horizontal(|ui| {
-        ui.radio_value(&mut edit.format, PixelFormat::Rgba8, "RGBA8");
-        ui.radio_value(&mut edit.format, PixelFormat::Rgba32f, "RGBA32F");
-    });
-    let interop = demo.pipeline.kind() == TransferKind::Interop;
-    ui.horizontal(|ui| {
-        ui.add_enabled_ui(interop, |ui| ui.radio_value(&mut edit.route, Route::Texture, "texture"));
-        ui.radio_value(&mut edit.route, Route::Pbo, "pixel buffer");
-    });
-    let smallest = kernels::smallest_recursive_segment(edit.format);
-    if edit.segment.is_some_and(|s| s < smallest) {
-        // RGBA8 walks longer chunks than RGBA32F: a segment fine for one is too short for the other.
-        edit.segment = Some(smallest);
-    }
-    if demo.pipeline.cuda().is_some() {
-        ui.horizontal(|ui| {
-            ui.label("block");
-            ui.add(egui::DragValue::new(&mut edit.block[0]).range(1..=1024));
-            ui.label("×");
-            ui.add(egui::DragValue::new(&mut edit.block[1]).range(1..=1024));
-            if edit.filter == Filter::Recursive {
-                segment_control(ui, edit);
-            }
-            ui.label("pixels/thread");
-            ui.add(egui::DragValue::new(&mut edit.pixels_per_thread).range(1..=8));
-        });
-    }
-    ui.add(egui::Slider::new(&mut edit.split, 0.0..=1.0).text("before | after"));
-    if *edit != demo.settings {
-        let candidate = edit.clone();
-        let valid = candidate.validate().and_then(|()| match &demo.engine {
-            // Launch limits are checked now when the kernels stay, so the panel can say at once.
-            Engine::Cuda { kernels, .. }
-                if candidate.format == demo.settings.format
-                    && candidate.pixels_per_thread == demo.settings.pixels_per_thread =>
-            {
-                kernels.validate(&candidate.job(demo.size()))
-            }
-            _ => Ok(()),
-        });
-        match valid {
-            Ok(()) => {
-                let only_view = BlurSettings { split: demo.settings.split, ..candidate.clone() } == demo.settings;
-                if only_view {
-                    demo.settings.split = candidate.split;
-                } else if demo.pending.last() != Some(&Change::Settings(Box::new(candidate.clone()))) {
-                    demo.pending.push(Change::Settings(Box::new(candidate)));
-                }
-                demo.message = None;
-            }
-            Err(error) => demo.message = Some(format!("{error} (still running the previous settings)")),
-        }
-    }
-
-    ui.separator();
-    ui.horizontal(|ui| {
-        if ui.button("fit").clicked() {
-            demo.zoom = None;
-            demo.pan = glam::Vec2::ZERO;
-        }
-        if ui.button("1:1").clicked() {
-            demo.zoom = Some(1.0);
-        }
-    });
-    ui.horizontal(|ui| {
-        ui.label("file");
-        ui.text_edit_singleline(&mut demo.path);
-    });
-    ui.horizontal(|ui| {
-        if ui.button("open").clicked() {
-            demo.pending.push(Change::Open(PathBuf::from(&demo.path)));
-        }
-        if ui.button("save blurred").clicked() {
-            let path =
-                if demo.path.is_empty() { PathBuf::from("blurred.png") } else { blurred_name(Path::new(&demo.path)) };
-            demo.pending.push(Change::Save(path));
-        }
-    });
-    ui.label(egui::RichText::new("Drop a PNG or JPEG on the window to open it.").small().weak());
-    if let Some(message) = &demo.message {
-        ui.colored_label(egui::Color32::LIGHT_RED, message);
-    }
-}
-
-/// The recursive filter's segment length (its tile): automatic, or a power of two from the
-/// format's smallest to 512 (1024 rows of even 64 threads take more than the 227 KiB of shared
-/// memory a block can have on current GPUs). The launch check says when a choice doesn't fit.
-fn segment_control(ui: &mut egui::Ui, edit: &mut BlurSettings) {
-    let smallest = kernels::smallest_recursive_segment(edit.format);
-    let text = edit.segment.map_or_else(|| "auto".to_owned(), |s| s.to_string());
-    egui::ComboBox::new("blur_segment", "rows/segment")
-        .selected_text(text)
-        .show_ui(ui, |ui| {
-            ui.selectable_value(&mut edit.segment, None, "auto");
-            let mut segment = smallest;
-            while segment <= 512 {
-                ui.selectable_value(&mut edit.segment, Some(segment), segment.to_string());
-                segment *= 2;
-            }
-        })
-        .response
-        .on_hover_text("Rows per segment of the recursive filter (its tile): --segment");
 }
 
 /// `photo.jpg` → `photo-blurred.png`.

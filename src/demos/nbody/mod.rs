@@ -5,27 +5,35 @@
 pub mod args;
 pub mod bench;
 pub mod cpu;
+mod engine;
 pub mod kernels;
 pub mod multi;
+mod panel;
 pub mod presets;
+mod settings;
 pub mod sim;
 pub mod state;
 
-use std::collections::{HashMap, VecDeque};
+pub use self::settings::{
+    DEFAULT_BODIES_CPU, DEFAULT_BODIES_CUDA, FLOPS_PER_INTERACTION, MAX_BODIES, NBodySettings, validate_bodies,
+    validate_params,
+};
+
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use self::cpu::{Params, Scratch};
+use self::cpu::Params;
+use self::engine::{Engine, cast, make_engine};
 use self::kernels::{Kernels, Precision, Variant};
-use self::multi::{DeviceTimes, MultiSimulation};
+use self::multi::DeviceTimes;
 use self::presets::{Bodies, Preset};
-use self::sim::{Simulation, StepBuffers};
+use self::sim::StepBuffers;
 use self::state::SavedState;
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
-use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, OccupancyCache, Pipeline, Settings, View};
+use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, OccupancyCache, Pipeline, View};
 use crate::gl::{self, Attribute, DrawState};
-use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
 use crate::stats::{LateGpuTimes, StageTimes};
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
@@ -38,168 +46,6 @@ const FRAGMENT_SHADER: SourceFile = source_file!("shaders/nbody.frag");
 
 /// One body's float4 as GL holds it.
 pub type Float4 = [f32; 4];
-
-/// Flops per body-body interaction, by the convention of CUDA's nbody sample.
-pub const FLOPS_PER_INTERACTION: f64 = 20.0;
-/// Most bodies accepted.
-pub const MAX_BODIES: u32 = 1 << 24;
-/// Default body count on CUDA and on the CPU.
-pub const DEFAULT_BODIES_CUDA: u32 = 65_536;
-/// Default on the CPU backend: what two cores step at interactive rates.
-pub const DEFAULT_BODIES_CPU: u32 = 4_096;
-
-/// Everything that defines an n-body run; each is also a command-line flag.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NBodySettings {
-    /// Bodies (`None`: 65,536 on CUDA, 4,096 on the CPU).
-    pub bodies: Option<u32>,
-    /// Initial conditions.
-    pub preset: Preset,
-    /// Seed of the initial conditions.
-    pub seed: u64,
-    /// Time step (`None`: the preset's).
-    pub dt: Option<f64>,
-    /// Softening length (`None`: the preset's).
-    pub softening: Option<f64>,
-    /// Velocity factor per step (1 = none).
-    pub damping: f64,
-    /// Gravitational constant.
-    pub gravity: f64,
-    /// Forces kernel variant (its precision is the run's precision).
-    pub variant: Variant,
-    /// Slices of the j range (`None`: enough to fill the GPU).
-    pub slices: Option<u32>,
-    /// Sprite radius in world units.
-    pub point_size: f32,
-    /// Brightness factor.
-    pub brightness: f32,
-    /// Speed of the hottest colour, as a multiple of the initial RMS speed.
-    pub colour_scale: f32,
-    /// Compute the energy every this many steps (0: only when asked).
-    pub energy_every: u32,
-    /// Start from this state file instead of the preset.
-    pub load: Option<PathBuf>,
-    /// Save the state here when the run ends.
-    pub save: Option<PathBuf>,
-    /// CUDA devices to split the bodies across, one context each, the first rendering (empty:
-    /// the computing device alone). Repeating an ordinal gives it another context.
-    pub devices: Vec<i32>,
-}
-
-impl Default for NBodySettings {
-    fn default() -> Self {
-        Self {
-            bodies: None,
-            preset: Preset::Collision,
-            seed: 1,
-            dt: None,
-            softening: None,
-            damping: 1.0,
-            gravity: 1.0,
-            variant: Variant::default(),
-            slices: None,
-            point_size: 0.006,
-            brightness: 1.0,
-            colour_scale: 2.0,
-            energy_every: 30,
-            load: None,
-            save: None,
-            devices: Vec::new(),
-        }
-    }
-}
-
-impl NBodySettings {
-    /// The physical parameters, with the preset's defaults filled in.
-    pub fn params(&self) -> Params {
-        Params {
-            dt: self.dt.unwrap_or_else(|| self.preset.default_dt()),
-            softening: self.softening.unwrap_or_else(|| self.preset.default_softening()),
-            gravity: self.gravity,
-            damping: self.damping,
-        }
-    }
-
-    /// The body count for a backend.
-    pub fn body_count(&self, cuda: bool) -> u32 {
-        self.bodies.unwrap_or(if cuda { DEFAULT_BODIES_CUDA } else { DEFAULT_BODIES_CPU })
-    }
-}
-
-/// Checks the physical parameters; the message says which is wrong and what is allowed.
-pub fn validate_params(params: &Params) -> Result<()> {
-    let rules = [
-        (params.dt.is_finite() && params.dt > 0.0 && params.dt <= 1.0, "dt must be a number in (0, 1]"),
-        (
-            params.softening.is_finite() && params.softening > 0.0 && params.softening <= 10.0,
-            "softening must be in (0, 10]: without it a close pair's force is unbounded and a body's own term divides by zero",
-        ),
-        (params.gravity.is_finite() && params.gravity > 0.0 && params.gravity <= 1e6, "gravity G must be in (0, 1e6]"),
-        (
-            params.damping.is_finite() && params.damping > 0.0 && params.damping <= 1.0,
-            "damping must be in (0, 1] (1 = none)",
-        ),
-    ];
-    match rules.iter().find(|(ok, _)| !ok) {
-        Some((_, rule)) => Err(Error::InvalidInput(format!(
-            "{rule}; got dt {}, softening {}, G {}, damping {}",
-            params.dt, params.softening, params.gravity, params.damping
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// Checks a body count.
-pub fn validate_bodies(n: u32) -> Result<()> {
-    if n == 0 || n > MAX_BODIES {
-        return Err(Error::InvalidInput(format!("the number of bodies must be 1..={MAX_BODIES}, not {n}")));
-    }
-    Ok(())
-}
-
-impl Settings for NBodySettings {
-    const NAME: &'static str = "nbody";
-
-    fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
-        Ok(Box::new(NBody::new(env, self.clone())?))
-    }
-
-    /// The CPU computes all bodies itself: a split across CUDA devices is dropped.
-    fn on_cpu(&self) -> Self {
-        Self { devices: Vec::new(), ..self.clone() }
-    }
-}
-
-/// The compute side: CUDA or the CPU.
-enum Engine {
-    Cuda {
-        /// The computing device's simulation: the whole step on one device, or with `--devices`
-        /// the energy readout and a one-device forces time measured at each reset.
-        simulation: Box<Simulation>,
-        /// Variants compiled in this run, for instant switching back.
-        compiled: HashMap<Variant, Kernels>,
-        /// With `--devices`: the step, split across contexts.
-        multi: Option<Box<MultiSimulation>>,
-    },
-    Cpu(Box<CpuEngine>),
-}
-
-/// CPU-side state beyond the GL buffers.
-struct CpuEngine {
-    accelerations: Vec<[f32; 4]>,
-    scratch: Scratch<f32>,
-    double: Option<CpuDouble>,
-    /// Time of the last accelerations pass, µs.
-    forces_us: Option<f64>,
-}
-
-struct CpuDouble {
-    positions: [Vec<[f64; 4]>; 2],
-    velocities: Vec<[f64; 4]>,
-    accelerations: Vec<[f64; 4]>,
-    scratch: Scratch<f64>,
-    current: usize,
-}
 
 /// A change asked for in the panel, applied at the next step (which has the GL context).
 #[derive(Debug, Clone, PartialEq)]
@@ -672,6 +518,37 @@ impl NBody {
         }
     }
 
+    /// Moves the timings the step left (kernel times, per-device times) into the panel's readouts.
+    fn collect_readouts(&mut self) -> Result<()> {
+        match &mut self.engine {
+            Engine::Cuda { simulation, multi: None, .. } => {
+                while let Some((_, microseconds)) = simulation.poll_force_time()? {
+                    self.readouts.forces_us.push_back(microseconds);
+                }
+            }
+            Engine::Cuda { simulation, multi: Some(multi), .. } => {
+                while let Some((_, microseconds)) = simulation.poll_force_time()? {
+                    self.readouts.one_device_forces_us = Some(microseconds);
+                }
+                while let Some((_, times)) = multi.poll_times()? {
+                    self.readouts.devices.push_back(times);
+                }
+                while self.readouts.devices.len() > 60 {
+                    self.readouts.devices.pop_front();
+                }
+            }
+            Engine::Cpu(engine) => {
+                if let Some(microseconds) = engine.forces_us.take() {
+                    self.readouts.forces_us.push_back(microseconds);
+                }
+            }
+        }
+        while self.readouts.forces_us.len() > 60 {
+            self.readouts.forces_us.pop_front();
+        }
+        Ok(())
+    }
+
     fn note_step(&mut self) {
         let now = Instant::now();
         self.readouts.steps.push_back(now);
@@ -698,14 +575,6 @@ impl NBody {
             Precision::F64 => device.fp64_peak_flops(),
         }
     }
-}
-
-fn cast<T: bytemuck::Pod>(bytes: &[u8]) -> Result<&[T]> {
-    bytemuck::try_cast_slice(bytes).map_err(|e| Error::InvalidInput(format!("n-body buffer: {e}")))
-}
-
-fn cast_mut<T: bytemuck::Pod>(bytes: &mut [u8]) -> Result<&mut [T]> {
-    bytemuck::try_cast_slice_mut(bytes).map_err(|e| Error::InvalidInput(format!("n-body buffer: {e}")))
 }
 
 fn mismatch() -> Error {
@@ -737,44 +606,6 @@ fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bodies, Params
             let params = settings.params();
             validate_params(&params)?;
             Ok((settings.preset.generate(n as usize, settings.seed), params, 0))
-        }
-    }
-}
-
-fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, bodies: &Bodies) -> Result<Engine> {
-    match cuda {
-        Some(cuda) => {
-            let kernels = Kernels::load(cuda, settings.variant)?;
-            let simulation = Simulation::new(&cuda.context, kernels, bodies, settings.slices)?;
-            let multi = if settings.devices.len() > 1 {
-                let n = u32::try_from(bodies.len()).map_err(|_| Error::InvalidInput("too many bodies".to_owned()))?;
-                let multi = MultiSimulation::new(cuda, &settings.devices, settings.variant, n, settings.slices, true)?;
-                Some(Box::new(multi))
-            } else {
-                None
-            };
-            Ok(Engine::Cuda { simulation: Box::new(simulation), compiled: HashMap::new(), multi })
-        }
-        None if !settings.devices.is_empty() => Err(Error::Unavailable(format!(
-            "--devices {} splits n-body across CUDA devices, but this run computes on the CPU backend (the log and \
-             `interop-lab doctor` say why): drop --devices to run on the CPU",
-            settings.devices.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
-        ))),
-        None => {
-            let n = bodies.len();
-            let double = (settings.variant.precision == Precision::F64).then(|| CpuDouble {
-                positions: [bodies.positions.clone(), bodies.positions.clone()],
-                velocities: bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect(),
-                accelerations: vec![[0.0; 4]; n],
-                scratch: Scratch::default(),
-                current: 0,
-            });
-            Ok(Engine::Cpu(Box::new(CpuEngine {
-                accelerations: vec![[0.0; 4]; n],
-                scratch: Scratch::default(),
-                double,
-                forces_us: None,
-            })))
         }
     }
 }
@@ -899,81 +730,13 @@ impl Demo for NBody {
                 }
                 Ok(())
             }
-            (Target::Host { buffers }, Engine::Cpu(engine)) => {
-                let started = Instant::now();
-                match &mut engine.double {
-                    Some(double) => {
-                        let from = double.current;
-                        let [a, b] = &mut double.positions;
-                        let (from_positions, to_positions) = if from == 0 { (&*a, b) } else { (&*b, a) };
-                        cpu::step(
-                            from_positions,
-                            to_positions,
-                            &mut double.velocities,
-                            &mut double.accelerations,
-                            &params,
-                            &mut double.scratch,
-                        );
-                        double.current = 1 - from;
-                        let display_positions: &mut [[f32; 4]] = cast_mut(&mut *buffers[0])?;
-                        for (out, p) in display_positions.iter_mut().zip(&double.positions[double.current]) {
-                            *out = p.map(|v| v as f32);
-                        }
-                        let display_velocities: &mut [[f32; 4]] = cast_mut(&mut *buffers[1])?;
-                        for (out, v) in display_velocities.iter_mut().zip(&double.velocities) {
-                            *out = v.map(|v| v as f32);
-                        }
-                    }
-                    None => {
-                        let (first, rest) = buffers.split_at_mut(1);
-                        let positions_in: &[[f32; 4]] = cast(&*first[0])?;
-                        let (second, third) = rest.split_at_mut(1);
-                        let positions_out: &mut [[f32; 4]] = cast_mut(&mut *second[0])?;
-                        let velocities: &mut [[f32; 4]] = cast_mut(&mut *third[0])?;
-                        cpu::step(
-                            positions_in,
-                            positions_out,
-                            velocities,
-                            &mut engine.accelerations,
-                            &params,
-                            &mut engine.scratch,
-                        );
-                    }
-                }
-                engine.forces_us = Some(started.elapsed().as_secs_f64() * 1e6);
-                Ok(())
-            }
+            (Target::Host { buffers }, Engine::Cpu(engine)) => engine.step(buffers, &params),
             _ => Err(mismatch()),
         })?;
         self.current = 1 - self.current;
         self.step += 1;
         self.note_step();
-        match &mut self.engine {
-            Engine::Cuda { simulation, multi: None, .. } => {
-                while let Some((_, microseconds)) = simulation.poll_force_time()? {
-                    self.readouts.forces_us.push_back(microseconds);
-                }
-            }
-            Engine::Cuda { simulation, multi: Some(multi), .. } => {
-                while let Some((_, microseconds)) = simulation.poll_force_time()? {
-                    self.readouts.one_device_forces_us = Some(microseconds);
-                }
-                while let Some((_, times)) = multi.poll_times()? {
-                    self.readouts.devices.push_back(times);
-                }
-                while self.readouts.devices.len() > 60 {
-                    self.readouts.devices.pop_front();
-                }
-            }
-            Engine::Cpu(engine) => {
-                if let Some(microseconds) = engine.forces_us.take() {
-                    self.readouts.forces_us.push_back(microseconds);
-                }
-            }
-        }
-        while self.readouts.forces_us.len() > 60 {
-            self.readouts.forces_us.pop_front();
-        }
+        self.collect_readouts()?;
         self.poll_energy()?;
         if energy_due && matches!(self.engine, Engine::Cpu(_)) && u64::from(self.len()).pow(2) <= 1 << 26 {
             self.cpu_energy(gl)?;
@@ -1002,7 +765,7 @@ impl Demo for NBody {
     }
 
     fn controls(&mut self, ui: &mut egui::Ui) {
-        controls(self, ui);
+        panel::controls(self, ui);
     }
 
     fn camera_mut(&mut self) -> Option<&mut OrbitCamera> {
@@ -1082,240 +845,5 @@ impl Demo for NBody {
         for buffer in [p0, p1, velocities] {
             buffer.destroy(gl);
         }
-    }
-}
-
-/// The n-body section of the panel.
-fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
-    let n = demo.len();
-    // Readouts first: what the user came to see.
-    let steps_per_second = demo.steps_per_second();
-    ui.label(format!("{} bodies, step {}, {:.1} steps/s", n, demo.step, steps_per_second));
-    if let Some(forces_us) = demo.readouts.median_forces_us() {
-        let interactions = f64::from(n) * f64::from(n) / (forces_us * 1e-6);
-        let gflops = interactions * FLOPS_PER_INTERACTION / 1e9;
-        let peak = demo
-            .peak_flops()
-            .map(|peak| {
-                format!(", {:.0} % of {} peak", 100.0 * gflops * 1e9 / peak, demo.settings.variant.precision.name())
-            })
-            .unwrap_or_default();
-        ui.label(format!(
-            "forces: {:.1} µs, {:.3e} interactions/s, {:.0} GFLOP/s{peak}",
-            forces_us, interactions, gflops
-        ));
-    }
-    if let Engine::Cuda { multi: Some(multi), .. } = &demo.engine {
-        devices_readout(ui, multi, &demo.readouts);
-    }
-    match demo.energy() {
-        (Some((step, kinetic, potential)), Some(initial)) => {
-            let total = kinetic + potential;
-            ui.label(format!("energy {total:.6} (K {kinetic:.4}, W {potential:.4}) at step {step}"));
-            ui.label(format!("drift since reset: {:+.2e} (relative)", (total - initial) / initial.abs().max(1e-300)));
-        }
-        _ => {
-            ui.label("energy: not computed yet");
-        }
-    }
-    if ui.button("compute energy now").clicked() {
-        demo.pending.push(Change::Energy);
-    }
-
-    ui.separator();
-    ui.horizontal(|ui| {
-        egui::ComboBox::new("nbody_preset", "preset").selected_text(demo.edit.preset.name()).show_ui(ui, |ui| {
-            for preset in Preset::ALL {
-                ui.selectable_value(&mut demo.edit.preset, preset, preset.name());
-            }
-        });
-    });
-    ui.horizontal(|ui| {
-        ui.label("bodies");
-        ui.add(egui::DragValue::new(&mut demo.edit.bodies).range(1..=MAX_BODIES).speed(64));
-        ui.label("seed");
-        ui.add(egui::DragValue::new(&mut demo.edit.seed));
-    });
-    if ui.button("reset").on_hover_text("regenerate the preset with this body count and seed").clicked() {
-        demo.pending.push(Change::Reset);
-    }
-
-    ui.separator();
-    let mut params = demo.edit.params;
-    ui.horizontal(|ui| {
-        ui.label("dt");
-        ui.add(egui::DragValue::new(&mut params.dt).speed(0.0001).max_decimals(5));
-        ui.label("softening");
-        ui.add(egui::DragValue::new(&mut params.softening).speed(0.001).max_decimals(4));
-    });
-    ui.horizontal(|ui| {
-        ui.label("damping");
-        ui.add(egui::DragValue::new(&mut params.damping).speed(0.0001).max_decimals(5));
-        ui.label("G");
-        ui.add(egui::DragValue::new(&mut params.gravity).speed(0.01).max_decimals(3));
-    });
-    if params != demo.edit.params {
-        demo.edit.params = params;
-        match validate_params(&params) {
-            Ok(()) => {
-                demo.params = params;
-                demo.message = None;
-            }
-            Err(error) => demo.message = Some(format!("{error} (still running with the previous values)")),
-        }
-    }
-
-    ui.separator();
-    ui.add(egui::Slider::new(&mut demo.settings.point_size, 0.001..=0.05).logarithmic(true).text("point size"));
-    ui.add(egui::Slider::new(&mut demo.settings.brightness, 0.05..=20.0).logarithmic(true).text("brightness"));
-    ui.add(
-        egui::Slider::new(&mut demo.settings.colour_scale, 0.2..=10.0).logarithmic(true).text("colour: speed scale"),
-    );
-
-    ui.separator();
-    variant_controls(demo, ui);
-
-    ui.separator();
-    ui.horizontal(|ui| {
-        ui.label("state file");
-        ui.text_edit_singleline(&mut demo.edit.path);
-    });
-    ui.horizontal(|ui| {
-        if ui.button("save").clicked() {
-            demo.pending.push(Change::Save(PathBuf::from(&demo.edit.path)));
-        }
-        if ui.button("load").clicked() {
-            demo.pending.push(Change::Load(PathBuf::from(&demo.edit.path)));
-        }
-    });
-    if let Some(message) = &demo.message {
-        ui.colored_label(egui::Color32::LIGHT_RED, message);
-    }
-}
-
-/// The split across devices: who computes what, how positions travel, and what each device's
-/// GPU time went to (medians of the last second or so of steps).
-fn devices_readout(ui: &mut egui::Ui, multi: &MultiSimulation, readouts: &Readouts) {
-    let summary = multi.devices();
-    let n = f64::from(multi.len());
-    ui.label(egui::RichText::new(format!("Split across {} contexts", summary.len())).strong());
-    ui.label(format!("exchange: {}", multi.routes_label()));
-    let median = |index: usize, field: fn(&DeviceTimes) -> f64| {
-        crate::stats::Percentiles::of(readouts.devices.iter().filter_map(|times| times.get(index)).map(field))
-            .map(|p| p.median)
-    };
-    let mut slowest_span_us: Option<f64> = None;
-    for (index, device) in summary.iter().enumerate() {
-        let kernel = median(index, DeviceTimes::kernel_us);
-        let forces = median(index, |t| t.own_forces_us + t.remote_forces_us);
-        let wait = median(index, |t| t.wait_us);
-        let exchange = median(index, |t| t.exchange_us);
-        if let (Some(kernel), Some(wait)) = (kernel, wait) {
-            slowest_span_us = Some(slowest_span_us.unwrap_or(0.0).max(kernel + wait));
-        }
-        let ms = |value: Option<f64>| value.map(|v| format!("{:.3}", v / 1e3)).unwrap_or_else(|| "–".to_owned());
-        ui.label(format!(
-            "device {} ({}, {} context): bodies {}..{}; kernels {} ms (forces {}), waiting {} ms, exchange {} ms",
-            device.ordinal,
-            device.name,
-            device.context,
-            device.first_body,
-            device.first_body + device.bodies,
-            ms(kernel),
-            ms(forces),
-            ms(wait),
-            ms(exchange),
-        ));
-    }
-    if let Some(step_us) = slowest_span_us {
-        let interactions = n * n / (step_us * 1e-6);
-        let efficiency = readouts
-            .one_device_forces_us
-            .map(|one| {
-                format!(
-                    "; scaling efficiency {:.0} % against the forces kernel on device {} alone ({:.3} ms, measured at reset)",
-                    100.0 * one / (summary.len() as f64 * step_us),
-                    summary.first().map(|d| d.ordinal).unwrap_or(0),
-                    one / 1e3
-                )
-            })
-            .unwrap_or_default();
-        ui.label(format!(
-            "step ≈ {:.3} ms (slowest device): {interactions:.3e} interactions/s{efficiency}",
-            step_us / 1e3
-        ));
-    }
-    let distinct = summary.iter().map(|d| d.ordinal).collect::<std::collections::BTreeSet<_>>().len();
-    if distinct < summary.len() {
-        ui.label("several contexts share one GPU: this checks the split and the exchange, it cannot speed anything up");
-    }
-}
-
-fn variant_controls(demo: &mut NBody, ui: &mut egui::Ui) {
-    let mut variant = demo.edit.variant;
-    ui.label(egui::RichText::new("Forces kernel").strong());
-    ui.horizontal(|ui| {
-        ui.radio_value(&mut variant.precision, Precision::F32, "fp32");
-        ui.radio_value(&mut variant.precision, Precision::F64, "fp64");
-    });
-    let cuda = matches!(demo.engine, Engine::Cuda { .. });
-    if cuda {
-        let choice = |ui: &mut egui::Ui, id: &str, label: &str, value: &mut u32, options: &[u32]| {
-            egui::ComboBox::new(id, label).selected_text(value.to_string()).show_ui(ui, |ui| {
-                for &option in options {
-                    ui.selectable_value(value, option, option.to_string());
-                }
-            });
-        };
-        ui.horizontal(|ui| {
-            choice(ui, "nbody_block", "block", &mut variant.block_size, &[64, 128, 256, 512, 1024]);
-            choice(ui, "nbody_tile", "tile", &mut variant.tile_size, &[64, 128, 256, 512, 1024, 2048]);
-        });
-        ui.horizontal(|ui| {
-            choice(ui, "nbody_unroll", "unroll", &mut variant.unroll, &[1, 2, 4, 8, 16, 32]);
-            choice(ui, "nbody_per_thread", "bodies/thread", &mut variant.bodies_per_thread, &[1, 2, 4, 8]);
-        });
-        ui.horizontal(|ui| {
-            let mut auto = demo.edit.slices_auto;
-            ui.checkbox(&mut auto, "slices: fill the GPU");
-            if !auto {
-                ui.add(egui::DragValue::new(&mut demo.edit.slices).range(1..=64));
-            }
-            if auto != demo.edit.slices_auto {
-                demo.edit.slices_auto = auto;
-            }
-            let wanted = (!demo.edit.slices_auto).then_some(demo.edit.slices);
-            if ui.button("apply slices").clicked() && wanted != demo.settings.slices {
-                demo.pending.push(Change::Slices(wanted));
-            }
-        });
-    }
-    if variant != demo.edit.variant {
-        demo.edit.variant = variant;
-        demo.pending.push(Change::Variant(variant));
-    }
-    if let Engine::Cuda { simulation, .. } = &demo.engine {
-        let kernels = simulation.kernels();
-        let attributes = kernels.forces_attributes();
-        let device = simulation.context().device();
-        let occupancy = kernels.forces_blocks_per_multiprocessor().ok().map(|blocks| {
-            let warps = blocks * kernels.variant.block_size as i32 / device.warp_size.max(1);
-            let most = device.max_threads_per_multiprocessor / device.warp_size.max(1);
-            format!("{blocks} blocks/SM, {:.0} % occupancy", 100.0 * warps as f64 / most.max(1) as f64)
-        });
-        ui.label(format!(
-            "{} registers/thread, {} B shared/block, {} slices{}",
-            attributes.registers,
-            kernels.variant.shared_bytes() + attributes.static_shared_bytes as u32,
-            simulation.slices(),
-            occupancy.map(|o| format!(", {o}")).unwrap_or_default()
-        ));
-        ui.label(if kernels.from_cache {
-            "from the kernel cache".to_owned()
-        } else {
-            format!("compiled in {:.0} ms", kernels.compile_ms)
-        });
-    } else {
-        ui.label("CPU backend: the same integrator on all cores (rayon, SIMD lanes)");
     }
 }

@@ -1,0 +1,155 @@
+//! Everything that defines a blur, with the checks that say which value is wrong and what is
+//! allowed.
+
+use std::path::PathBuf;
+
+use super::kernels::{Filter, Job};
+use super::{Blur, cpu, kernels};
+use crate::demo::{Demo, DemoEnv, Settings};
+use crate::gl::PixelFormat;
+use crate::{Error, Result};
+
+/// Smallest and largest σ accepted.
+pub const SIGMA_RANGE: (f64, f64) = (0.3, 2000.0);
+
+/// Largest radius accepted (the separable and box passes stage 2·radius extra pixels per tile row).
+pub const MAX_RADIUS: u32 = 4096;
+
+/// The naive filter's cost grows as (2r + 1)²: beyond this radius it would stall the app.
+pub const MAX_NAIVE_RADIUS: u32 = 100;
+
+/// The box cascade can't represent σ below this (its boxes would be 1 pixel wide).
+pub const MIN_BOX_SIGMA: f64 = 2.0;
+
+/// How kernel output reaches the texture shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Route {
+    /// Into the texture itself, through a surface object (interop only).
+    Texture,
+    /// Into a pixel-buffer object, then `glTexSubImage2D` from it into the texture.
+    Pbo,
+}
+
+impl Route {
+    /// A short label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Route::Texture => "texture (surface writes)",
+            Route::Pbo => "pixel buffer + glTexSubImage2D",
+        }
+    }
+}
+
+/// Everything that defines a blur; each is also a command-line flag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlurSettings {
+    /// Image file (`None`: the generated test pattern).
+    pub image: Option<PathBuf>,
+    /// Gaussian σ in pixels.
+    pub sigma: f64,
+    /// Kernel radius (`None`: ⌈3σ⌉).
+    pub radius: Option<u32>,
+    /// Which filter.
+    pub filter: Filter,
+    /// How results reach the texture (texture falls back to pbo off the interop path).
+    pub route: Route,
+    /// Pixel format of the image, the kernels and the textures.
+    pub format: PixelFormat,
+    /// Threads per block in x and y.
+    pub block: [u32; 2],
+    /// Rows per segment of the recursive filter, its tile (`None`: the largest power of two up to
+    /// 256 whose shared memory fits a budget for the block; see [`kernels::auto_recursive_segment`]).
+    /// Other filters ignore it.
+    pub segment: Option<u32>,
+    /// Outputs each thread computes per tile row.
+    pub pixels_per_thread: u32,
+    /// Write the blurred image here at full resolution when the run ends.
+    pub output: Option<PathBuf>,
+    /// Before/after split line, as a fraction of the view width.
+    pub split: f32,
+}
+
+impl Default for BlurSettings {
+    fn default() -> Self {
+        Self {
+            image: None,
+            sigma: 3.0,
+            radius: None,
+            filter: Filter::Separable,
+            route: Route::Texture,
+            format: PixelFormat::Rgba8,
+            block: [64, 4],
+            segment: None,
+            pixels_per_thread: 5,
+            output: None,
+            split: 0.5,
+        }
+    }
+}
+
+impl BlurSettings {
+    /// The radius in use: the one set, else ⌈3σ⌉.
+    pub fn radius(&self) -> u32 {
+        self.radius.unwrap_or_else(|| cpu::default_radius(self.sigma) as u32)
+    }
+
+    /// Checks σ, radius and the filter's own limits; the message says what is allowed.
+    pub fn validate(&self) -> Result<()> {
+        let (low, high) = SIGMA_RANGE;
+        if !(self.sigma.is_finite() && self.sigma >= low && self.sigma <= high) {
+            return Err(Error::InvalidInput(format!("σ must be a number in {low}..={high}, not {}", self.sigma)));
+        }
+        let radius = self.radius();
+        if radius == 0 || radius > MAX_RADIUS {
+            return Err(Error::InvalidInput(format!("radius must be 1..={MAX_RADIUS}, not {radius}")));
+        }
+        if self.filter == Filter::Naive && radius > MAX_NAIVE_RADIUS {
+            return Err(Error::InvalidInput(format!(
+                "the naive filter's cost grows as (2r + 1)²: radius {radius} is beyond its limit of {MAX_NAIVE_RADIUS}; \
+                 use the separable or box filter for larger σ"
+            )));
+        }
+        if self.filter == Filter::Recursive && self.sigma < cpu::MIN_RECURSIVE_SIGMA {
+            return Err(Error::InvalidInput(format!(
+                "the recursive filter needs σ ≥ {} (below it the recursion departs from the Gaussian by more than 6 levels); \
+                 use the separable filter",
+                cpu::MIN_RECURSIVE_SIGMA
+            )));
+        }
+        if self.filter == Filter::Box && self.sigma < MIN_BOX_SIGMA {
+            return Err(Error::InvalidInput(format!(
+                "the box cascade needs σ ≥ {MIN_BOX_SIGMA} (smaller σ would need boxes under one pixel); use the separable filter"
+            )));
+        }
+        if let Some(segment) = self.segment {
+            // Checked for every filter, so a bad value is said even where it is not used yet.
+            kernels::check_recursive_segment(self.format, segment)?;
+        }
+        if !(0.0..=1.0).contains(&self.split) {
+            return Err(Error::InvalidInput(format!("split must be 0..=1, not {}", self.split)));
+        }
+        Ok(())
+    }
+
+    /// The kernel job for an image of `size`.
+    pub fn job(&self, size: [u32; 2]) -> Job {
+        Job {
+            filter: self.filter,
+            size,
+            radius: self.radius(),
+            box_radii: cpu::box_radii(self.sigma).0,
+            recursive: cpu::RecursiveGaussian::new(self.sigma),
+            block: self.block,
+            segment: self.segment,
+        }
+    }
+}
+
+impl Settings for BlurSettings {
+    const NAME: &'static str = "blur";
+
+    fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
+        Ok(Box::new(Blur::new(env, self.clone())?))
+    }
+}

@@ -1,0 +1,135 @@
+//! What computes an n-body step: CUDA (one device, or split across several) or the CPU, in fp32
+//! or fp64, and the CPU step itself.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::NBodySettings;
+use super::cpu::{self, Params, Scratch};
+use super::kernels::{Kernels, Precision, Variant};
+use super::multi::MultiSimulation;
+use super::presets::Bodies;
+use super::sim::Simulation;
+use crate::runtime::CudaRuntime;
+use crate::{Error, Result};
+
+/// The compute side: CUDA or the CPU.
+pub(super) enum Engine {
+    Cuda {
+        /// The computing device's simulation: the whole step on one device, or with `--devices`
+        /// the energy readout and a one-device forces time measured at each reset.
+        simulation: Box<Simulation>,
+        /// Variants compiled in this run, for instant switching back.
+        compiled: HashMap<Variant, Kernels>,
+        /// With `--devices`: the step, split across contexts.
+        multi: Option<Box<MultiSimulation>>,
+    },
+    Cpu(Box<CpuEngine>),
+}
+
+/// CPU-side state beyond the GL buffers.
+pub(super) struct CpuEngine {
+    pub(super) accelerations: Vec<[f32; 4]>,
+    pub(super) scratch: Scratch<f32>,
+    pub(super) double: Option<CpuDouble>,
+    /// Time of the last accelerations pass, µs.
+    pub(super) forces_us: Option<f64>,
+}
+
+pub(super) struct CpuDouble {
+    pub(super) positions: [Vec<[f64; 4]>; 2],
+    pub(super) velocities: Vec<[f64; 4]>,
+    pub(super) accelerations: Vec<[f64; 4]>,
+    pub(super) scratch: Scratch<f64>,
+    pub(super) current: usize,
+}
+
+pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, bodies: &Bodies) -> Result<Engine> {
+    match cuda {
+        Some(cuda) => {
+            let kernels = Kernels::load(cuda, settings.variant)?;
+            let simulation = Simulation::new(&cuda.context, kernels, bodies, settings.slices)?;
+            let multi = if settings.devices.len() > 1 {
+                let n = u32::try_from(bodies.len()).map_err(|_| Error::InvalidInput("too many bodies".to_owned()))?;
+                let multi = MultiSimulation::new(cuda, &settings.devices, settings.variant, n, settings.slices, true)?;
+                Some(Box::new(multi))
+            } else {
+                None
+            };
+            Ok(Engine::Cuda { simulation: Box::new(simulation), compiled: HashMap::new(), multi })
+        }
+        None if !settings.devices.is_empty() => Err(Error::Unavailable(format!(
+            "--devices {} splits n-body across CUDA devices, but this run computes on the CPU backend (the log and \
+             `interop-lab doctor` say why): drop --devices to run on the CPU",
+            settings.devices.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
+        ))),
+        None => {
+            let n = bodies.len();
+            let double = (settings.variant.precision == Precision::F64).then(|| CpuDouble {
+                positions: [bodies.positions.clone(), bodies.positions.clone()],
+                velocities: bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect(),
+                accelerations: vec![[0.0; 4]; n],
+                scratch: Scratch::default(),
+                current: 0,
+            });
+            Ok(Engine::Cpu(Box::new(CpuEngine {
+                accelerations: vec![[0.0; 4]; n],
+                scratch: Scratch::default(),
+                double,
+                forces_us: None,
+            })))
+        }
+    }
+}
+
+pub(super) fn cast<T: bytemuck::Pod>(bytes: &[u8]) -> Result<&[T]> {
+    bytemuck::try_cast_slice(bytes).map_err(|e| Error::InvalidInput(format!("n-body buffer: {e}")))
+}
+
+pub(super) fn cast_mut<T: bytemuck::Pod>(bytes: &mut [u8]) -> Result<&mut [T]> {
+    bytemuck::try_cast_slice_mut(bytes).map_err(|e| Error::InvalidInput(format!("n-body buffer: {e}")))
+}
+
+impl CpuEngine {
+    /// One step on the CPU into the host copies of the GL buffers: fp32 reads positions
+    /// (`buffers[0]`) and writes the next ones (`buffers[1]`) and the velocities (`buffers[2]`);
+    /// fp64 steps its own state and writes float copies of positions and velocities
+    /// (`buffers[0]`, `buffers[1]`).
+    pub(super) fn step(&mut self, buffers: &mut [&mut [u8]], params: &Params) -> Result<()> {
+        let started = Instant::now();
+        match &mut self.double {
+            Some(double) => {
+                let from = double.current;
+                let [a, b] = &mut double.positions;
+                let (from_positions, to_positions) = if from == 0 { (&*a, b) } else { (&*b, a) };
+                cpu::step(
+                    from_positions,
+                    to_positions,
+                    &mut double.velocities,
+                    &mut double.accelerations,
+                    params,
+                    &mut double.scratch,
+                );
+                double.current = 1 - from;
+                let display_positions: &mut [[f32; 4]] = cast_mut(&mut *buffers[0])?;
+                for (out, p) in display_positions.iter_mut().zip(&double.positions[double.current]) {
+                    *out = p.map(|v| v as f32);
+                }
+                let display_velocities: &mut [[f32; 4]] = cast_mut(&mut *buffers[1])?;
+                for (out, v) in display_velocities.iter_mut().zip(&double.velocities) {
+                    *out = v.map(|v| v as f32);
+                }
+            }
+            None => {
+                let (first, rest) = buffers.split_at_mut(1);
+                let positions_in: &[[f32; 4]] = cast(&*first[0])?;
+                let (second, third) = rest.split_at_mut(1);
+                let positions_out: &mut [[f32; 4]] = cast_mut(&mut *second[0])?;
+                let velocities: &mut [[f32; 4]] = cast_mut(&mut *third[0])?;
+                cpu::step(positions_in, positions_out, velocities, &mut self.accelerations, params, &mut self.scratch);
+            }
+        }
+        self.forces_us = Some(started.elapsed().as_secs_f64() * 1e6);
+        Ok(())
+    }
+}

@@ -1,0 +1,145 @@
+//! Everything that defines an n-body run, with the checks that say which value is wrong and what
+//! is allowed.
+
+use std::path::PathBuf;
+
+use super::NBody;
+use super::cpu::Params;
+use super::kernels::Variant;
+use super::presets::Preset;
+use crate::demo::{Demo, DemoEnv, Settings};
+use crate::{Error, Result};
+
+/// Flops per body-body interaction, by the convention of CUDA's nbody sample.
+pub const FLOPS_PER_INTERACTION: f64 = 20.0;
+
+/// Most bodies accepted.
+pub const MAX_BODIES: u32 = 1 << 24;
+
+/// Default body count on CUDA and on the CPU.
+pub const DEFAULT_BODIES_CUDA: u32 = 65_536;
+
+/// Default on the CPU backend: what two cores step at interactive rates.
+pub const DEFAULT_BODIES_CPU: u32 = 4_096;
+
+/// Everything that defines an n-body run; each is also a command-line flag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NBodySettings {
+    /// Bodies (`None`: 65,536 on CUDA, 4,096 on the CPU).
+    pub bodies: Option<u32>,
+    /// Initial conditions.
+    pub preset: Preset,
+    /// Seed of the initial conditions.
+    pub seed: u64,
+    /// Time step (`None`: the preset's).
+    pub dt: Option<f64>,
+    /// Softening length (`None`: the preset's).
+    pub softening: Option<f64>,
+    /// Velocity factor per step (1 = none).
+    pub damping: f64,
+    /// Gravitational constant.
+    pub gravity: f64,
+    /// Forces kernel variant (its precision is the run's precision).
+    pub variant: Variant,
+    /// Slices of the j range (`None`: enough to fill the GPU).
+    pub slices: Option<u32>,
+    /// Sprite radius in world units.
+    pub point_size: f32,
+    /// Brightness factor.
+    pub brightness: f32,
+    /// Speed of the hottest colour, as a multiple of the initial RMS speed.
+    pub colour_scale: f32,
+    /// Compute the energy every this many steps (0: only when asked).
+    pub energy_every: u32,
+    /// Start from this state file instead of the preset.
+    pub load: Option<PathBuf>,
+    /// Save the state here when the run ends.
+    pub save: Option<PathBuf>,
+    /// CUDA devices to split the bodies across, one context each, the first rendering (empty:
+    /// the computing device alone). Repeating an ordinal gives it another context.
+    pub devices: Vec<i32>,
+}
+
+impl Default for NBodySettings {
+    fn default() -> Self {
+        Self {
+            bodies: None,
+            preset: Preset::Collision,
+            seed: 1,
+            dt: None,
+            softening: None,
+            damping: 1.0,
+            gravity: 1.0,
+            variant: Variant::default(),
+            slices: None,
+            point_size: 0.006,
+            brightness: 1.0,
+            colour_scale: 2.0,
+            energy_every: 30,
+            load: None,
+            save: None,
+            devices: Vec::new(),
+        }
+    }
+}
+
+impl NBodySettings {
+    /// The physical parameters, with the preset's defaults filled in.
+    pub fn params(&self) -> Params {
+        Params {
+            dt: self.dt.unwrap_or_else(|| self.preset.default_dt()),
+            softening: self.softening.unwrap_or_else(|| self.preset.default_softening()),
+            gravity: self.gravity,
+            damping: self.damping,
+        }
+    }
+
+    /// The body count for a backend.
+    pub fn body_count(&self, cuda: bool) -> u32 {
+        self.bodies.unwrap_or(if cuda { DEFAULT_BODIES_CUDA } else { DEFAULT_BODIES_CPU })
+    }
+}
+
+/// Checks the physical parameters; the message says which is wrong and what is allowed.
+pub fn validate_params(params: &Params) -> Result<()> {
+    let rules = [
+        (params.dt.is_finite() && params.dt > 0.0 && params.dt <= 1.0, "dt must be a number in (0, 1]"),
+        (
+            params.softening.is_finite() && params.softening > 0.0 && params.softening <= 10.0,
+            "softening must be in (0, 10]: without it a close pair's force is unbounded and a body's own term divides by zero",
+        ),
+        (params.gravity.is_finite() && params.gravity > 0.0 && params.gravity <= 1e6, "gravity G must be in (0, 1e6]"),
+        (
+            params.damping.is_finite() && params.damping > 0.0 && params.damping <= 1.0,
+            "damping must be in (0, 1] (1 = none)",
+        ),
+    ];
+    match rules.iter().find(|(ok, _)| !ok) {
+        Some((_, rule)) => Err(Error::InvalidInput(format!(
+            "{rule}; got dt {}, softening {}, G {}, damping {}",
+            params.dt, params.softening, params.gravity, params.damping
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Checks a body count.
+pub fn validate_bodies(n: u32) -> Result<()> {
+    if n == 0 || n > MAX_BODIES {
+        return Err(Error::InvalidInput(format!("the number of bodies must be 1..={MAX_BODIES}, not {n}")));
+    }
+    Ok(())
+}
+
+impl Settings for NBodySettings {
+    const NAME: &'static str = "nbody";
+
+    fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
+        Ok(Box::new(NBody::new(env, self.clone())?))
+    }
+
+    /// The CPU computes all bodies itself: a split across CUDA devices is dropped.
+    fn on_cpu(&self) -> Self {
+        Self { devices: Vec::new(), ..self.clone() }
+    }
+}
