@@ -9,6 +9,7 @@ pub mod cpu;
 pub mod image;
 pub mod kernels;
 mod panel;
+mod recursive;
 mod settings;
 
 pub use self::settings::{BlurSettings, MAX_NAIVE_RADIUS, MAX_RADIUS, MIN_BOX_SIGMA, Route, SIGMA_RANGE};

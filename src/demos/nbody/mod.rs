@@ -4,7 +4,9 @@
 
 pub mod args;
 pub mod bench;
+mod changes;
 pub mod cpu;
+mod energy;
 mod engine;
 pub mod kernels;
 pub mod multi;
@@ -20,9 +22,9 @@ pub use self::settings::{
 };
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
 use std::time::Instant;
 
+use self::changes::Change;
 use self::cpu::Params;
 use self::engine::{Engine, cast, make_engine};
 use self::kernels::{Kernels, Precision, Variant};
@@ -46,17 +48,6 @@ const FRAGMENT_SHADER: SourceFile = source_file!("shaders/nbody.frag");
 
 /// One body's float4 as GL holds it.
 pub type Float4 = [f32; 4];
-
-/// A change asked for in the panel, applied at the next step (which has the GL context).
-#[derive(Debug, Clone, PartialEq)]
-enum Change {
-    Reset,
-    Variant(Variant),
-    Slices(Option<u32>),
-    Save(PathBuf),
-    Load(PathBuf),
-    Energy,
-}
 
 /// Recent measurements for the panel.
 #[derive(Default)]
@@ -286,23 +277,6 @@ impl NBody {
         state::save(path, &SavedState { bodies, params: self.params, step: self.step })
     }
 
-    /// The last energy readout: `(step, kinetic, potential)` and the energy at the reset.
-    pub fn energy(&self) -> (Option<(u64, f64, f64)>, Option<f64>) {
-        (self.readouts.energy, self.readouts.initial_energy)
-    }
-
-    /// Queues an energy computation of the current state (CUDA) or computes it (CPU); the result
-    /// arrives through the next steps or [`Self::collect_energy`].
-    pub fn request_energy(&mut self, gl: &glow::Context) -> Result<()> {
-        self.apply(gl, Change::Energy)
-    }
-
-    /// Waits for outstanding work and collects a pending energy result.
-    pub fn collect_energy(&mut self) -> Result<()> {
-        self.pipeline.transfer().synchronize()?;
-        self.poll_energy()
-    }
-
     fn bind_vertex_arrays(&self, gl: &glow::Context) -> Result<()> {
         let body = Attribute { location: 0, components: 4, stride: 16, offset: 0 };
         let velocity = Attribute { location: 1, components: 4, stride: 16, offset: 0 };
@@ -361,161 +335,6 @@ impl NBody {
             self.cpu_energy(gl)?;
         }
         Ok(())
-    }
-
-    /// Energy of the CPU state (f64 sums on all cores).
-    fn cpu_energy(&mut self, gl: &glow::Context) -> Result<()> {
-        let bodies = self.read_bodies(gl)?;
-        let velocities: Vec<[f64; 4]> = bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect();
-        let (kinetic, potential) = cpu::energy(&bodies.positions, &velocities, &self.params);
-        self.record_energy(self.step, kinetic, potential);
-        Ok(())
-    }
-
-    fn record_energy(&mut self, step: u64, kinetic: f64, potential: f64) {
-        if self.readouts.initial_energy.is_none() {
-            self.readouts.initial_energy = Some(kinetic + potential);
-        }
-        self.readouts.energy = Some((step, kinetic, potential));
-    }
-
-    fn poll_energy(&mut self) -> Result<()> {
-        if let Engine::Cuda { simulation, .. } = &mut self.engine
-            && let Some((step, kinetic, potential)) = simulation.poll_energy()?
-        {
-            self.record_energy(step, kinetic, potential);
-        }
-        Ok(())
-    }
-
-    /// Replaces bodies, engine and buffers together; on failure the old ones stay.
-    fn rebuild(
-        &mut self,
-        gl: &glow::Context,
-        settings: NBodySettings,
-        bodies: Bodies,
-        params: Params,
-        step: u64,
-    ) -> Result<()> {
-        validate_params(&params)?;
-        validate_bodies(bodies.len() as u32)?;
-        self.pipeline.transfer().synchronize()?;
-        let engine = make_engine(self.pipeline.cuda().map(|c| &**c), &settings, &bodies)?;
-        let (positions, velocities) = make_buffers(&mut self.pipeline, gl, &bodies)?;
-        let [old0, old1] = std::mem::replace(&mut self.positions, positions);
-        let old_velocities = std::mem::replace(&mut self.velocities, velocities);
-        for buffer in [old0, old1, old_velocities] {
-            buffer.destroy(gl);
-        }
-        self.engine = engine;
-        self.settings = settings;
-        self.params = params;
-        self.step = step;
-        self.current = 0;
-        self.speed_reference = bodies.rms_speed().max(1e-6) as f32;
-        self.readouts = Readouts::default();
-        self.bind_vertex_arrays(gl)?;
-        self.initialise_accelerations(gl)
-    }
-
-    fn apply(&mut self, gl: &glow::Context, change: Change) -> Result<()> {
-        match change {
-            Change::Reset => {
-                let settings = NBodySettings {
-                    bodies: Some(self.edit.bodies),
-                    preset: self.edit.preset,
-                    seed: self.edit.seed,
-                    load: None,
-                    ..self.settings.clone()
-                };
-                validate_bodies(self.edit.bodies)?;
-                let bodies = settings.preset.generate(self.edit.bodies as usize, settings.seed);
-                let params = Params { dt: self.edit.params.dt, softening: self.edit.params.softening, ..self.params };
-                let preset_changed = settings.preset != self.settings.preset;
-                self.rebuild(gl, settings, bodies, params, 0)?;
-                if preset_changed {
-                    self.camera = OrbitCamera::new(camera_distance(self.settings.preset));
-                }
-                Ok(())
-            }
-            Change::Variant(variant) => self.set_variant(gl, variant),
-            Change::Slices(slices) => {
-                let settings = NBodySettings { slices, ..self.settings.clone() };
-                let bodies = self.read_bodies(gl)?;
-                self.rebuild(gl, settings, bodies, self.params, self.step)
-            }
-            Change::Save(path) => self.save(gl, &path).map(|()| {
-                self.message = Some(format!("saved {} bodies to {}", self.len(), path.display()));
-            }),
-            Change::Load(path) => {
-                let saved = state::load(&path)?;
-                let settings = NBodySettings { bodies: Some(saved.bodies.len() as u32), ..self.settings.clone() };
-                self.rebuild(gl, settings, saved.bodies, saved.params, saved.step)?;
-                self.edit.params = self.params;
-                self.edit.bodies = self.len();
-                self.message = Some(format!("loaded {} bodies from {}", self.len(), path.display()));
-                Ok(())
-            }
-            Change::Energy => match &self.engine {
-                Engine::Cpu(_) => self.cpu_energy(gl),
-                Engine::Cuda { .. } => self.request_cuda_energy(gl),
-            },
-        }
-    }
-
-    fn request_cuda_energy(&mut self, gl: &glow::Context) -> Result<()> {
-        let (params, step) = (self.params, self.step);
-        let engine = &mut self.engine;
-        let [p0, p1] = &mut self.positions;
-        let positions = if self.current == 0 { p0 } else { p1 };
-        let mut buffers = [(positions, Access::Read), (&mut self.velocities, Access::Read)];
-        self.pipeline.transfer().run(gl, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
-            (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
-                let spans = StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] };
-                simulation.request_energy(stream, &spans, &params, step)
-            }
-            _ => Err(mismatch()),
-        })?;
-        Ok(())
-    }
-
-    /// Switches the forces kernel; a precision change converts the state.
-    fn set_variant(&mut self, gl: &glow::Context, variant: Variant) -> Result<()> {
-        variant.validate()?;
-        let Some(cuda) = self.pipeline.cuda().cloned() else {
-            // The CPU backend has no kernel variants, only the precision.
-            let settings = NBodySettings { variant, ..self.settings.clone() };
-            let bodies = self.read_bodies(gl)?;
-            return self.rebuild(gl, settings, bodies, self.params, self.step);
-        };
-        let current = self.variant();
-        if current == Some(variant) {
-            return Ok(());
-        }
-        let split = matches!(self.engine, Engine::Cuda { multi: Some(_), .. });
-        if split || current.map(|v| v.precision) != Some(variant.precision) {
-            // A precision change, or a split across devices (where every context needs the new
-            // kernels): rebuild the engine.
-            let settings = NBodySettings { variant, ..self.settings.clone() };
-            let bodies = self.read_bodies(gl)?;
-            return self.rebuild(gl, settings, bodies, self.params, self.step);
-        }
-        self.pipeline.transfer().synchronize()?;
-        let Engine::Cuda { simulation, compiled, .. } = &mut self.engine else {
-            return Err(mismatch());
-        };
-        let kernels = match compiled.remove(&variant) {
-            Some(kernels) => kernels,
-            None => Kernels::load(&cuda, variant)?,
-        };
-        match simulation.set_kernels(kernels) {
-            Ok(previous) => {
-                compiled.insert(previous.variant, previous);
-                self.settings.variant = variant;
-                Ok(())
-            }
-            Err(error) => Err(error),
-        }
     }
 
     /// Moves the timings the step left (kernel times, per-device times) into the panel's readouts.

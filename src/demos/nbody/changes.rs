@@ -1,0 +1,142 @@
+//! Changes asked for in the panel (reset, another kernel variant, slices, save, load, energy),
+//! applied at the next step, which has the GL context. A change that can't be had leaves the
+//! running simulation as it was.
+
+use std::path::PathBuf;
+
+use super::cpu::Params;
+use super::engine::{Engine, make_engine};
+use super::kernels::{Kernels, Variant};
+use super::presets::Bodies;
+use super::{
+    NBody, NBodySettings, Readouts, camera_distance, make_buffers, mismatch, state, validate_bodies, validate_params,
+};
+use crate::Result;
+use crate::camera::OrbitCamera;
+
+/// A change asked for in the panel, applied at the next step (which has the GL context).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Change {
+    Reset,
+    Variant(Variant),
+    Slices(Option<u32>),
+    Save(PathBuf),
+    Load(PathBuf),
+    Energy,
+}
+
+impl NBody {
+    /// Replaces bodies, engine and buffers together; on failure the old ones stay.
+    pub(super) fn rebuild(
+        &mut self,
+        gl: &glow::Context,
+        settings: NBodySettings,
+        bodies: Bodies,
+        params: Params,
+        step: u64,
+    ) -> Result<()> {
+        validate_params(&params)?;
+        validate_bodies(bodies.len() as u32)?;
+        self.pipeline.transfer().synchronize()?;
+        let engine = make_engine(self.pipeline.cuda().map(|c| &**c), &settings, &bodies)?;
+        let (positions, velocities) = make_buffers(&mut self.pipeline, gl, &bodies)?;
+        let [old0, old1] = std::mem::replace(&mut self.positions, positions);
+        let old_velocities = std::mem::replace(&mut self.velocities, velocities);
+        for buffer in [old0, old1, old_velocities] {
+            buffer.destroy(gl);
+        }
+        self.engine = engine;
+        self.settings = settings;
+        self.params = params;
+        self.step = step;
+        self.current = 0;
+        self.speed_reference = bodies.rms_speed().max(1e-6) as f32;
+        self.readouts = Readouts::default();
+        self.bind_vertex_arrays(gl)?;
+        self.initialise_accelerations(gl)
+    }
+
+    pub(super) fn apply(&mut self, gl: &glow::Context, change: Change) -> Result<()> {
+        match change {
+            Change::Reset => {
+                let settings = NBodySettings {
+                    bodies: Some(self.edit.bodies),
+                    preset: self.edit.preset,
+                    seed: self.edit.seed,
+                    load: None,
+                    ..self.settings.clone()
+                };
+                validate_bodies(self.edit.bodies)?;
+                let bodies = settings.preset.generate(self.edit.bodies as usize, settings.seed);
+                let params = Params { dt: self.edit.params.dt, softening: self.edit.params.softening, ..self.params };
+                let preset_changed = settings.preset != self.settings.preset;
+                self.rebuild(gl, settings, bodies, params, 0)?;
+                if preset_changed {
+                    self.camera = OrbitCamera::new(camera_distance(self.settings.preset));
+                }
+                Ok(())
+            }
+            Change::Variant(variant) => self.set_variant(gl, variant),
+            Change::Slices(slices) => {
+                let settings = NBodySettings { slices, ..self.settings.clone() };
+                let bodies = self.read_bodies(gl)?;
+                self.rebuild(gl, settings, bodies, self.params, self.step)
+            }
+            Change::Save(path) => self.save(gl, &path).map(|()| {
+                self.message = Some(format!("saved {} bodies to {}", self.len(), path.display()));
+            }),
+            Change::Load(path) => {
+                let saved = state::load(&path)?;
+                let settings = NBodySettings { bodies: Some(saved.bodies.len() as u32), ..self.settings.clone() };
+                self.rebuild(gl, settings, saved.bodies, saved.params, saved.step)?;
+                self.edit.params = self.params;
+                self.edit.bodies = self.len();
+                self.message = Some(format!("loaded {} bodies from {}", self.len(), path.display()));
+                Ok(())
+            }
+            Change::Energy => match &self.engine {
+                Engine::Cpu(_) => self.cpu_energy(gl),
+                Engine::Cuda { .. } => self.request_cuda_energy(gl),
+            },
+        }
+    }
+
+    /// Switches the forces kernel; a precision change converts the state.
+    pub(super) fn set_variant(&mut self, gl: &glow::Context, variant: Variant) -> Result<()> {
+        variant.validate()?;
+        let Some(cuda) = self.pipeline.cuda().cloned() else {
+            // The CPU backend has no kernel variants, only the precision.
+            let settings = NBodySettings { variant, ..self.settings.clone() };
+            let bodies = self.read_bodies(gl)?;
+            return self.rebuild(gl, settings, bodies, self.params, self.step);
+        };
+        let current = self.variant();
+        if current == Some(variant) {
+            return Ok(());
+        }
+        let split = matches!(self.engine, Engine::Cuda { multi: Some(_), .. });
+        if split || current.map(|v| v.precision) != Some(variant.precision) {
+            // A precision change, or a split across devices (where every context needs the new
+            // kernels): rebuild the engine.
+            let settings = NBodySettings { variant, ..self.settings.clone() };
+            let bodies = self.read_bodies(gl)?;
+            return self.rebuild(gl, settings, bodies, self.params, self.step);
+        }
+        self.pipeline.transfer().synchronize()?;
+        let Engine::Cuda { simulation, compiled, .. } = &mut self.engine else {
+            return Err(mismatch());
+        };
+        let kernels = match compiled.remove(&variant) {
+            Some(kernels) => kernels,
+            None => Kernels::load(&cuda, variant)?,
+        };
+        match simulation.set_kernels(kernels) {
+            Ok(previous) => {
+                compiled.insert(previous.variant, previous);
+                self.settings.variant = variant;
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+}

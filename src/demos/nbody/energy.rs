@@ -1,0 +1,69 @@
+//! The total energy readout: computed on the GPU (fp64 reduction, read back later) or on the
+//! CPU, every `--energy-every` steps or when asked, and its drift since the reset.
+
+use super::changes::Change;
+use super::engine::Engine;
+use super::sim::StepBuffers;
+use super::{NBody, cpu, mismatch};
+use crate::Result;
+use crate::transfer::{Access, Target};
+
+impl NBody {
+    /// The last energy readout: `(step, kinetic, potential)` and the energy at the reset.
+    pub fn energy(&self) -> (Option<(u64, f64, f64)>, Option<f64>) {
+        (self.readouts.energy, self.readouts.initial_energy)
+    }
+
+    /// Queues an energy computation of the current state (CUDA) or computes it (CPU); the result
+    /// arrives through the next steps or [`Self::collect_energy`].
+    pub fn request_energy(&mut self, gl: &glow::Context) -> Result<()> {
+        self.apply(gl, Change::Energy)
+    }
+
+    /// Waits for outstanding work and collects a pending energy result.
+    pub fn collect_energy(&mut self) -> Result<()> {
+        self.pipeline.transfer().synchronize()?;
+        self.poll_energy()
+    }
+
+    /// Energy of the CPU state (f64 sums on all cores).
+    pub(super) fn cpu_energy(&mut self, gl: &glow::Context) -> Result<()> {
+        let bodies = self.read_bodies(gl)?;
+        let velocities: Vec<[f64; 4]> = bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect();
+        let (kinetic, potential) = cpu::energy(&bodies.positions, &velocities, &self.params);
+        self.record_energy(self.step, kinetic, potential);
+        Ok(())
+    }
+
+    pub(super) fn record_energy(&mut self, step: u64, kinetic: f64, potential: f64) {
+        if self.readouts.initial_energy.is_none() {
+            self.readouts.initial_energy = Some(kinetic + potential);
+        }
+        self.readouts.energy = Some((step, kinetic, potential));
+    }
+
+    pub(super) fn poll_energy(&mut self) -> Result<()> {
+        if let Engine::Cuda { simulation, .. } = &mut self.engine
+            && let Some((step, kinetic, potential)) = simulation.poll_energy()?
+        {
+            self.record_energy(step, kinetic, potential);
+        }
+        Ok(())
+    }
+
+    pub(super) fn request_cuda_energy(&mut self, gl: &glow::Context) -> Result<()> {
+        let (params, step) = (self.params, self.step);
+        let engine = &mut self.engine;
+        let [p0, p1] = &mut self.positions;
+        let positions = if self.current == 0 { p0 } else { p1 };
+        let mut buffers = [(positions, Access::Read), (&mut self.velocities, Access::Read)];
+        self.pipeline.transfer().run(gl, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
+            (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
+                let spans = StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] };
+                simulation.request_energy(stream, &spans, &params, step)
+            }
+            _ => Err(mismatch()),
+        })?;
+        Ok(())
+    }
+}
