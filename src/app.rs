@@ -144,7 +144,16 @@ impl ApplicationHandler for App {
             }
             WindowEvent::ModifiersChanged(modifiers) => running.input.modifiers = modifiers.state(),
             WindowEvent::DroppedFile(path) => {
-                let result = running.session.demo().and_then(|demo| demo.open_file(&path));
+                let result = running.session.demo().and_then(|demo| {
+                    let name = demo.name();
+                    match demo.file_opener() {
+                        Some(opener) => opener.open_file(&path),
+                        None => Err(Error::Unavailable(format!(
+                            "the {name} demo opens no files ({} ignored)",
+                            path.display()
+                        ))),
+                    }
+                });
                 if let Err(error) = result {
                     ui::push_message(&mut running.session.panel, error.to_string());
                 }
@@ -169,8 +178,8 @@ impl ApplicationHandler for App {
                     MouseScrollDelta::LineDelta(_, y) => y,
                     MouseScrollDelta::PixelDelta(p) => (p.y / 40.0) as f32,
                 };
-                if let Ok(demo) = running.session.demo() {
-                    demo.zoom(steps);
+                if let Some(view) = running.session.demo().ok().and_then(|demo| demo.view_controls()) {
+                    view.zoom(steps);
                 }
             }
             _ => {}
@@ -317,11 +326,11 @@ impl Running {
         let (dx, dy) = ((x - px) as f32, (y - py) as f32);
         let height = self.window.size()[1] as f32;
         let (orbiting, panning) = (self.input.orbiting, self.input.panning);
-        if let Ok(demo) = self.session.demo() {
+        if let Some(view) = self.session.demo().ok().and_then(|demo| demo.view_controls()) {
             if panning {
-                demo.drag(Drag::Secondary, dx, dy, height);
+                view.drag(Drag::Secondary, dx, dy, height);
             } else if orbiting {
-                demo.drag(Drag::Primary, dx, dy, height);
+                view.drag(Drag::Primary, dx, dy, height);
             }
         }
     }

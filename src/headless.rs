@@ -147,8 +147,8 @@ fn report_json(
     let gl_info = session.gl_info().clone();
     let reason = selection.reason.clone();
     let demo = session.demo()?;
-    let what_if_report = demo.what_if_report();
-    let kernel = demo.kernel_info().map(|k| {
+    let what_if_report = demo.pipeline().what_if_report();
+    let kernel = demo.live_kernels().and_then(|kernels| kernels.kernel_info()).map(|k| {
         json!({
             "name": k.name,
             "source": k.origin,
@@ -161,7 +161,7 @@ fn report_json(
     Ok(json!({
         "demo": demo.name(),
         "backend": if device.is_some() { "cuda" } else { "cpu" },
-        "transfer": demo.transfer_kind(),
+        "transfer": demo.pipeline().kind(),
         "reason": reason,
         "device": device,
         "gl": gl_info,

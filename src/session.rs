@@ -176,7 +176,7 @@ impl Session {
         let mut lost = None;
         if let Some(demo) = self.demo.as_deref_mut() {
             loop {
-                match demo.poll_gpu_times() {
+                match demo.pipeline_mut().transfer().poll_gpu_times() {
                     Ok(Some(late)) => self.history.add_late(late),
                     Ok(None) => break,
                     Err(error) if error.is_context_lost() => {
@@ -248,7 +248,7 @@ impl Session {
             shaders_dir: self.shaders_dir.clone(),
         };
         let mut demo = spec.create(&env)?;
-        demo.set_what_if(self.panel.what_if);
+        demo.pipeline_mut().set_what_if(self.panel.what_if);
         Ok(demo)
     }
 
@@ -256,7 +256,7 @@ impl Session {
     pub fn finish(&mut self, gl: &glow::Context) -> Result<()> {
         crate::gl::finish(gl);
         let demo = self.demo()?;
-        demo.synchronize()?;
+        demo.pipeline_mut().transfer().synchronize()?;
         demo.finish(gl)?;
         match self.collect_late_times(gl) {
             Some(error) => Err(error),
@@ -310,7 +310,7 @@ impl Session {
     pub fn set_what_if(&mut self, what_if: WhatIf) {
         self.panel.what_if = what_if;
         if let Some(demo) = self.demo.as_deref_mut() {
-            demo.set_what_if(what_if);
+            demo.pipeline_mut().set_what_if(what_if);
         }
     }
 
@@ -331,7 +331,7 @@ impl Session {
 
     /// Replaces the demo; if the new one can't start, the old one keeps running.
     pub fn switch_demo(&mut self, gl: &glow::Context, spec: &DemoSpec) -> Result<()> {
-        let transfer = self.demo.as_deref().map(|d| d.transfer_kind()).unwrap_or(self.selection.transfer);
+        let transfer = self.demo.as_deref().map(|d| d.pipeline().kind()).unwrap_or(self.selection.transfer);
         let next = self.start(gl, spec, transfer)?;
         if let Some(previous) = self.demo.replace(next) {
             previous.destroy(gl);

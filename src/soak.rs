@@ -9,7 +9,7 @@ use std::time::Instant;
 use clap::Args;
 use serde::Serialize;
 
-use crate::demo::{Demo, DemoEnv, View};
+use crate::demo::{Demo, DemoEnv, LiveKernels, View};
 use crate::demos::wave::{self, Wave, WaveSettings};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{Framebuffer, GlObjects};
@@ -259,7 +259,7 @@ fn soak(
             framebuffer.bind(gl);
             wave.step(gl, frame, 1.0 / 60.0)?;
             wave.draw(gl, &view)?;
-            wave.poll_gpu_times()?;
+            wave.pipeline_mut().transfer().poll_gpu_times()?;
             frame += 1;
         }
         wave.finish(gl)

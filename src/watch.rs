@@ -97,7 +97,12 @@ impl KernelWatcher {
             match receiver.try_recv() {
                 Ok((file, options, compiled)) => {
                     self.in_flight = None;
-                    self.status = match compiled.and_then(|c| demo.swap_kernels(&file, &options, &c).map(|()| c)) {
+                    let name = demo.name();
+                    let swapped = compiled.and_then(|c| match demo.live_kernels() {
+                        Some(kernels) => kernels.swap_kernels(&file, &options, &c).map(|()| c),
+                        None => Err(Error::Unavailable(format!("the {name} demo does not reload {file}"))),
+                    });
+                    self.status = match swapped {
                         Ok(compiled) => {
                             log::info!("reloaded {file}");
                             WatchStatus::Reloaded { file, compile_ms: compiled.compile_time.as_secs_f64() * 1e3 }
@@ -125,7 +130,8 @@ impl KernelWatcher {
             .collect();
         self.seen = now;
         for file in changed {
-            let Some((_, options)) = demo.kernel_builds().into_iter().find(|(source, _)| source.name == file) else {
+            let builds = demo.live_kernels().map(|kernels| kernels.kernel_builds()).unwrap_or_default();
+            let Some((_, options)) = builds.into_iter().find(|(source, _)| source.name == file) else {
                 continue;
             };
             if let Err(error) = self.start(&file, options) {

@@ -10,7 +10,7 @@
 mod common;
 
 use interop_lab::cuda::interop;
-use interop_lab::demo::{Demo, DemoEnv, DemoSpec};
+use interop_lab::demo::{Demo, DemoEnv, DemoSpec, LiveKernels};
 use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::{Wave, WaveSettings};
 use interop_lab::gl;
@@ -62,7 +62,13 @@ fn step_at_phase(gl: &glow::Context, wave: &mut Wave, phase: f64) -> Vec<[f32; 4
     };
     assert!(out.iter().flatten().all(|v| v.is_finite()), "{}x{}: every vertex written", s.width, s.height);
     let error = relative_error(&out, &reference(&frame));
-    assert!(error < WAVE_BOUND, "{}x{} on {}: ‖out − ref‖/‖ref‖ = {error:e}", s.width, s.height, wave.transfer_kind());
+    assert!(
+        error < WAVE_BOUND,
+        "{}x{} on {}: ‖out − ref‖/‖ref‖ = {error:e}",
+        s.width,
+        s.height,
+        wave.pipeline().kind()
+    );
     out
 }
 
@@ -94,7 +100,7 @@ fn interop_and_copy_paths_write_the_reference_values() {
         for transfer in paths {
             let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer, shaders_dir: None };
             let mut wave = Wave::new(&env, settings.clone()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
-            assert_eq!(wave.transfer_kind(), transfer);
+            assert_eq!(wave.pipeline().kind(), transfer);
             outputs.push((wave.launch_config(), step_at_phase(&gl, &mut wave, phase)));
             Box::new(wave).destroy(&gl);
         }
@@ -120,7 +126,7 @@ fn switching_paths_keeps_the_buffer_contents() {
         TransferKind::Interop,
     ] {
         wave.set_transfer(&gl, transfer).expect("switch");
-        assert_eq!(wave.transfer_kind(), transfer);
+        assert_eq!(wave.pipeline().kind(), transfer);
         let carried = wave.read_positions(&gl).expect("read");
         assert!(carried == written, "contents survive the switch to {transfer}");
     }
@@ -370,7 +376,7 @@ fn what_if_switches_do_what_the_panel_says() {
     step_and_compare(&gl, &mut wave, &mut random);
 
     // Registering every frame: the frame's trace shows register and unregister, results stay right.
-    wave.set_what_if(WhatIf { register_every_frame: true, ..WhatIf::default() });
+    wave.pipeline_mut().set_what_if(WhatIf { register_every_frame: true, ..WhatIf::default() });
     let trace = cuda.context.trace();
     trace.end_frame();
     trace.set_per_frame(true);
@@ -381,19 +387,19 @@ fn what_if_switches_do_what_the_panel_says() {
     let map = calls.iter().position(|c| *c == "cuGraphicsMapResources").expect("mapped");
     assert!(register < map && calls.contains(&"cuGraphicsUnregisterResource"), "{calls:?}");
     trace.set_per_frame(false);
-    assert!(wave.what_if_report().is_some());
+    assert!(wave.pipeline().what_if_report().is_some());
 
     // Skipping the copy's sync: the path counts every unsynchronised frame, and once the stream is
     // idle the buffer holds the right values again.
-    wave.set_what_if(WhatIf { skip_copy_sync: true, ..WhatIf::default() });
+    wave.pipeline_mut().set_what_if(WhatIf { skip_copy_sync: true, ..WhatIf::default() });
     wave.set_transfer(&gl, TransferKind::HostCopy).expect("to host copy");
     let steps = 5;
     for frame in 0..steps {
         wave.step(&gl, frame, 0.0).expect("step");
     }
-    let report = wave.what_if_report().expect("report on the host-copy path");
+    let report = wave.pipeline().what_if_report().expect("report on the host-copy path");
     assert!(report.contains(&format!("of {steps} frames")), "{report}");
-    wave.set_what_if(WhatIf::default());
+    wave.pipeline_mut().set_what_if(WhatIf::default());
     step_and_compare(&gl, &mut wave, &mut random);
     assert!(cuda.context.take_errors().is_empty(), "no deferred errors");
     Box::new(wave).destroy(&gl);

@@ -277,7 +277,7 @@ fn the_simulation_carries_over_between_every_path() {
         nbody.step(&gl, frame as u64, 0.0).expect("step");
         let before = nbody.read_bodies(&gl).expect("read");
         nbody.set_transfer(&gl, transfer).unwrap_or_else(|e| panic!("switch to {transfer}: {e}"));
-        assert_eq!(nbody.transfer_kind(), transfer);
+        assert_eq!(nbody.pipeline().kind(), transfer);
         assert!(nbody.read_bodies(&gl).expect("read") == before, "the bodies survive the switch to {transfer}");
     }
     nbody.step(&gl, 99, 0.0).expect("step");

@@ -12,14 +12,14 @@ use std::rc::Rc;
 
 pub use self::pipeline::Pipeline;
 pub use self::spec::{DemoSpec, Settings};
+use crate::Result;
 use crate::camera::OrbitCamera;
 use crate::cuda::LaunchConfig;
 use crate::cuda::module::{CompiledModule, FunctionAttributes};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
-use crate::stats::{LateGpuTimes, StageTimes};
-use crate::transfer::{TransferKind, WhatIf};
-use crate::{Error, Result};
+use crate::stats::StageTimes;
+use crate::transfer::TransferKind;
 
 /// What a demo gets when it is created.
 pub struct DemoEnv<'a> {
@@ -97,7 +97,9 @@ impl OccupancyCache {
     }
 }
 
-/// One demo.
+/// One demo. The required methods are what every demo does; what only some can do (be moved
+/// with the mouse, reload kernels, open files) a caller asks for through the capability methods,
+/// which answer `None` unless the demo has it.
 pub trait Demo {
     /// Name, as on the command line.
     fn name(&self) -> &'static str;
@@ -111,92 +113,86 @@ pub trait Demo {
     /// As [`Self::pipeline`], to change it.
     fn pipeline_mut(&mut self) -> &mut Pipeline;
 
-    /// The transfer path in use.
-    fn transfer_kind(&self) -> TransferKind {
-        self.pipeline().kind()
-    }
-
     /// Moves the demo's buffers to another transfer path, keeping their contents.
     fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()>;
 
     /// Advances by `dt` seconds and writes frame `frame`'s buffers through the transfer path.
     fn step(&mut self, gl: &glow::Context, frame: u64, dt: f32) -> Result<StageTimes>;
 
-    /// GPU stage times of an earlier frame, when ready.
-    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>>;
-
     /// Draws the current state.
     fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()>;
 
     /// The demo's section of the side panel.
-    fn controls(&mut self, ui: &mut egui::Ui);
+    fn panel(&mut self, ui: &mut egui::Ui);
 
-    /// The 3-D camera, for demos that have one.
-    fn camera_mut(&mut self) -> Option<&mut OrbitCamera> {
-        None
-    }
+    /// Shows what the driver answers when a buffer CUDA holds is used (interop only): maps one of
+    /// the demo's buffers and asks for it again; the message says why when that can't be shown.
+    fn use_while_mapped(&mut self) -> Result<String>;
 
-    /// A mouse drag of `dx`, `dy` pixels: orbit (primary) or pan (secondary) the camera.
-    fn drag(&mut self, drag: Drag, dx: f32, dy: f32, view_height: f32) {
-        if let Some(camera) = self.camera_mut() {
-            match drag {
-                Drag::Primary => camera.orbit(dx, dy),
-                Drag::Secondary => camera.pan(dx, dy, view_height),
-            }
-        }
-    }
-
-    /// Scroll-wheel steps (positive: closer).
-    fn zoom(&mut self, steps: f32) {
-        if let Some(camera) = self.camera_mut() {
-            camera.zoom(steps);
-        }
-    }
-
-    /// The kernel builds this demo runs now: each source file with its NVRTC options. A watcher
-    /// recompiles them when the file changes on disk.
-    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
-        Vec::new()
-    }
-
-    /// Replaces the running kernels of `file` by `compiled` (built with `options`). On failure the
-    /// old kernels keep running.
-    fn swap_kernels(&mut self, file: &str, _options: &[String], _compiled: &CompiledModule) -> Result<()> {
-        Err(Error::Unavailable(format!("the {} demo does not reload {file}", self.name())))
-    }
-
-    /// Applies the learners' switches to the demo's transfer path.
-    fn set_what_if(&mut self, what_if: WhatIf) {
-        self.pipeline_mut().set_what_if(what_if);
-    }
-
-    /// Shows what the driver answers when a buffer CUDA holds is used (interop only).
-    fn use_while_mapped(&mut self) -> Result<String> {
-        Err(Error::Unavailable(format!("the {} demo has no buffer to misuse", self.name())))
-    }
-
-    /// What the switches in effect did so far, in a sentence.
-    fn what_if_report(&self) -> Option<String> {
-        self.pipeline().what_if_report()
-    }
-
-    /// A file dropped on the window or chosen in the panel; opened at the next step.
-    fn open_file(&mut self, path: &std::path::Path) -> Result<()> {
-        Err(Error::Unavailable(format!("the {} demo opens no files ({} ignored)", self.name(), path.display())))
-    }
-
-    /// The kernel running now, when on CUDA.
-    fn kernel_info(&self) -> Option<KernelInfo>;
-
-    /// Waits for the demo's GPU work.
-    fn synchronize(&mut self) -> Result<()>;
+    /// Releases GL objects (the context must be current) and then everything else.
+    fn destroy(self: Box<Self>, gl: &glow::Context);
 
     /// The run is ending (headless run done, window closing): collect last results, write what
-    /// the settings ask to be written. The GL context is current.
+    /// the settings ask to be written. The GL context is current. Most demos have nothing to do.
     fn finish(&mut self, _gl: &glow::Context) -> Result<()> {
         Ok(())
     }
 
-    /// Releases GL objects (the context must be current) and then everything else.
-    fn destroy(self: Box<Self>, gl: &glow::Context);
+    /// Capability: the view moves with the mouse (an orbit camera, or panning an image).
+    fn view_controls(&mut self) -> Option<&mut dyn ViewControls> {
+        None
+    }
+
+    /// Capability: the demo's kernels can be inspected and replaced while it runs.
+    fn live_kernels(&mut self) -> Option<&mut dyn LiveKernels> {
+        None
+    }
+
+    /// Capability: the demo opens files (dropped on the window or chosen in the panel).
+    fn file_opener(&mut self) -> Option<&mut dyn OpensFiles> {
+        None
+    }
+}
+
+/// A view the mouse moves.
+pub trait ViewControls {
+    /// A drag of `dx`, `dy` pixels in a view `view_height` pixels high.
+    fn drag(&mut self, drag: Drag, dx: f32, dy: f32, view_height: f32);
+
+    /// Scroll-wheel steps (positive: closer).
+    fn zoom(&mut self, steps: f32);
+}
+
+impl ViewControls for OrbitCamera {
+    /// Primary orbits, secondary pans.
+    fn drag(&mut self, drag: Drag, dx: f32, dy: f32, view_height: f32) {
+        match drag {
+            Drag::Primary => self.orbit(dx, dy),
+            Drag::Secondary => self.pan(dx, dy, view_height),
+        }
+    }
+
+    fn zoom(&mut self, steps: f32) {
+        OrbitCamera::zoom(self, steps);
+    }
+}
+
+/// Kernels that can be inspected and swapped while the demo runs.
+pub trait LiveKernels {
+    /// The kernel running now, when on CUDA.
+    fn kernel_info(&self) -> Option<KernelInfo>;
+
+    /// The kernel builds this demo runs now: each source file with its NVRTC options (none on the
+    /// CPU backend). A watcher recompiles them when the file changes on disk.
+    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)>;
+
+    /// Replaces the running kernels of `file` by `compiled` (built with `options`). On failure the
+    /// old kernels keep running.
+    fn swap_kernels(&mut self, file: &str, options: &[String], compiled: &CompiledModule) -> Result<()>;
+}
+
+/// A demo that opens files.
+pub trait OpensFiles {
+    /// A file dropped on the window or chosen in the panel; opened at the next step.
+    fn open_file(&mut self, path: &std::path::Path) -> Result<()>;
 }

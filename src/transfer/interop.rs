@@ -4,7 +4,9 @@
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::{Access, Compute, ImageTarget, Link, SharedBuffer, SharedImage, Target, Transfer, TransferKind, WhatIf};
+use super::{
+    Access, Compute, ImageTarget, Link, Mapping, SharedBuffer, SharedImage, Target, Transfer, TransferKind, WhatIf,
+};
 use super::{micros_since, mismatch, poll_stages};
 use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
 use crate::cuda::memory::copy_to_device;
@@ -120,11 +122,25 @@ impl Transfer for Interop {
         self.register_every_frame = what_if.register_every_frame;
     }
 
+    fn mapping(&mut self) -> Option<&mut dyn Mapping> {
+        Some(self)
+    }
+
     fn what_if_report(&self) -> Option<String> {
         self.register_every_frame
             .then(|| "each frame unregisters and registers its buffers; see Map grow in the timeline".to_owned())
     }
 
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        poll_stages(&mut self.events, &[Stage::Map, Stage::Kernel, Stage::Unmap])
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.stream.synchronize()
+    }
+}
+
+impl Mapping for Interop {
     fn use_while_mapped(&mut self, buffer: &mut SharedBuffer) -> Result<String> {
         let Link::Interop(resource) = &mut buffer.link else { return Err(mismatch(TransferKind::Interop)) };
         let stream = &*self.stream;
@@ -167,14 +183,6 @@ impl Transfer for Interop {
             |mapped| SurfaceObject::new(&context, mapped.array(0)?),
             |surface, stream| compute(ImageTarget { surface: surface.raw(), size, stream }),
         )
-    }
-
-    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
-        poll_stages(&mut self.events, &[Stage::Map, Stage::Kernel, Stage::Unmap])
-    }
-
-    fn synchronize(&mut self) -> Result<()> {
-        self.stream.synchronize()
     }
 }
 

@@ -264,34 +264,74 @@ pub trait Transfer {
         None
     }
 
+    /// Capability: the path maps GL objects it registered with CUDA (GL interop). Only such a
+    /// path can write a texture in place and show what using a buffer CUDA holds amounts to.
+    fn mapping(&mut self) -> Option<&mut dyn Mapping> {
+        None
+    }
+}
+
+/// What a path that maps registered GL objects can do beyond buffers.
+pub trait Mapping {
     /// Maps `buffer` and, while it is mapped, asks the driver to map it again — what using a buffer
-    /// CUDA holds amounts to — and returns the driver's answer (interop only).
-    fn use_while_mapped(&mut self, _buffer: &mut SharedBuffer) -> Result<String> {
-        Err(Error::Unavailable(format!(
-            "the {} path never maps a buffer: there is nothing to misuse",
-            self.kind().label()
-        )))
-    }
+    /// CUDA holds amounts to — and returns the driver's answer.
+    fn use_while_mapped(&mut self, buffer: &mut SharedBuffer) -> Result<String>;
 
-    /// Registers `texture` for kernels to write through a surface object (interop only).
-    fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
-        let mut texture = texture;
-        texture.destroy(gl);
-        Err(Error::Unavailable(format!(
-            "writing a texture directly needs GL interop; the {} path goes through a pixel buffer",
-            self.kind().label()
-        )))
-    }
+    /// Registers `texture` for kernels to write through a surface object.
+    fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage>;
 
-    /// Maps `image`, runs `compute` with a surface object over it, unmaps (interop only).
+    /// Maps `image`, runs `compute` with a surface object over it, unmaps.
     fn run_image(
         &mut self,
-        _gl: &glow::Context,
-        _frame: u64,
-        _image: &mut SharedImage,
-        _compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
+        gl: &glow::Context,
+        frame: u64,
+        image: &mut SharedImage,
+        compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
+    ) -> Result<StageTimes>;
+}
+
+/// The [`Mapping`] calls on any path, answering with what the path does instead when it maps
+/// nothing.
+impl dyn Transfer + '_ {
+    /// [`Mapping::use_while_mapped`], or why the path has nothing to misuse.
+    pub fn use_while_mapped(&mut self, buffer: &mut SharedBuffer) -> Result<String> {
+        let label = self.kind().label();
+        match self.mapping() {
+            Some(mapping) => mapping.use_while_mapped(buffer),
+            None => {
+                Err(Error::Unavailable(format!("the {label} path never maps a buffer: there is nothing to misuse")))
+            }
+        }
+    }
+
+    /// [`Mapping::create_image`], or (deleting `texture`) why the path goes through a pixel buffer.
+    pub fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
+        let label = self.kind().label();
+        match self.mapping() {
+            Some(mapping) => mapping.create_image(gl, texture),
+            None => {
+                let mut texture = texture;
+                texture.destroy(gl);
+                Err(Error::Unavailable(format!(
+                    "writing a texture directly needs GL interop; the {label} path goes through a pixel buffer"
+                )))
+            }
+        }
+    }
+
+    /// [`Mapping::run_image`], or why the path cannot write textures directly.
+    pub fn run_image(
+        &mut self,
+        gl: &glow::Context,
+        frame: u64,
+        image: &mut SharedImage,
+        compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
     ) -> Result<StageTimes> {
-        Err(Error::Unavailable(format!("the {} path cannot write textures directly", self.kind().label())))
+        let label = self.kind().label();
+        match self.mapping() {
+            Some(mapping) => mapping.run_image(gl, frame, image, compute),
+            None => Err(Error::Unavailable(format!("the {label} path cannot write textures directly"))),
+        }
     }
 }
 

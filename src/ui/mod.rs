@@ -72,7 +72,7 @@ pub struct PanelInput<'a> {
 }
 
 /// Draws the side panel into `ui` and returns the actions the user took.
-pub fn side_panel(ui: &mut egui::Ui, input: PanelInput<'_>, state: &mut PanelState) -> Vec<PanelAction> {
+pub fn side_panel(ui: &mut egui::Ui, mut input: PanelInput<'_>, state: &mut PanelState) -> Vec<PanelAction> {
     let mut actions = Vec::new();
     let response = egui::Panel::left("side_panel").resizable(true).default_size(340.0).show(ui, |ui| {
         egui::ScrollArea::vertical().show(ui, |ui| {
@@ -84,7 +84,7 @@ pub fn side_panel(ui: &mut egui::Ui, input: PanelInput<'_>, state: &mut PanelSta
             run_controls(ui, state, &mut actions);
             ui.separator();
             egui::CollapsingHeader::new(format!("{} settings", input.demo.name())).default_open(true).show(ui, |ui| {
-                input.demo.controls(ui);
+                input.demo.panel(ui);
             });
             ui.separator();
             egui::CollapsingHeader::new("Timings").default_open(true).show(ui, |ui| {
@@ -93,8 +93,8 @@ pub fn side_panel(ui: &mut egui::Ui, input: PanelInput<'_>, state: &mut PanelSta
                 }
             });
             what_if_section(ui, &input, state, &mut actions);
-            inspector(ui, &input, state);
-            kernel_sources(ui, &input, state);
+            inspector(ui, &mut input, state);
+            kernel_sources(ui, &mut input, state);
             trace_section(ui, &input, state);
             device_section(ui, &input, state);
             messages(ui, state);
@@ -124,7 +124,7 @@ fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<
             ui.label(format!("Backend: CPU ({} threads)", rayon::current_num_threads()));
         }
     }
-    let current = input.demo.transfer_kind();
+    let current = input.demo.pipeline().kind();
     ui.horizontal(|ui| {
         ui.label("Transfer:");
         for kind in input.selection.available_transfers() {
@@ -152,7 +152,7 @@ fn what_if_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &PanelState
     egui::CollapsingHeader::new("What if…").default_open(state.opens(PanelSection::WhatIf)).show(ui, |ui| {
         ownership(ui, input);
         ui.separator();
-        let interop = input.demo.transfer_kind() == TransferKind::Interop;
+        let interop = input.demo.pipeline().kind() == TransferKind::Interop;
         if ui.add_enabled(interop, egui::Button::new("draw while mapped")).clicked() {
             actions.push(PanelAction::UseWhileMapped);
         }
@@ -165,7 +165,7 @@ fn what_if_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &PanelState
         if what_if != state.what_if {
             actions.push(PanelAction::SetWhatIf(what_if));
         }
-        if let Some(report) = input.demo.what_if_report() {
+        if let Some(report) = input.demo.pipeline().what_if_report() {
             ui.colored_label(egui::Color32::YELLOW, report);
         }
     });
@@ -177,7 +177,7 @@ fn explain(ui: &mut egui::Ui, text: &str) {
 
 /// Who owns the shared buffers, and for how long CUDA held them in recent frames.
 fn ownership(ui: &mut egui::Ui, input: &PanelInput<'_>) {
-    match input.demo.transfer_kind() {
+    match input.demo.pipeline().kind() {
         TransferKind::Interop => {
             // The panel is drawn between frames, after the unmap: GL owns the buffers now.
             ui.label("Buffers now: owned by GL (CUDA maps them only during the compute step)");
@@ -309,8 +309,8 @@ pub fn push_message(state: &mut PanelState, message: String) {
     state.messages.drain(..excess);
 }
 
-fn inspector(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &PanelState) {
-    let Some(kernel) = input.demo.kernel_info() else {
+fn inspector(ui: &mut egui::Ui, input: &mut PanelInput<'_>, state: &PanelState) {
+    let Some(kernel) = input.demo.live_kernels().and_then(|kernels| kernels.kernel_info()) else {
         return;
     };
     egui::CollapsingHeader::new("Kernel inspector").default_open(state.opens(PanelSection::Inspector)).show(ui, |ui| {
@@ -401,8 +401,8 @@ fn trace_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &mut PanelSta
     });
 }
 
-fn kernel_sources(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &mut PanelState) {
-    let builds = input.demo.kernel_builds();
+fn kernel_sources(ui: &mut egui::Ui, input: &mut PanelInput<'_>, state: &mut PanelState) {
+    let builds = input.demo.live_kernels().map(|kernels| kernels.kernel_builds()).unwrap_or_default();
     if builds.is_empty() {
         return;
     }

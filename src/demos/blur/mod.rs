@@ -22,10 +22,12 @@ use self::kernels::{BlurKernels, Filter, Output};
 use crate::cuda::module::CompiledModule;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
-use crate::demo::{Demo, DemoEnv, DemoSpec, Drag, KernelInfo, OccupancyCache, Pipeline, View};
+use crate::demo::{
+    Demo, DemoEnv, DemoSpec, Drag, KernelInfo, LiveKernels, OccupancyCache, OpensFiles, Pipeline, View, ViewControls,
+};
 use crate::gl::{self, PixelFormat};
 use crate::sources::SourceFile;
-use crate::stats::{LateGpuTimes, Percentiles, Stage, StageTimes};
+use crate::stats::{Percentiles, Stage, StageTimes};
 use crate::transfer::{Access, SharedBuffer, SharedImage, Target, TransferKind};
 use crate::{Error, Result, source_file};
 
@@ -496,10 +498,6 @@ impl Demo for Blur {
         Ok(times)
     }
 
-    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
-        self.pipeline.transfer().poll_gpu_times()
-    }
-
     fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()> {
         self.last_view = *view;
         gl::begin_scene(gl, view.origin, view.size, [0.05, 0.05, 0.06, 1.0], gl::DrawState::Additive);
@@ -522,69 +520,20 @@ impl Demo for Blur {
         gl::check_error(gl, "drawing the image")
     }
 
-    fn controls(&mut self, ui: &mut egui::Ui) {
+    fn panel(&mut self, ui: &mut egui::Ui) {
         panel::controls(self, ui);
     }
 
-    fn drag(&mut self, _drag: Drag, dx: f32, dy: f32, _view_height: f32) {
-        let zoom = self.zoom.unwrap_or_else(|| self.fitted_zoom(&self.last_view));
-        self.pan -= glam::Vec2::new(dx, dy) / zoom.max(1e-6);
+    fn view_controls(&mut self) -> Option<&mut dyn ViewControls> {
+        Some(self)
     }
 
-    fn zoom(&mut self, steps: f32) {
-        let zoom = self.zoom.unwrap_or_else(|| self.fitted_zoom(&self.last_view));
-        self.zoom = Some((zoom * 1.15f32.powf(steps)).clamp(1.0 / 64.0, 64.0));
+    fn live_kernels(&mut self) -> Option<&mut dyn LiveKernels> {
+        Some(self)
     }
 
-    fn open_file(&mut self, path: &Path) -> Result<()> {
-        self.pending.push(Change::Open(path.to_owned()));
-        Ok(())
-    }
-
-    fn kernel_info(&self) -> Option<KernelInfo> {
-        match &self.engine {
-            Engine::Cuda { kernels, .. } => {
-                let job = self.settings.job(self.size());
-                let launch = kernels.launches(&job)[0];
-                Some(KernelInfo {
-                    name: format!("blur {} ({})", self.settings.filter.name(), self.settings.format.name()),
-                    origin: kernels.origin.clone(),
-                    launch,
-                    attributes: *kernels.attributes(self.settings.filter, self.settings.sigma),
-                    occupancy: self
-                        .occupancy
-                        .get(kernels.first_function(self.settings.filter, self.settings.sigma), &launch),
-                })
-            }
-            Engine::Cpu { .. } => None,
-        }
-    }
-
-    fn synchronize(&mut self) -> Result<()> {
-        self.pipeline.transfer().synchronize()
-    }
-
-    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
-        match &self.engine {
-            Engine::Cuda { .. } => {
-                vec![(KERNEL, BlurKernels::options(self.settings.format, self.settings.pixels_per_thread))]
-            }
-            Engine::Cpu { .. } => Vec::new(),
-        }
-    }
-
-    fn swap_kernels(&mut self, _file: &str, _options: &[String], compiled: &CompiledModule) -> Result<()> {
-        let Some(cuda) = self.pipeline.cuda().cloned() else {
-            return Err(Error::Unavailable("the blur runs on the CPU: no kernel to replace".to_owned()));
-        };
-        let fresh = BlurKernels::from_compiled(&cuda, self.settings.format, self.settings.pixels_per_thread, compiled)?;
-        fresh.validate(&self.settings.job(self.size()))?;
-        self.synchronize()?;
-        let Engine::Cuda { kernels, .. } = &mut self.engine else { return Err(mismatch()) };
-        **kernels = fresh;
-        self.occupancy = OccupancyCache::default();
-        self.pass_us.clear();
-        Ok(())
+    fn file_opener(&mut self) -> Option<&mut dyn OpensFiles> {
+        Some(self)
     }
 
     fn finish(&mut self, gl: &glow::Context) -> Result<()> {
@@ -639,5 +588,76 @@ pub fn bytes_moved(filter: Filter, format: PixelFormat, pixels: f64) -> f64 {
     match filter {
         Filter::Naive => 2.0 * pixel * pixels,
         Filter::Separable | Filter::Box | Filter::Recursive => (pixel + 2.0 * intermediate + pixel) * pixels,
+    }
+}
+
+impl Blur {
+    /// Waits for the demo's GPU work.
+    pub fn synchronize(&mut self) -> Result<()> {
+        self.pipeline.transfer().synchronize()
+    }
+}
+
+impl LiveKernels for Blur {
+    fn kernel_info(&self) -> Option<KernelInfo> {
+        match &self.engine {
+            Engine::Cuda { kernels, .. } => {
+                let job = self.settings.job(self.size());
+                let launch = kernels.launches(&job)[0];
+                Some(KernelInfo {
+                    name: format!("blur {} ({})", self.settings.filter.name(), self.settings.format.name()),
+                    origin: kernels.origin.clone(),
+                    launch,
+                    attributes: *kernels.attributes(self.settings.filter, self.settings.sigma),
+                    occupancy: self
+                        .occupancy
+                        .get(kernels.first_function(self.settings.filter, self.settings.sigma), &launch),
+                })
+            }
+            Engine::Cpu { .. } => None,
+        }
+    }
+
+    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
+        match &self.engine {
+            Engine::Cuda { .. } => {
+                vec![(KERNEL, BlurKernels::options(self.settings.format, self.settings.pixels_per_thread))]
+            }
+            Engine::Cpu { .. } => Vec::new(),
+        }
+    }
+
+    fn swap_kernels(&mut self, _file: &str, _options: &[String], compiled: &CompiledModule) -> Result<()> {
+        let Some(cuda) = self.pipeline.cuda().cloned() else {
+            return Err(Error::Unavailable("the blur runs on the CPU: no kernel to replace".to_owned()));
+        };
+        let fresh = BlurKernels::from_compiled(&cuda, self.settings.format, self.settings.pixels_per_thread, compiled)?;
+        fresh.validate(&self.settings.job(self.size()))?;
+        self.synchronize()?;
+        let Engine::Cuda { kernels, .. } = &mut self.engine else { return Err(mismatch()) };
+        **kernels = fresh;
+        self.occupancy = OccupancyCache::default();
+        self.pass_us.clear();
+        Ok(())
+    }
+}
+
+impl ViewControls for Blur {
+    /// Any button pans the image.
+    fn drag(&mut self, _drag: Drag, dx: f32, dy: f32, _view_height: f32) {
+        let zoom = self.zoom.unwrap_or_else(|| self.fitted_zoom(&self.last_view));
+        self.pan -= glam::Vec2::new(dx, dy) / zoom.max(1e-6);
+    }
+
+    fn zoom(&mut self, steps: f32) {
+        let zoom = self.zoom.unwrap_or_else(|| self.fitted_zoom(&self.last_view));
+        self.zoom = Some((zoom * 1.15f32.powf(steps)).clamp(1.0 / 64.0, 64.0));
+    }
+}
+
+impl OpensFiles for Blur {
+    fn open_file(&mut self, path: &Path) -> Result<()> {
+        self.pending.push(Change::Open(path.to_owned()));
+        Ok(())
     }
 }

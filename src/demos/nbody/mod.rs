@@ -34,10 +34,10 @@ use self::sim::StepBuffers;
 use self::state::SavedState;
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
-use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, OccupancyCache, Pipeline, View};
+use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
 use crate::gl::{self, Attribute, DrawState};
 use crate::sources::SourceFile;
-use crate::stats::{LateGpuTimes, StageTimes};
+use crate::stats::StageTimes;
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
 use crate::{Error, Result, source_file};
 
@@ -563,10 +563,6 @@ impl Demo for NBody {
         Ok(times)
     }
 
-    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
-        self.pipeline.transfer().poll_gpu_times()
-    }
-
     fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()> {
         gl::begin_scene(gl, view.origin, view.size, [0.0, 0.0, 0.01, 1.0], DrawState::Additive);
         self.program.bind(gl)?;
@@ -583,14 +579,50 @@ impl Demo for NBody {
         gl::check_error(gl, "drawing the bodies")
     }
 
-    fn controls(&mut self, ui: &mut egui::Ui) {
+    fn panel(&mut self, ui: &mut egui::Ui) {
         panel::controls(self, ui);
     }
 
-    fn camera_mut(&mut self) -> Option<&mut OrbitCamera> {
+    fn view_controls(&mut self) -> Option<&mut dyn ViewControls> {
         Some(&mut self.camera)
     }
 
+    fn live_kernels(&mut self) -> Option<&mut dyn LiveKernels> {
+        Some(self)
+    }
+
+    fn finish(&mut self, gl: &glow::Context) -> Result<()> {
+        self.collect_energy()?;
+        if let Some(path) = self.settings.save.clone() {
+            self.save(gl, &path)?;
+            log::info!("saved {} bodies to {}", self.len(), path.display());
+        }
+        Ok(())
+    }
+
+    fn destroy(mut self: Box<Self>, gl: &glow::Context) {
+        if let Err(error) = self.synchronize() {
+            log::warn!("nbody: {error}");
+        }
+        self.program.destroy(gl);
+        for array in &mut self.vertex_arrays {
+            array.destroy(gl);
+        }
+        let NBody { positions: [p0, p1], velocities, .. } = *self;
+        for buffer in [p0, p1, velocities] {
+            buffer.destroy(gl);
+        }
+    }
+}
+
+impl NBody {
+    /// Waits for the demo's GPU work.
+    pub fn synchronize(&mut self) -> Result<()> {
+        self.pipeline.transfer().synchronize()
+    }
+}
+
+impl LiveKernels for NBody {
     fn kernel_info(&self) -> Option<KernelInfo> {
         match &self.engine {
             Engine::Cuda { simulation, .. } => {
@@ -609,10 +641,6 @@ impl Demo for NBody {
             }
             Engine::Cpu(_) => None,
         }
-    }
-
-    fn synchronize(&mut self) -> Result<()> {
-        self.pipeline.transfer().synchronize()
     }
 
     fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
@@ -641,28 +669,5 @@ impl Demo for NBody {
         variants.clear();
         self.occupancy = OccupancyCache::default();
         Ok(())
-    }
-
-    fn finish(&mut self, gl: &glow::Context) -> Result<()> {
-        self.collect_energy()?;
-        if let Some(path) = self.settings.save.clone() {
-            self.save(gl, &path)?;
-            log::info!("saved {} bodies to {}", self.len(), path.display());
-        }
-        Ok(())
-    }
-
-    fn destroy(mut self: Box<Self>, gl: &glow::Context) {
-        if let Err(error) = self.synchronize() {
-            log::warn!("nbody: {error}");
-        }
-        self.program.destroy(gl);
-        for array in &mut self.vertex_arrays {
-            array.destroy(gl);
-        }
-        let NBody { positions: [p0, p1], velocities, .. } = *self;
-        for buffer in [p0, p1, velocities] {
-            buffer.destroy(gl);
-        }
     }
 }

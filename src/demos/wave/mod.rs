@@ -11,10 +11,12 @@ use self::cpu::WaveFrame;
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
 use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module};
-use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, OccupancyCache, Pipeline, Settings, View};
+use crate::demo::{
+    Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, Settings, View, ViewControls,
+};
 use crate::gl::{self, Attribute, DrawState};
 use crate::sources::SourceFile;
-use crate::stats::{LateGpuTimes, StageTimes};
+use crate::stats::StageTimes;
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
 use crate::widgets::launch::LaunchEditor;
 use crate::{Error, Result, source_file};
@@ -381,10 +383,6 @@ impl Demo for Wave {
         })
     }
 
-    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
-        self.pipeline.transfer().poll_gpu_times()
-    }
-
     fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()> {
         gl::begin_scene(gl, view.origin, view.size, [0.02, 0.025, 0.045, 1.0], DrawState::DepthTested);
         self.program.bind(gl)?;
@@ -402,7 +400,7 @@ impl Demo for Wave {
         gl::check_error(gl, "drawing the wave")
     }
 
-    fn controls(&mut self, ui: &mut egui::Ui) {
+    fn panel(&mut self, ui: &mut egui::Ui) {
         let gl_size = (self.settings.width, self.settings.height);
         let mut size = [gl_size.0, gl_size.1];
         ui.horizontal(|ui| {
@@ -459,10 +457,34 @@ impl Demo for Wave {
         }
     }
 
-    fn camera_mut(&mut self) -> Option<&mut OrbitCamera> {
+    fn view_controls(&mut self) -> Option<&mut dyn ViewControls> {
         Some(&mut self.camera)
     }
 
+    fn live_kernels(&mut self) -> Option<&mut dyn LiveKernels> {
+        Some(self)
+    }
+
+    fn destroy(mut self: Box<Self>, gl: &glow::Context) {
+        if let Err(error) = self.synchronize() {
+            log::warn!("wave: {error}");
+        }
+        self.vertex_array.destroy(gl);
+        self.program.destroy(gl);
+        self.indices.destroy(gl);
+        let Wave { positions, .. } = *self;
+        positions.destroy(gl);
+    }
+}
+
+impl Wave {
+    /// Waits for the demo's GPU work.
+    pub fn synchronize(&mut self) -> Result<()> {
+        self.pipeline.transfer().synchronize()
+    }
+}
+
+impl LiveKernels for Wave {
     fn kernel_info(&self) -> Option<KernelInfo> {
         self.kernel.as_ref().map(|kernel| KernelInfo {
             name: kernel.function.name().to_owned(),
@@ -471,10 +493,6 @@ impl Demo for Wave {
             attributes: *kernel.function.attributes(),
             occupancy: self.occupancy.get(&kernel.function, &self.launch),
         })
-    }
-
-    fn synchronize(&mut self) -> Result<()> {
-        self.pipeline.transfer().synchronize()
     }
 
     fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
@@ -493,16 +511,5 @@ impl Demo for Wave {
         self.kernel = Some(WaveKernel { function, origin: compiled.origin.clone(), limits });
         self.occupancy = OccupancyCache::default();
         Ok(())
-    }
-
-    fn destroy(mut self: Box<Self>, gl: &glow::Context) {
-        if let Err(error) = self.synchronize() {
-            log::warn!("wave: {error}");
-        }
-        self.vertex_array.destroy(gl);
-        self.program.destroy(gl);
-        self.indices.destroy(gl);
-        let Wave { positions, .. } = *self;
-        positions.destroy(gl);
     }
 }
