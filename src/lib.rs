@@ -17,6 +17,7 @@ pub mod error;
 pub mod gl;
 pub mod headless;
 pub mod kernels;
+pub mod pixel;
 pub mod rng;
 pub mod runtime;
 pub mod session;

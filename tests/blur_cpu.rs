@@ -9,7 +9,7 @@ use std::process::Command;
 
 use interop_lab::demos::blur::cpu::{self, Image};
 use interop_lab::demos::blur::image::{self, SourceImage};
-use interop_lab::gl::PixelFormat;
+use interop_lab::pixel::PixelFormat;
 
 fn binary() -> Command {
     match std::env::var_os("INTEROP_LAB_BIN") {

@@ -11,7 +11,7 @@ use interop_lab::demos::blur::cpu::{self, Image};
 use interop_lab::demos::blur::image::{self, SourceImage};
 use interop_lab::demos::blur::kernels::Filter;
 use interop_lab::demos::blur::{Blur, BlurSettings, Route};
-use interop_lab::gl::PixelFormat;
+use interop_lab::pixel::PixelFormat;
 use interop_lab::runtime::{BackendRequest, CudaOptions, Selection};
 use interop_lab::transfer::TransferKind;
 

@@ -12,7 +12,7 @@ use interop_lab::demos::blur::kernels::{self, Filter, Job};
 use interop_lab::demos::nbody::cpu::{self as nbody, Params};
 use interop_lab::demos::nbody::presets::Bodies;
 use interop_lab::demos::nbody::state::{self, SavedState};
-use interop_lab::gl::PixelFormat;
+use interop_lab::pixel::PixelFormat;
 use proptest::prelude::*;
 
 /// H200-like limits; the properties hold for any limits, these keep the numbers realistic.

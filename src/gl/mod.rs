@@ -22,7 +22,7 @@ use crate::{Error, Result};
 pub use self::buffer::{Attribute, Buffer, VertexArray};
 pub use self::framebuffer::{Framebuffer, bind_default_framebuffer};
 pub use self::program::Program;
-pub use self::texture::{PixelFormat, Texture, max_texture_size};
+pub use self::texture::{Texture, max_texture_size};
 pub use self::timer::TimerQueries;
 
 /// Vendor, renderer and version strings of a GL context.

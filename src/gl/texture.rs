@@ -4,49 +4,8 @@
 use glow::HasContext;
 
 use super::{Buffer, check_error, warn_leak};
+use crate::pixel::PixelFormat;
 use crate::{Error, Result};
-
-/// Pixel formats of the images the app shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum PixelFormat {
-    /// 8 bits per channel, unsigned normalised.
-    Rgba8,
-    /// 32-bit float per channel.
-    Rgba32f,
-}
-
-impl PixelFormat {
-    /// Bytes per pixel.
-    pub fn bytes_per_pixel(self) -> usize {
-        match self {
-            PixelFormat::Rgba8 => 4,
-            PixelFormat::Rgba32f => 16,
-        }
-    }
-
-    fn internal_format(self) -> u32 {
-        match self {
-            PixelFormat::Rgba8 => glow::RGBA8,
-            PixelFormat::Rgba32f => glow::RGBA32F,
-        }
-    }
-
-    fn component_type(self) -> u32 {
-        match self {
-            PixelFormat::Rgba8 => glow::UNSIGNED_BYTE,
-            PixelFormat::Rgba32f => glow::FLOAT,
-        }
-    }
-
-    /// "rgba8" or "rgba32f".
-    pub fn name(self) -> &'static str {
-        match self {
-            PixelFormat::Rgba8 => "rgba8",
-            PixelFormat::Rgba32f => "rgba32f",
-        }
-    }
-}
 
 /// `GL_MAX_TEXTURE_SIZE`: the largest side a texture may have.
 pub fn max_texture_size(gl: &glow::Context) -> u32 {
@@ -95,12 +54,12 @@ impl Texture {
             gl.tex_image_2d(
                 glow::TEXTURE_2D,
                 0,
-                format.internal_format() as i32,
+                internal_format(format) as i32,
                 size[0] as i32,
                 size[1] as i32,
                 0,
                 glow::RGBA,
-                format.component_type(),
+                component_type(format),
                 glow::PixelUnpackData::Slice(data),
             );
             gl.bind_texture(glow::TEXTURE_2D, None);
@@ -178,7 +137,7 @@ impl Texture {
                 self.size[0] as i32,
                 self.size[1] as i32,
                 glow::RGBA,
-                self.format.component_type(),
+                component_type(self.format),
                 pixels,
             );
             gl.bind_texture(glow::TEXTURE_2D, None);
@@ -198,7 +157,7 @@ impl Texture {
                 glow::TEXTURE_2D,
                 0,
                 glow::RGBA,
-                self.format.component_type(),
+                component_type(self.format),
                 glow::PixelPackData::Slice(Some(&mut data)),
             );
             gl.bind_texture(glow::TEXTURE_2D, None);
@@ -236,5 +195,21 @@ impl Drop for Texture {
         if self.raw.is_some() {
             warn_leak("Texture");
         }
+    }
+}
+
+/// GL's internal format for `format`.
+fn internal_format(format: PixelFormat) -> u32 {
+    match format {
+        PixelFormat::Rgba8 => glow::RGBA8,
+        PixelFormat::Rgba32f => glow::RGBA32F,
+    }
+}
+
+/// GL's component type for `format`.
+fn component_type(format: PixelFormat) -> u32 {
+    match format {
+        PixelFormat::Rgba8 => glow::UNSIGNED_BYTE,
+        PixelFormat::Rgba32f => glow::FLOAT,
     }
 }

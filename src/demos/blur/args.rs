@@ -10,7 +10,7 @@ use super::{BlurSettings, Route};
 use crate::Result;
 use crate::args::{CudaArgs, RunArgs, parse_pair};
 use crate::demo::bench::{BenchReport, FrameRunner};
-use crate::gl::PixelFormat;
+use crate::pixel::PixelFormat;
 
 #[derive(Args, Debug)]
 /// `interop-lab blur`.

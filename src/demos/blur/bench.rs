@@ -13,7 +13,7 @@ use super::{BlurSettings, Route, bytes_moved};
 use crate::cuda::{DeviceBuffer, Stream};
 use crate::demo::DemoSpec;
 use crate::demo::bench::{BenchReport, FrameRun, FrameRunner, write_json};
-use crate::gl::PixelFormat;
+use crate::pixel::PixelFormat;
 use crate::runtime::{self, BackendRequest, CudaOptions, TransferRequest};
 use crate::stats::Percentiles;
 use crate::{Error, Result};

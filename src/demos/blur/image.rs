@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::cpu::{self, Image};
-use crate::gl::PixelFormat;
+use crate::pixel::PixelFormat;
 use crate::{Error, Result};
 
 /// Largest side accepted (textures of that size exist on any GPU the app targets).

@@ -10,7 +10,7 @@ use crate::cuda::launch::arg;
 use crate::cuda::module::FunctionAttributes;
 use crate::cuda::timing::Marks;
 use crate::cuda::{DeviceLimits, DeviceSpan, Function, LaunchConfig, Module, Stream};
-use crate::gl::PixelFormat;
+use crate::pixel::PixelFormat;
 use crate::runtime::CudaRuntime;
 use crate::{Error, Result};
 

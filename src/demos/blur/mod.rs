@@ -25,7 +25,8 @@ use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
 use crate::demo::{
     Demo, DemoEnv, DemoSpec, Drag, KernelInfo, LiveKernels, OccupancyCache, OpensFiles, Pipeline, View, ViewControls,
 };
-use crate::gl::{self, PixelFormat};
+use crate::gl;
+use crate::pixel::PixelFormat;
 use crate::sources::SourceFile;
 use crate::stats::{Percentiles, Stage, StageTimes};
 use crate::transfer::{Access, SharedBuffer, SharedImage, Target, TransferKind};

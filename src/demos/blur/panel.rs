@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::kernels::{self, Filter};
 use super::{Blur, BlurSettings, Change, Engine, MAX_RADIUS, Route, SIGMA_RANGE, blurred_name, bytes_moved, cpu};
-use crate::gl::PixelFormat;
+use crate::pixel::PixelFormat;
 use crate::transfer::TransferKind;
 
 /// The blur section of the panel.

@@ -3,7 +3,7 @@
 //! takes, and the coefficients a launch passes (from the exact recursion of `cpu`).
 
 use super::cpu::RecursiveGaussian;
-use crate::gl::PixelFormat;
+use crate::pixel::PixelFormat;
 use crate::{Error, Result};
 
 /// How far the recursive filter's warm-up may leave its result from the exact recursion, as a

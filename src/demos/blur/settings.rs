@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::kernels::{Filter, Job};
 use super::{Blur, cpu, kernels};
 use crate::demo::{Demo, DemoEnv, Settings};
-use crate::gl::PixelFormat;
+use crate::pixel::PixelFormat;
 use crate::{Error, Result};
 
 /// Smallest and largest σ accepted.
