@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::cuda::launch::LaunchError;
+use cudarc::driver::sys;
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -120,13 +120,102 @@ fn hint_suffix(hint: &Option<&'static str>) -> String {
 
 impl Error {
     /// Whether this is a kernel fault that leaves the CUDA context unusable (see
-    /// [`crate::cuda::driver::context_lost`]): the caller must recreate its CUDA state.
+    /// [`context_lost`]): the caller must recreate its CUDA state.
     pub fn is_context_lost(&self) -> bool {
-        matches!(self, Self::Cuda { code, .. } if crate::cuda::driver::context_lost(*code))
+        matches!(self, Self::Cuda { code, .. } if context_lost(*code))
     }
 
     /// An I/O error with the path it concerns.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io { path: path.into(), source }
     }
+}
+
+/// Whether `CUresult` `code` is one of the "sticky" errors after which the context can no longer be
+/// used: every later call in it returns the same error, so the context must be destroyed and made
+/// again. These are the faults of a running kernel (bad address, trap, assert, watchdog timeout).
+pub fn context_lost(code: u32) -> bool {
+    use sys::CUresult as E;
+    [
+        E::CUDA_ERROR_ILLEGAL_ADDRESS,
+        E::CUDA_ERROR_LAUNCH_TIMEOUT,
+        E::CUDA_ERROR_ASSERT,
+        E::CUDA_ERROR_HARDWARE_STACK_ERROR,
+        E::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+        E::CUDA_ERROR_MISALIGNED_ADDRESS,
+        E::CUDA_ERROR_INVALID_ADDRESS_SPACE,
+        E::CUDA_ERROR_INVALID_PC,
+        E::CUDA_ERROR_LAUNCH_FAILED,
+    ]
+    .iter()
+    .any(|lost| *lost as u32 == code)
+}
+
+/// Why a launch configuration can't run, with the limit it breaks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    /// A zero in grid or block.
+    #[error("grid {grid:?} × block {block:?} has a zero extent in {axis}: every extent must be at least 1")]
+    ZeroExtent {
+        /// The axis.
+        axis: char,
+        /// The grid asked for.
+        grid: [u32; 3],
+        /// The block asked for.
+        block: [u32; 3],
+    },
+    /// Block larger than the device allows along one axis.
+    #[error("block {axis} = {value} exceeds the device's maximum block {axis} of {limit} (CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_{axis_upper})", axis_upper = axis.to_ascii_uppercase())]
+    BlockExtent {
+        /// The axis.
+        axis: char,
+        /// Requested extent.
+        value: u32,
+        /// Device limit.
+        limit: u32,
+    },
+    /// Grid larger than the device allows along one axis.
+    #[error("grid {axis} = {value} exceeds the device's maximum grid {axis} of {limit} (CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_{axis_upper})", axis_upper = axis.to_ascii_uppercase())]
+    GridExtent {
+        /// The axis.
+        axis: char,
+        /// Requested extent.
+        value: u32,
+        /// Device limit.
+        limit: u32,
+    },
+    /// More threads per block than the device allows.
+    #[error(
+        "a block of {threads} threads exceeds the device's limit of {limit} threads per block (CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)"
+    )]
+    DeviceThreads {
+        /// Requested threads.
+        threads: u64,
+        /// Device limit.
+        limit: u32,
+    },
+    /// More threads per block than this kernel's register use allows.
+    #[error(
+        "a block of {threads} threads exceeds this kernel's limit of {limit} threads per block: it uses {registers} registers per thread (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)"
+    )]
+    KernelThreads {
+        /// Requested threads.
+        threads: u64,
+        /// Kernel limit.
+        limit: i32,
+        /// Registers per thread.
+        registers: i32,
+    },
+    /// More dynamic shared memory than a block can have.
+    #[error(
+        "{requested} bytes of dynamic shared memory exceed the {limit} bytes a block of this kernel can have (opt-in maximum CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN minus {static_bytes} bytes of static shared memory)"
+    )]
+    SharedMemory {
+        /// Requested bytes.
+        requested: u32,
+        /// Limit for this kernel.
+        limit: u32,
+        /// The kernel's static shared memory.
+        static_bytes: i32,
+    },
 }

@@ -109,25 +109,7 @@ pub fn cuda_error(status: sys::CUresult, call: &'static str) -> Error {
     Error::Cuda { call, code: status as u32, name, description, hint: hint(status, call) }
 }
 
-/// Whether `CUresult` `code` is one of the "sticky" errors after which the context can no longer be
-/// used: every later call in it returns the same error, so the context must be destroyed and made
-/// again. These are the faults of a running kernel (bad address, trap, assert, watchdog timeout).
-pub fn context_lost(code: u32) -> bool {
-    use sys::CUresult as E;
-    [
-        E::CUDA_ERROR_ILLEGAL_ADDRESS,
-        E::CUDA_ERROR_LAUNCH_TIMEOUT,
-        E::CUDA_ERROR_ASSERT,
-        E::CUDA_ERROR_HARDWARE_STACK_ERROR,
-        E::CUDA_ERROR_ILLEGAL_INSTRUCTION,
-        E::CUDA_ERROR_MISALIGNED_ADDRESS,
-        E::CUDA_ERROR_INVALID_ADDRESS_SPACE,
-        E::CUDA_ERROR_INVALID_PC,
-        E::CUDA_ERROR_LAUNCH_FAILED,
-    ]
-    .iter()
-    .any(|lost| *lost as u32 == code)
-}
+pub use crate::error::context_lost;
 
 /// What a user can do about a driver error, where there is something to say.
 fn hint(status: sys::CUresult, call: &'static str) -> Option<&'static str> {

@@ -11,6 +11,7 @@ use super::device::DeviceInfo;
 use super::module::{Function, FunctionAttributes};
 use super::stream::Stream;
 use crate::Result;
+pub use crate::error::LaunchError;
 
 /// Grid, block and dynamic shared memory of one kernel launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,75 +113,6 @@ impl From<&DeviceInfo> for DeviceLimits {
             shared_memory_per_block_optin: unsigned(info.shared_memory_per_block_optin),
         }
     }
-}
-
-/// Why a launch configuration can't run, with the limit it breaks.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LaunchError {
-    /// A zero in grid or block.
-    #[error("grid {grid:?} × block {block:?} has a zero extent in {axis}: every extent must be at least 1")]
-    ZeroExtent {
-        /// The axis.
-        axis: char,
-        /// The grid asked for.
-        grid: [u32; 3],
-        /// The block asked for.
-        block: [u32; 3],
-    },
-    /// Block larger than the device allows along one axis.
-    #[error("block {axis} = {value} exceeds the device's maximum block {axis} of {limit} (CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_{axis_upper})", axis_upper = axis.to_ascii_uppercase())]
-    BlockExtent {
-        /// The axis.
-        axis: char,
-        /// Requested extent.
-        value: u32,
-        /// Device limit.
-        limit: u32,
-    },
-    /// Grid larger than the device allows along one axis.
-    #[error("grid {axis} = {value} exceeds the device's maximum grid {axis} of {limit} (CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_{axis_upper})", axis_upper = axis.to_ascii_uppercase())]
-    GridExtent {
-        /// The axis.
-        axis: char,
-        /// Requested extent.
-        value: u32,
-        /// Device limit.
-        limit: u32,
-    },
-    /// More threads per block than the device allows.
-    #[error(
-        "a block of {threads} threads exceeds the device's limit of {limit} threads per block (CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)"
-    )]
-    DeviceThreads {
-        /// Requested threads.
-        threads: u64,
-        /// Device limit.
-        limit: u32,
-    },
-    /// More threads per block than this kernel's register use allows.
-    #[error(
-        "a block of {threads} threads exceeds this kernel's limit of {limit} threads per block: it uses {registers} registers per thread (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)"
-    )]
-    KernelThreads {
-        /// Requested threads.
-        threads: u64,
-        /// Kernel limit.
-        limit: i32,
-        /// Registers per thread.
-        registers: i32,
-    },
-    /// More dynamic shared memory than a block can have.
-    #[error(
-        "{requested} bytes of dynamic shared memory exceed the {limit} bytes a block of this kernel can have (opt-in maximum CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN minus {static_bytes} bytes of static shared memory)"
-    )]
-    SharedMemory {
-        /// Requested bytes.
-        requested: u32,
-        /// Limit for this kernel.
-        limit: u32,
-        /// The kernel's static shared memory.
-        static_bytes: i32,
-    },
 }
 
 /// One kernel argument, as `cuLaunchKernel` takes it: a pointer to the value.
