@@ -7,6 +7,8 @@ use std::time::Instant;
 
 use crate::demo::{Demo, DemoEnv, DemoSpec, View};
 use crate::gl::{GlInfo, TimerQueries};
+use crate::render::gl::GlRenderer;
+use crate::render::{Graphics, Renderer};
 use crate::runtime::Selection;
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::transfer::{TransferKind, WhatIf};
@@ -17,14 +19,26 @@ use crate::{Error, Result};
 /// Frames kept for the panel and the statistics.
 pub const HISTORY_FRAMES: usize = 2000;
 
+/// Creates demo `spec` and gets the renderer ready for its scenes; a demo whose shaders don't build
+/// fails here, released again.
+fn create(env: &DemoEnv<'_>, spec: &DemoSpec, renderer: &mut GlRenderer) -> Result<Box<dyn Demo>> {
+    let mut demo = spec.create(env)?;
+    let scene_view = View { origin: [0, 0], size: [1, 1] };
+    if let Err(error) = renderer.prepare(env.graphics, &demo.scene(&scene_view)) {
+        demo.destroy(env.graphics);
+        return Err(error);
+    }
+    Ok(demo)
+}
+
 /// A running demo and everything around it.
 pub struct Session {
     demo: Option<Box<dyn Demo>>,
     selection: Selection,
     history: FrameHistory,
     draw_timer: TimerQueries,
+    renderer: GlRenderer,
     gl_info: GlInfo,
-    shaders_dir: Option<PathBuf>,
     frame: u64,
     last_frame_start: Option<Instant>,
     watcher: Option<KernelWatcher>,
@@ -44,15 +58,12 @@ impl Session {
     ) -> Result<Self> {
         let gl_info = GlInfo::query(gl);
         let mut draw_timer = TimerQueries::new(gl)?;
-        let env = DemoEnv {
-            gl,
-            cuda: selection.cuda.clone(),
-            transfer: selection.transfer,
-            shaders_dir: shaders_dir.clone(),
-        };
-        let demo = match spec.create(&env) {
+        let mut renderer = GlRenderer::new(shaders_dir);
+        let env = DemoEnv { graphics: Graphics::Gl(gl), cuda: selection.cuda.clone(), transfer: selection.transfer };
+        let demo = match create(&env, spec, &mut renderer) {
             Ok(demo) => demo,
             Err(error) => {
+                renderer.destroy(Graphics::Gl(gl));
                 draw_timer.destroy(gl);
                 return Err(error);
             }
@@ -68,8 +79,8 @@ impl Session {
             selection,
             history: FrameHistory::new(HISTORY_FRAMES),
             draw_timer,
+            renderer,
             gl_info,
-            shaders_dir,
             frame: 0,
             last_frame_start: None,
             recoveries: Vec::new(),
@@ -130,7 +141,7 @@ impl Session {
         let mut stages = StageTimes::default();
         let run = !self.panel.paused || std::mem::take(&mut self.panel.step_once);
         if run {
-            match demo.step(gl, frame, dt) {
+            match demo.step(Graphics::Gl(gl), frame, dt) {
                 Ok(times) => stages = times,
                 Err(error) if error.is_context_lost() => {
                     self.recover(gl, &error);
@@ -145,7 +156,7 @@ impl Session {
 
         let draw_started = Instant::now();
         self.draw_timer.begin(gl, frame);
-        let drawn = demo.draw(gl, &view);
+        let drawn = self.renderer.draw(Graphics::Gl(gl), &demo.scene(&view), &view);
         self.draw_timer.end(gl);
         stages.set_host(Stage::Draw, draw_started.elapsed().as_secs_f64() * 1e6);
         match drawn {
@@ -214,7 +225,7 @@ impl Session {
             return;
         };
         let spec = demo.spec().on_cpu();
-        demo.destroy(gl);
+        demo.destroy(Graphics::Gl(gl));
         if let Some(lost) = self.selection.cuda.take() {
             for error in lost.context.take_errors() {
                 log::debug!("while releasing the lost context: {error}");
@@ -240,14 +251,9 @@ impl Session {
     }
 
     /// Creates demo `spec` on the current selection, with the learner's switches applied.
-    fn start(&self, gl: &glow::Context, spec: &DemoSpec, transfer: TransferKind) -> Result<Box<dyn Demo>> {
-        let env = DemoEnv {
-            gl,
-            cuda: self.selection.cuda.as_ref().map(Rc::clone),
-            transfer,
-            shaders_dir: self.shaders_dir.clone(),
-        };
-        let mut demo = spec.create(&env)?;
+    fn start(&mut self, gl: &glow::Context, spec: &DemoSpec, transfer: TransferKind) -> Result<Box<dyn Demo>> {
+        let env = DemoEnv { graphics: Graphics::Gl(gl), cuda: self.selection.cuda.as_ref().map(Rc::clone), transfer };
+        let mut demo = create(&env, spec, &mut self.renderer)?;
         demo.pipeline_mut().set_what_if(self.panel.what_if);
         Ok(demo)
     }
@@ -257,7 +263,7 @@ impl Session {
         crate::gl::finish(gl);
         let demo = self.demo()?;
         demo.pipeline_mut().transfer().synchronize()?;
-        demo.finish(gl)?;
+        demo.finish(Graphics::Gl(gl))?;
         match self.collect_late_times(gl) {
             Some(error) => Err(error),
             None => Ok(()),
@@ -324,7 +330,7 @@ impl Session {
 
     /// Moves the demo to another transfer path; on failure it stays where it was.
     pub fn switch_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()> {
-        self.demo()?.set_transfer(gl, kind)?;
+        self.demo()?.set_transfer(Graphics::Gl(gl), kind)?;
         log::info!("transfer path: {}", kind.label());
         Ok(())
     }
@@ -334,7 +340,7 @@ impl Session {
         let transfer = self.demo.as_deref().map(|d| d.pipeline().kind()).unwrap_or(self.selection.transfer);
         let next = self.start(gl, spec, transfer)?;
         if let Some(previous) = self.demo.replace(next) {
-            previous.destroy(gl);
+            previous.destroy(Graphics::Gl(gl));
         }
         self.history = FrameHistory::new(HISTORY_FRAMES);
         Ok(())
@@ -343,8 +349,9 @@ impl Session {
     /// Releases every GL object. The context must be current.
     pub fn destroy(mut self, gl: &glow::Context) {
         if let Some(demo) = self.demo.take() {
-            demo.destroy(gl);
+            demo.destroy(Graphics::Gl(gl));
         }
+        self.renderer.destroy(Graphics::Gl(gl));
         self.draw_timer.destroy(gl);
     }
 }

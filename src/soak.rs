@@ -13,6 +13,8 @@ use crate::demo::{Demo, DemoEnv, LiveKernels, View};
 use crate::demos::wave::{self, Wave, WaveSettings};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{Framebuffer, GlObjects};
+use crate::render::gl::GlRenderer;
+use crate::render::{Graphics, Renderer};
 use crate::rng::Rng;
 use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
 use crate::transfer::TransferKind;
@@ -231,7 +233,7 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
         return Err(Error::Unavailable(format!("the soak needs CUDA: {}", selection.reason)));
     };
     let mut framebuffer = Framebuffer::new(&gl, [256, 256])?;
-    let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: options.transfer, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: options.transfer };
     let mut wave = match Wave::new(&env, WaveSettings::default()) {
         Ok(wave) => wave,
         Err(error) => {
@@ -239,8 +241,10 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
             return Err(error);
         }
     };
-    let result = soak(&gl, &cuda, &framebuffer, &mut wave, options);
-    Box::new(wave).destroy(&gl);
+    let mut renderer = GlRenderer::new(None);
+    let result = soak(&gl, &cuda, &framebuffer, &mut renderer, &mut wave, options);
+    Box::new(wave).destroy(Graphics::Gl(&gl));
+    renderer.destroy(Graphics::Gl(&gl));
     framebuffer.destroy(&gl);
     result
 }
@@ -249,20 +253,22 @@ fn soak(
     gl: &glow::Context,
     cuda: &Rc<CudaRuntime>,
     framebuffer: &Framebuffer,
+    renderer: &mut GlRenderer,
     wave: &mut Wave,
     options: &SoakOptions,
 ) -> Result<SoakReport> {
+    let graphics = Graphics::Gl(gl);
     let view = View { origin: [0, 0], size: framebuffer.size() };
     let mut frame = 0u64;
     let mut run_frames = |wave: &mut Wave, count: u32| -> Result<()> {
         for _ in 0..count {
             framebuffer.bind(gl);
-            wave.step(gl, frame, 1.0 / 60.0)?;
-            wave.draw(gl, &view)?;
+            wave.step(graphics, frame, 1.0 / 60.0)?;
+            renderer.draw(graphics, &wave.scene(&view), &view)?;
             wave.pipeline_mut().transfer().poll_gpu_times()?;
             frame += 1;
         }
-        wave.finish(gl)
+        wave.finish(graphics)
     };
     // Warm-up: caches, the driver's lazily created state, the allocators' first arenas, GL's
     // buffer heap at its working size (re-allocations drawn from another seed than the measured ones).
@@ -270,11 +276,11 @@ fn soak(
     let mut warmup_sizes = Rng::new(0x3a11);
     for _ in 0..options.warmup_reallocations {
         let [width, height] = random_grid(&mut warmup_sizes);
-        wave.set_vertices(gl, width, height)?;
+        wave.set_vertices(graphics, width, height)?;
         run_frames(wave, 1)?;
     }
     let original = [WaveSettings::default().width, WaveSettings::default().height];
-    wave.set_vertices(gl, original[0], original[1])?;
+    wave.set_vertices(graphics, original[0], original[1])?;
     run_frames(wave, 1)?;
     let measure = || footprint(gl, cuda);
     let before = measure()?;
@@ -293,11 +299,11 @@ fn soak(
         let until = (u64::from(options.reallocations) * u64::from(quarter) / 4) as u32;
         for _ in done..until {
             let [width, height] = random_grid(&mut random);
-            wave.set_vertices(gl, width, height)?;
+            wave.set_vertices(graphics, width, height)?;
             run_frames(wave, 1)?;
         }
         if quarter == 4 {
-            wave.set_vertices(gl, original[0], original[1])?;
+            wave.set_vertices(graphics, original[0], original[1])?;
             run_frames(wave, 1)?;
         }
         phases.push(Phase {

@@ -14,6 +14,7 @@ use interop_lab::demo::{Demo, DemoEnv, DemoSpec, LiveKernels};
 use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::{Wave, WaveSettings};
 use interop_lab::gl;
+use interop_lab::graphics::Graphics;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
 use interop_lab::stats::Stage;
@@ -48,10 +49,10 @@ fn step_and_compare(gl: &glow::Context, wave: &mut Wave, random: &mut common::Ra
 
 /// As [`step_and_compare`], at a given phase.
 fn step_at_phase(gl: &glow::Context, wave: &mut Wave, phase: f64) -> Vec<[f32; 4]> {
-    wave.poison_positions(gl).expect("poison");
+    wave.poison_positions(Graphics::Gl(gl)).expect("poison");
     wave.set_phase(phase);
-    wave.step(gl, 0, 0.0).expect("step");
-    let out = wave.read_positions(gl).expect("read back");
+    wave.step(Graphics::Gl(gl), 0, 0.0).expect("step");
+    let out = wave.read_positions(Graphics::Gl(gl)).expect("read back");
     let s = wave.settings().clone();
     let frame = WaveFrame {
         width: s.width,
@@ -98,11 +99,11 @@ fn interop_and_copy_paths_write_the_reference_values() {
         let paths =
             [TransferKind::Interop, TransferKind::External, TransferKind::HostCopy, TransferKind::HostCopyPageable];
         for transfer in paths {
-            let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer, shaders_dir: None };
+            let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
             let mut wave = Wave::new(&env, settings.clone()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
             assert_eq!(wave.pipeline().kind(), transfer);
             outputs.push((wave.launch_config(), step_at_phase(&gl, &mut wave, phase)));
-            Box::new(wave).destroy(&gl);
+            Box::new(wave).destroy(Graphics::Gl(&gl));
         }
         assert!(outputs.iter().all(|o| o.0 == outputs[0].0), "same launch on every path");
         assert!(outputs.iter().all(|o| o.1 == outputs[0].1), "same kernel, same bits on every path");
@@ -115,7 +116,7 @@ fn switching_paths_keeps_the_buffer_contents() {
     let (context, selection) = common::gpu_setup(&cuda_options());
     let gl = context.gl().clone();
     let mut random = common::Random::new();
-    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
     let mut wave = Wave::new(&env, random_settings(&mut random, 300, 200, [16, 16])).expect("wave");
     let written = step_and_compare(&gl, &mut wave, &mut random);
     for transfer in [
@@ -125,13 +126,13 @@ fn switching_paths_keeps_the_buffer_contents() {
         TransferKind::HostCopyPageable,
         TransferKind::Interop,
     ] {
-        wave.set_transfer(&gl, transfer).expect("switch");
+        wave.set_transfer(Graphics::Gl(&gl), transfer).expect("switch");
         assert_eq!(wave.pipeline().kind(), transfer);
-        let carried = wave.read_positions(&gl).expect("read");
+        let carried = wave.read_positions(Graphics::Gl(&gl)).expect("read");
         assert!(carried == written, "contents survive the switch to {transfer}");
     }
     step_and_compare(&gl, &mut wave, &mut random);
-    Box::new(wave).destroy(&gl);
+    Box::new(wave).destroy(Graphics::Gl(&gl));
 }
 
 #[test]
@@ -142,15 +143,15 @@ fn reallocation_reregisters_and_leaks_no_device_memory() {
     let cuda = selection.cuda.clone().expect("cuda");
     let mut random = common::Random::new();
     for transfer in [TransferKind::Interop, TransferKind::HostCopy] {
-        let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer, shaders_dir: None };
+        let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer };
         let mut wave = Wave::new(&env, random_settings(&mut random, 256, 256, [16, 16])).expect("wave");
         step_and_compare(&gl, &mut wave, &mut random);
         let sizes = [[1024u32, 1024u32], [100, 700], [2048, 512], [256, 256]];
         let reallocate = |wave: &mut Wave, rounds: u64| {
             for round in 0..rounds {
                 for [width, height] in sizes {
-                    wave.set_vertices(&gl, width, height).expect("re-allocate");
-                    wave.step(&gl, round, 1.0 / 60.0).expect("step after re-allocation");
+                    wave.set_vertices(Graphics::Gl(&gl), width, height).expect("re-allocate");
+                    wave.step(Graphics::Gl(&gl), round, 1.0 / 60.0).expect("step after re-allocation");
                 }
             }
             gl::finish(&gl);
@@ -172,7 +173,7 @@ fn reallocation_reregisters_and_leaks_no_device_memory() {
         // 1.1 MB); 1 MiB leaves room for the driver's page granularity.
         assert!(lost < 1 << 20, "{transfer}: {lost} bytes of device memory not returned");
         assert!(cuda.context.take_errors().is_empty(), "no deferred errors from Drop");
-        Box::new(wave).destroy(&gl);
+        Box::new(wave).destroy(Graphics::Gl(&gl));
     }
 }
 
@@ -226,7 +227,8 @@ fn launch_limits_come_from_the_device_and_the_kernel() {
         (WaveSettings { block: [1, 1], grid: Some([1, 70_000]), ..WaveSettings::default() }, "MAX_GRID_DIM_Y"),
     ];
     for (settings, expected) in cases {
-        let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+        let env =
+            DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
         let error = Wave::new(&env, settings.clone()).err().expect("invalid launch rejected").to_string();
         assert!(error.contains(expected), "{:?}: {error}", settings.block);
     }
@@ -238,7 +240,7 @@ fn trace_of_a_wave_frame_lists_map_launch_unmap_in_order() {
     let (context, selection) = common::gpu_setup(&cuda_options());
     let gl = context.gl().clone();
     let cuda = selection.cuda.clone().expect("cuda");
-    let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: TransferKind::Interop };
     let mut wave = Wave::new(&env, WaveSettings::default()).expect("wave");
     let trace = cuda.context.trace();
     trace.end_frame(); // the setup list ends here
@@ -249,11 +251,11 @@ fn trace_of_a_wave_frame_lists_map_launch_unmap_in_order() {
         assert!(setup.contains(&call), "setup lists {call}: {setup:?}");
     }
     assert!(setup.contains(&"nvrtcCompileProgram") || setup.contains(&"kernel cache"), "{setup:?}");
-    wave.step(&gl, 0, 0.0).expect("step without recording");
+    wave.step(Graphics::Gl(&gl), 0, 0.0).expect("step without recording");
     trace.end_frame();
     assert!(trace.last_frame().is_empty(), "off by default: nothing recorded per frame");
     trace.set_per_frame(true);
-    wave.step(&gl, 1, 0.0).expect("step");
+    wave.step(Graphics::Gl(&gl), 1, 0.0).expect("step");
     trace.end_frame();
     let calls: Vec<&str> = trace.last_frame().iter().map(|e| e.call).collect();
     let at =
@@ -268,7 +270,7 @@ fn trace_of_a_wave_frame_lists_map_launch_unmap_in_order() {
     let launch = &trace.last_frame()[order[2]];
     assert!(launch.detail.contains("wave grid [16, 16, 1] block [16, 16, 1]"), "{}", launch.detail);
     trace.set_per_frame(false);
-    Box::new(wave).destroy(&gl);
+    Box::new(wave).destroy(Graphics::Gl(&gl));
 }
 
 #[test]
@@ -279,7 +281,7 @@ fn inspector_occupancy_is_what_the_driver_and_the_limits_say() {
     let cuda = selection.cuda.clone().expect("cuda");
     let device = cuda.context.device().clone();
     for block in [[16u32, 16u32], [32, 8], [8, 4], [32, 32]] {
-        let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: TransferKind::Interop, shaders_dir: None };
+        let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: TransferKind::Interop };
         let wave = Wave::new(&env, WaveSettings { block, ..WaveSettings::default() }).expect("wave");
         let info = wave.kernel_info().expect("kernel info");
         let occupancy = info.occupancy.expect("occupancy");
@@ -300,7 +302,7 @@ fn inspector_occupancy_is_what_the_driver_and_the_limits_say() {
         assert!(
             occupancy.suggested_block > 0 && occupancy.suggested_block as u32 <= device.max_threads_per_block as u32
         );
-        Box::new(wave).destroy(&gl);
+        Box::new(wave).destroy(Graphics::Gl(&gl));
     }
 }
 
@@ -316,7 +318,7 @@ fn a_saved_kernel_edit_reloads_and_a_broken_one_keeps_the_old_kernel() {
     let (context, selection) = common::gpu_setup(&options);
     let gl = context.gl().clone();
     let cuda = selection.cuda.clone().expect("cuda");
-    let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: TransferKind::Interop };
     let mut wave = Wave::new(&env, WaveSettings::default()).expect("wave");
     let mut watcher = KernelWatcher::new(dir.clone(), cuda.compiler.clone());
     let mut random = common::Random::new();
@@ -342,10 +344,10 @@ fn a_saved_kernel_edit_reloads_and_a_broken_one_keeps_the_old_kernel() {
     save(&doubled, &mut watcher, &mut wave);
     assert!(matches!(watcher.status(), WatchStatus::Reloaded { .. }), "{:?}", watcher.status());
     let phase = random.range(0.0, std::f64::consts::TAU);
-    wave.poison_positions(&gl).expect("poison");
+    wave.poison_positions(Graphics::Gl(&gl)).expect("poison");
     wave.set_phase(phase);
-    wave.step(&gl, 0, 0.0).expect("step");
-    let out = wave.read_positions(&gl).expect("read");
+    wave.step(Graphics::Gl(&gl), 0, 0.0).expect("step");
+    let out = wave.read_positions(Graphics::Gl(&gl)).expect("read");
     let s = wave.settings().clone();
     let frame = WaveFrame {
         width: s.width,
@@ -356,7 +358,7 @@ fn a_saved_kernel_edit_reloads_and_a_broken_one_keeps_the_old_kernel() {
     };
     let error = relative_error(&out, &reference(&frame));
     assert!(error < WAVE_BOUND, "the reloaded kernel doubles the heights: {error:e}");
-    Box::new(wave).destroy(&gl);
+    Box::new(wave).destroy(Graphics::Gl(&gl));
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -367,7 +369,7 @@ fn what_if_switches_do_what_the_panel_says() {
     let gl = context.gl().clone();
     let cuda = selection.cuda.clone().expect("cuda");
     let mut random = common::Random::new();
-    let env = DemoEnv { gl: &gl, cuda: Some(cuda.clone()), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: TransferKind::Interop };
     let mut wave = Wave::new(&env, random_settings(&mut random, 200, 120, [16, 16])).expect("wave");
 
     // Drawing while mapped: the driver refuses the second map, and the buffer is usable after.
@@ -392,15 +394,15 @@ fn what_if_switches_do_what_the_panel_says() {
     // Skipping the copy's sync: the path counts every unsynchronised frame, and once the stream is
     // idle the buffer holds the right values again.
     wave.pipeline_mut().set_what_if(WhatIf { skip_copy_sync: true, ..WhatIf::default() });
-    wave.set_transfer(&gl, TransferKind::HostCopy).expect("to host copy");
+    wave.set_transfer(Graphics::Gl(&gl), TransferKind::HostCopy).expect("to host copy");
     let steps = 5;
     for frame in 0..steps {
-        wave.step(&gl, frame, 0.0).expect("step");
+        wave.step(Graphics::Gl(&gl), frame, 0.0).expect("step");
     }
     let report = wave.pipeline().what_if_report().expect("report on the host-copy path");
     assert!(report.contains(&format!("of {steps} frames")), "{report}");
     wave.pipeline_mut().set_what_if(WhatIf::default());
     step_and_compare(&gl, &mut wave, &mut random);
     assert!(cuda.context.take_errors().is_empty(), "no deferred errors");
-    Box::new(wave).destroy(&gl);
+    Box::new(wave).destroy(Graphics::Gl(&gl));
 }

@@ -11,6 +11,7 @@ use interop_lab::demos::blur::cpu::{self, Image};
 use interop_lab::demos::blur::image::{self, SourceImage};
 use interop_lab::demos::blur::kernels::Filter;
 use interop_lab::demos::blur::{Blur, BlurSettings, Route};
+use interop_lab::graphics::Graphics;
 use interop_lab::pixel::PixelFormat;
 use interop_lab::runtime::{BackendRequest, CudaOptions, Selection};
 use interop_lab::transfer::TransferKind;
@@ -34,9 +35,9 @@ fn random_image(width: u32, height: u32, random: &mut common::Random, path: &std
 fn blur_once(gl: &glow::Context, blur: &mut Blur) -> Vec<[f64; 4]> {
     let mut outputs = Vec::new();
     for poison in [0x00u8, 0xA5] {
-        blur.poison_output(gl, poison).expect("poison");
-        blur.step(gl, 0, 0.0).expect("step");
-        outputs.push(blur.read_output(gl).expect("read"));
+        blur.poison_output(Graphics::Gl(gl), poison).expect("poison");
+        blur.step(Graphics::Gl(gl), 0, 0.0).expect("step");
+        outputs.push(blur.read_output(Graphics::Gl(gl)).expect("read"));
     }
     assert!(outputs[0] == outputs[1], "every output pixel is written (poisoned twice with different bytes)");
     match blur.settings().format {
@@ -125,7 +126,7 @@ fn every_filter_format_route_and_path_matches_the_reference() {
                         segment,
                         ..BlurSettings::default()
                     };
-                    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer, shaders_dir: None };
+                    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
                     let mut blur = Blur::new(&env, settings.clone()).expect("blur");
                     assert_eq!(blur.route(), route);
                     let out = blur_once(&gl, &mut blur);
@@ -136,7 +137,7 @@ fn every_filter_format_route_and_path_matches_the_reference() {
                         "{width}x{height} {format:?} {filter:?} segment {segment:?} {transfer} {route:?}: \
                          max {max:e} mean {mean:e}"
                     );
-                    Box::new(blur).destroy(&gl);
+                    Box::new(blur).destroy(Graphics::Gl(&gl));
                 }
             }
         }
@@ -170,7 +171,8 @@ fn large_sigma_and_the_box_approximation() {
     ] {
         let settings =
             BlurSettings { image: Some(path.clone()), sigma, filter, block, segment, ..BlurSettings::default() };
-        let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+        let env =
+            DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
         let mut blur = Blur::new(&env, settings.clone()).expect("blur");
         let out = blur_once(&gl, &mut blur);
         let (max, mean) = errors(&out, &reference(&source, &settings));
@@ -184,7 +186,7 @@ fn large_sigma_and_the_box_approximation() {
             let (max, mean) = errors(&out, &exact);
             assert!(max <= 6.0 && mean <= 1.5, "{filter:?} vs Gaussian σ {sigma}: max {max} mean {mean}");
         }
-        Box::new(blur).destroy(&gl);
+        Box::new(blur).destroy(Graphics::Gl(&gl));
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -195,35 +197,35 @@ fn cuda_and_cpu_backends_agree_and_bad_launches_are_named() {
     let (context, selection) = setup();
     let gl = context.gl().clone();
     let settings = BlurSettings { sigma: 5.0, ..BlurSettings::default() };
-    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
     let mut gpu = Blur::new(&env, settings.clone()).expect("gpu blur");
     let gpu_out = blur_once(&gl, &mut gpu);
-    let cpu_env = DemoEnv { gl: &gl, cuda: None, transfer: TransferKind::Cpu, shaders_dir: None };
+    let cpu_env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: None, transfer: TransferKind::Cpu };
     let mut cpu_blur = Blur::new(&cpu_env, settings.clone()).expect("cpu blur");
     let cpu_out = blur_once(&gl, &mut cpu_blur);
     let max =
         gpu_out.iter().zip(&cpu_out).flat_map(|(a, b)| (0..4).map(move |c| (a[c] - b[c]).abs())).fold(0.0, f64::max);
     assert!(max <= 1.0, "CUDA and CPU differ by {max} levels");
-    Box::new(cpu_blur).destroy(&gl);
+    Box::new(cpu_blur).destroy(Graphics::Gl(&gl));
 
     // 64 × 32 = 2048 threads per block: refused, the old settings keep running.
     let error = gpu
         .change(BlurSettings { block: [64, 32], ..settings.clone() })
-        .and_then(|()| gpu.step(&gl, 1, 0.0).map(|_| ()));
+        .and_then(|()| gpu.step(Graphics::Gl(&gl), 1, 0.0).map(|_| ()));
     assert!(error.is_ok(), "a bad edit is reported in the panel, not as a failed frame");
     assert_eq!(gpu.settings().block, settings.block, "the previous block is still in use");
-    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
     let refused =
         Blur::new(&env, BlurSettings { block: [64, 32], ..settings.clone() }).err().expect("refused").to_string();
     assert!(refused.contains("1024 threads per block"), "{refused}");
-    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
     let recursive = BlurSettings { filter: Filter::Recursive, block: [48, 1], ..settings.clone() };
     let refused = Blur::new(&env, recursive).err().expect("refused").to_string();
     assert!(refused.contains("multiple of 64"), "{refused}");
     // 1024 rows × 129 columns × 8 bytes: more shared memory than a block can have.
-    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
     let recursive = BlurSettings { filter: Filter::Recursive, block: [64, 4], segment: Some(1024), ..settings.clone() };
     let refused = Blur::new(&env, recursive).err().expect("refused").to_string();
     assert!(refused.contains("shared memory") && refused.contains("lower --segment"), "{refused}");
-    Box::new(gpu).destroy(&gl);
+    Box::new(gpu).destroy(Graphics::Gl(&gl));
 }

@@ -16,6 +16,7 @@ use interop_lab::demos::nbody::multi::MultiSimulation;
 use interop_lab::demos::nbody::presets::{Bodies, Preset};
 use interop_lab::demos::nbody::sim::{Simulation, StepBuffers};
 use interop_lab::demos::nbody::{NBody, NBodySettings};
+use interop_lab::graphics::Graphics;
 use interop_lab::runtime::{self, BackendRequest, CudaOptions, CudaRuntime};
 use interop_lab::transfer::TransferKind;
 
@@ -197,17 +198,18 @@ fn the_demo_split_across_contexts_draws_what_one_device_draws() {
     };
     let mut results = Vec::new();
     for devices in [vec![], vec![0, 0]] {
-        let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+        let env =
+            DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
         let mut nbody = NBody::new(&env, NBodySettings { devices, ..base.clone() }).expect("n-body demo");
         for frame in 0..20 {
-            nbody.poison_next_output(&gl).expect("poison");
-            nbody.step(&gl, frame, 0.0).expect("step");
+            nbody.poison_next_output(Graphics::Gl(&gl)).expect("poison");
+            nbody.step(Graphics::Gl(&gl), frame, 0.0).expect("step");
         }
         nbody.collect_energy().expect("energy");
         let (energy, initial) = nbody.energy();
         assert!(energy.is_some() && initial.is_some(), "the energy is computed from the gathered state");
-        results.push(nbody.read_bodies(&gl).expect("read bodies"));
-        Box::new(nbody).destroy(&gl);
+        results.push(nbody.read_bodies(Graphics::Gl(&gl)).expect("read bodies"));
+        Box::new(nbody).destroy(Graphics::Gl(&gl));
     }
     assert_eq!(results[0], results[1], "the split demo draws the same bodies, velocities included");
 }

@@ -12,6 +12,7 @@ use interop_lab::demos::nbody::kernels::{Precision, Variant};
 use interop_lab::demos::nbody::presets::{Bodies, Preset};
 use interop_lab::demos::nbody::state::{self, SavedState};
 use interop_lab::demos::nbody::{NBody, NBodySettings};
+use interop_lab::graphics::Graphics;
 use interop_lab::runtime::{BackendRequest, CudaOptions, Selection};
 use interop_lab::transfer::TransferKind;
 
@@ -20,17 +21,17 @@ fn setup() -> (interop_lab::gl::context::headless::HeadlessGl, Selection) {
 }
 
 fn demo(gl: &glow::Context, selection: &Selection, transfer: TransferKind, settings: NBodySettings) -> NBody {
-    let env = DemoEnv { gl, cuda: selection.cuda.clone(), transfer, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(gl), cuda: selection.cuda.clone(), transfer };
     NBody::new(&env, settings).expect("n-body demo")
 }
 
 /// Steps the demo `steps` times, poisoning what each step writes first.
 fn run(gl: &glow::Context, nbody: &mut NBody, steps: u64) {
     for frame in 0..steps {
-        nbody.poison_next_output(gl).expect("poison");
-        nbody.step(gl, frame, 0.0).expect("step");
+        nbody.poison_next_output(Graphics::Gl(gl)).expect("poison");
+        nbody.step(Graphics::Gl(gl), frame, 0.0).expect("step");
     }
-    let (positions, velocities) = nbody.read_gl_buffers(gl).expect("read GL buffers");
+    let (positions, velocities) = nbody.read_gl_buffers(Graphics::Gl(gl)).expect("read GL buffers");
     assert!(positions.iter().flatten().all(|v| v.is_finite()), "every position written");
     assert!(velocities.iter().flatten().all(|v| v.is_finite()), "every velocity written");
 }
@@ -61,7 +62,7 @@ fn one_and_hundred_steps_match_the_f64_reference() {
             let initial = Preset::Plummer.generate(n as usize, seed);
             let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings);
             run(&gl, &mut nbody, steps);
-            let result = nbody.read_bodies(&gl).expect("read bodies");
+            let result = nbody.read_bodies(Graphics::Gl(&gl)).expect("read bodies");
             let reference = cpu::reference_steps(&initial, &params, steps as usize);
             let (position_error, velocity_error) = errors(&result, &reference);
             // fp32: rsqrtf (≤ 2 ulp) and f32 sums over 4096 bodies give ~1e-6 relative
@@ -76,7 +77,7 @@ fn one_and_hundred_steps_match_the_f64_reference() {
             );
             assert!(position_error < position_bound, "{precision:?} {steps} steps: positions {position_error:e}");
             assert!(velocity_error < velocity_bound, "{precision:?} {steps} steps: velocities {velocity_error:e}");
-            Box::new(nbody).destroy(&gl);
+            Box::new(nbody).destroy(Graphics::Gl(&gl));
         }
     }
 }
@@ -109,10 +110,10 @@ fn every_variant_and_slicing_agrees_with_the_reference() {
         let variant = Variant { precision: Precision::F32, block_size, tile_size, unroll, bodies_per_thread };
         let mut nbody = demo(&gl, &selection, TransferKind::Interop, NBodySettings { variant, slices, ..base.clone() });
         run(&gl, &mut nbody, 5);
-        let (position_error, velocity_error) = errors(&nbody.read_bodies(&gl).expect("read"), &reference);
+        let (position_error, velocity_error) = errors(&nbody.read_bodies(Graphics::Gl(&gl)).expect("read"), &reference);
         eprintln!("{variant:?} slices {:?}: {position_error:e} {velocity_error:e}", nbody.slices());
         assert!(position_error < 1e-6 && velocity_error < 1e-5, "{variant:?}: {position_error:e} {velocity_error:e}");
-        Box::new(nbody).destroy(&gl);
+        Box::new(nbody).destroy(Graphics::Gl(&gl));
     }
 }
 
@@ -131,9 +132,9 @@ fn momentum_is_conserved_and_the_paths_agree() {
     let mut results = Vec::new();
     for transfer in [TransferKind::Interop, TransferKind::HostCopy] {
         let mut nbody = demo(&gl, &selection, transfer, settings.clone());
-        let p0 = nbody.read_bodies(&gl).expect("read").momentum();
+        let p0 = nbody.read_bodies(Graphics::Gl(&gl)).expect("read").momentum();
         run(&gl, &mut nbody, 100);
-        let after = nbody.read_bodies(&gl).expect("read");
+        let after = nbody.read_bodies(Graphics::Gl(&gl)).expect("read");
         let scale: f64 = after
             .positions
             .iter()
@@ -145,7 +146,7 @@ fn momentum_is_conserved_and_the_paths_agree() {
             assert!((p1[axis] - p0[axis]).abs() < 1e-5 * scale, "{transfer}: axis {axis} {} → {}", p0[axis], p1[axis]);
         }
         results.push(after);
-        Box::new(nbody).destroy(&gl);
+        Box::new(nbody).destroy(Graphics::Gl(&gl));
     }
     assert!(results[0] == results[1], "interop and host copy run the same kernels on the same data: identical results");
 }
@@ -175,14 +176,14 @@ fn two_body_orbit_closes_after_one_period() {
         };
         let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings);
         for frame in 0..steps {
-            nbody.step(&gl, frame, 0.0).expect("step");
+            nbody.step(Graphics::Gl(&gl), frame, 0.0).expect("step");
         }
-        let after = nbody.read_bodies(&gl).expect("read");
+        let after = nbody.read_bodies(Graphics::Gl(&gl)).expect("read");
         let error = relative_error(&after.positions, &bodies.positions);
         eprintln!("{precision:?}: orbit closes within {error:e}");
         // Leapfrog's phase error after one orbit at 2000 steps is ~1e-5; f32 rounding adds ~1e-6.
         assert!(error < 1e-4, "{precision:?}: {error:e}");
-        Box::new(nbody).destroy(&gl);
+        Box::new(nbody).destroy(Graphics::Gl(&gl));
     }
     std::fs::remove_file(&path).ok();
 }
@@ -203,16 +204,16 @@ fn gpu_energy_equals_the_cpu_energy_of_the_same_state() {
         };
         let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings);
         for frame in 0..10 {
-            nbody.step(&gl, frame, 0.0).expect("step");
+            nbody.step(Graphics::Gl(&gl), frame, 0.0).expect("step");
         }
         // Energy results arrive a few frames late (the GPU runs behind the host); one request is
         // in flight at a time. Drain it, then ask for the energy of the state now.
         nbody.collect_energy().expect("energy");
-        nbody.request_energy(&gl).expect("request");
+        nbody.request_energy(Graphics::Gl(&gl)).expect("request");
         nbody.collect_energy().expect("energy");
         let (Some((step, kinetic, potential)), Some(initial)) = nbody.energy() else { panic!("energy computed") };
         assert_eq!(step, 10);
-        let bodies = nbody.read_bodies(&gl).expect("read");
+        let bodies = nbody.read_bodies(Graphics::Gl(&gl)).expect("read");
         let velocities: Vec<[f64; 4]> = bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect();
         let (cpu_kinetic, cpu_potential) = cpu::energy(&bodies.positions, &velocities, &nbody.params());
         let bound = 1e-9;
@@ -226,7 +227,7 @@ fn gpu_energy_equals_the_cpu_energy_of_the_same_state() {
         );
         let drift = ((kinetic + potential) - initial) / initial.abs();
         assert!(drift.abs() < 1e-4, "{precision:?}: energy drift {drift:e} after 10 steps");
-        Box::new(nbody).destroy(&gl);
+        Box::new(nbody).destroy(Graphics::Gl(&gl));
     }
 }
 
@@ -238,7 +239,7 @@ fn a_launch_the_device_cannot_run_is_refused_by_name() {
     // 8192 fp64 bodies per tile need 256 KiB of shared memory; the H200 allows 227 KiB per block.
     let variant =
         Variant { precision: Precision::F64, block_size: 256, tile_size: 8192, unroll: 4, bodies_per_thread: 1 };
-    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
     let error = NBody::new(&env, NBodySettings { bodies: Some(10_000), variant, ..NBodySettings::default() })
         .err()
         .expect("refused")
@@ -274,17 +275,20 @@ fn the_simulation_carries_over_between_every_path() {
         TransferKind::Interop,
     ];
     for (frame, transfer) in path.into_iter().enumerate() {
-        nbody.step(&gl, frame as u64, 0.0).expect("step");
-        let before = nbody.read_bodies(&gl).expect("read");
-        nbody.set_transfer(&gl, transfer).unwrap_or_else(|e| panic!("switch to {transfer}: {e}"));
+        nbody.step(Graphics::Gl(&gl), frame as u64, 0.0).expect("step");
+        let before = nbody.read_bodies(Graphics::Gl(&gl)).expect("read");
+        nbody.set_transfer(Graphics::Gl(&gl), transfer).unwrap_or_else(|e| panic!("switch to {transfer}: {e}"));
         assert_eq!(nbody.pipeline().kind(), transfer);
-        assert!(nbody.read_bodies(&gl).expect("read") == before, "the bodies survive the switch to {transfer}");
+        assert!(
+            nbody.read_bodies(Graphics::Gl(&gl)).expect("read") == before,
+            "the bodies survive the switch to {transfer}"
+        );
     }
-    nbody.step(&gl, 99, 0.0).expect("step");
+    nbody.step(Graphics::Gl(&gl), 99, 0.0).expect("step");
     let reference = cpu::reference_steps(&initial, &settings.params(), path.len() + 1);
-    let (position_error, velocity_error) = errors(&nbody.read_bodies(&gl).expect("read"), &reference);
+    let (position_error, velocity_error) = errors(&nbody.read_bodies(Graphics::Gl(&gl)).expect("read"), &reference);
     assert!(position_error < 1e-6 && velocity_error < 1e-5, "{position_error:e} {velocity_error:e}");
-    Box::new(nbody).destroy(&gl);
+    Box::new(nbody).destroy(Graphics::Gl(&gl));
 }
 
 #[test]
@@ -293,7 +297,7 @@ fn more_bodies_than_free_device_memory_are_refused_and_fewer_then_run() {
     let (context, selection) = setup();
     let gl = context.gl().clone();
     let cuda = selection.cuda.clone().expect("cuda");
-    let env = DemoEnv { gl: &gl, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, shaders_dir: None };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
     let n = 4_000_000u32; // ≥ 6 × 4 M × 16 bytes ≈ 366 MiB with its slices and GL buffers
     // Another user of the GPU holds all but 256 MiB.
     let (free, _) = cuda.context.memory_info().expect("memory info");
@@ -306,5 +310,5 @@ fn more_bodies_than_free_device_memory_are_refused_and_fewer_then_run() {
     drop(hog);
     let nbody =
         NBody::new(&env, NBodySettings { bodies: Some(n), ..NBodySettings::default() }).expect("runs once freed");
-    Box::new(nbody).destroy(&gl);
+    Box::new(nbody).destroy(Graphics::Gl(&gl));
 }

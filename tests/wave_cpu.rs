@@ -9,6 +9,7 @@ use interop_lab::demo::{Demo, DemoEnv, DemoSpec};
 use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::{Wave, WaveSettings};
 use interop_lab::gl::context::headless::HeadlessGl;
+use interop_lab::graphics::Graphics;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions};
 use interop_lab::stats::Stage;
@@ -27,13 +28,13 @@ fn cpu_step_writes_the_reference_into_the_gl_buffer() {
             amplitude: random.range(0.05, 1.0) as f32,
             ..WaveSettings::default()
         };
-        let env = DemoEnv { gl: &gl, cuda: None, transfer: TransferKind::Cpu, shaders_dir: None };
+        let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: None, transfer: TransferKind::Cpu };
         let mut wave = Wave::new(&env, settings.clone()).expect("wave on the CPU");
-        wave.poison_positions(&gl).expect("poison");
+        wave.poison_positions(Graphics::Gl(&gl)).expect("poison");
         let phase = random.range(0.0, std::f64::consts::TAU);
         wave.set_phase(phase);
-        wave.step(&gl, 0, 0.0).expect("step");
-        let out = wave.read_positions(&gl).expect("read back");
+        wave.step(Graphics::Gl(&gl), 0, 0.0).expect("step");
+        let out = wave.read_positions(Graphics::Gl(&gl)).expect("read back");
         let frame = WaveFrame {
             width,
             height,
@@ -44,7 +45,7 @@ fn cpu_step_writes_the_reference_into_the_gl_buffer() {
         assert!(out.iter().flatten().all(|v| v.is_finite()), "{width}x{height}: every vertex written");
         let error = relative_error(&out, &reference(&frame));
         assert!(error < 1e-6, "{width}x{height}: ‖out − ref‖/‖ref‖ = {error}");
-        Box::new(wave).destroy(&gl);
+        Box::new(wave).destroy(Graphics::Gl(&gl));
     }
 }
 

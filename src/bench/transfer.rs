@@ -16,6 +16,7 @@ use crate::cuda::launch::arg;
 use crate::cuda::{DeviceLimits, LaunchConfig, Module, Stream};
 use crate::demo::bench::BenchReport;
 use crate::gl::context::headless::HeadlessGl;
+use crate::render::Graphics;
 use crate::runtime::{self, CudaOptions};
 use crate::sources::SourceFile;
 use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage};
@@ -165,14 +166,14 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                 continue;
             }
             let mut path = runtime::create_transfer(selection.cuda.as_deref(), stream.as_ref(), kind)?;
-            let mut buffer = path.create_buffer(&gl, &vec![0u8; bytes])?;
+            let mut buffer = path.create_buffer(Graphics::Gl(&gl), &vec![0u8; bytes])?;
             let mut history = FrameHistory::new(options.frames as usize);
             let mut frame_us = Vec::with_capacity(options.frames as usize);
             for frame in 0..u64::from(options.warmup + options.frames) {
                 let started = Instant::now();
                 let value = frame as u32;
                 let mut buffers = [(&mut buffer, Access::Write)];
-                let times = path.run(&gl, frame, &mut buffers, &mut |target| match target {
+                let times = path.run(Graphics::Gl(&gl), frame, &mut buffers, &mut |target| match target {
                     Target::Device { buffers, stream } => {
                         let (function, limits) =
                             kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
@@ -204,7 +205,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
             while let Some(late) = path.poll_gpu_times()? {
                 history.add_late(late);
             }
-            buffer.destroy(&gl);
+            buffer.destroy(Graphics::Gl(&gl));
             let frame =
                 Percentiles::of(frame_us.into_iter()).ok_or_else(|| Error::Unavailable("no frames".to_owned()))?;
             let summary = history.summary(None);

@@ -7,7 +7,6 @@ pub mod bench;
 pub mod pipeline;
 pub mod spec;
 
-use std::path::PathBuf;
 use std::rc::Rc;
 
 pub use self::pipeline::Pipeline;
@@ -16,6 +15,8 @@ use crate::Result;
 use crate::camera::OrbitCamera;
 use crate::cuda::LaunchConfig;
 use crate::cuda::module::{CompiledModule, FunctionAttributes};
+pub use crate::render::View;
+use crate::render::{Graphics, Scene};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
 use crate::stats::StageTimes;
@@ -23,30 +24,12 @@ use crate::transfer::TransferKind;
 
 /// What a demo gets when it is created.
 pub struct DemoEnv<'a> {
-    /// The GL context (current).
-    pub gl: &'a glow::Context,
+    /// The graphics side (its context is current).
+    pub graphics: Graphics<'a>,
     /// CUDA, if it runs.
     pub cuda: Option<Rc<CudaRuntime>>,
     /// The transfer path to start on.
     pub transfer: TransferKind,
-    /// A folder whose shader files replace the embedded ones.
-    pub shaders_dir: Option<PathBuf>,
-}
-
-/// The viewport a demo draws into (the part of the framebuffer right of the panel).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct View {
-    /// Lower-left corner in physical pixels.
-    pub origin: [u32; 2],
-    /// Size in physical pixels.
-    pub size: [u32; 2],
-}
-
-impl View {
-    /// Width over height.
-    pub fn aspect(&self) -> f32 {
-        self.size[0] as f32 / self.size[1].max(1) as f32
-    }
 }
 
 /// Which kind of mouse drag.
@@ -114,13 +97,13 @@ pub trait Demo {
     fn pipeline_mut(&mut self) -> &mut Pipeline;
 
     /// Moves the demo's buffers to another transfer path, keeping their contents.
-    fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()>;
+    fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()>;
 
     /// Advances by `dt` seconds and writes frame `frame`'s buffers through the transfer path.
-    fn step(&mut self, gl: &glow::Context, frame: u64, dt: f32) -> Result<StageTimes>;
+    fn step(&mut self, graphics: Graphics<'_>, frame: u64, dt: f32) -> Result<StageTimes>;
 
-    /// Draws the current state.
-    fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()>;
+    /// What to draw of the current state into `view` (the graphics side draws it).
+    fn scene(&mut self, view: &View) -> Scene<'_>;
 
     /// The demo's section of the side panel.
     fn panel(&mut self, ui: &mut egui::Ui);
@@ -129,12 +112,13 @@ pub trait Demo {
     /// the demo's buffers and asks for it again; the message says why when that can't be shown.
     fn use_while_mapped(&mut self) -> Result<String>;
 
-    /// Releases GL objects (the context must be current) and then everything else.
-    fn destroy(self: Box<Self>, gl: &glow::Context);
+    /// Releases the graphics objects (the context must be current) and then everything else.
+    fn destroy(self: Box<Self>, graphics: Graphics<'_>);
 
     /// The run is ending (headless run done, window closing): collect last results, write what
-    /// the settings ask to be written. The GL context is current. Most demos have nothing to do.
-    fn finish(&mut self, _gl: &glow::Context) -> Result<()> {
+    /// the settings ask to be written. The graphics context is current. Most demos have nothing
+    /// to do.
+    fn finish(&mut self, _graphics: Graphics<'_>) -> Result<()> {
         Ok(())
     }
 

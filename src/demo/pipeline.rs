@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use crate::Result;
 use crate::cuda::Stream;
+use crate::render::Graphics;
 use crate::runtime::{CudaRuntime, create_transfer};
 use crate::transfer::{SharedBuffer, Transfer, TransferKind, WhatIf};
 
@@ -44,7 +45,12 @@ impl Pipeline {
 
     /// Moves `buffers` to path `kind`: reads each, recreates it on the new path, destroys the old
     /// one. On failure nothing changes.
-    pub fn switch(&mut self, gl: &glow::Context, kind: TransferKind, buffers: &mut [&mut SharedBuffer]) -> Result<()> {
+    pub fn switch(
+        &mut self,
+        graphics: Graphics<'_>,
+        kind: TransferKind,
+        buffers: &mut [&mut SharedBuffer],
+    ) -> Result<()> {
         if kind == self.kind() {
             return Ok(());
         }
@@ -52,19 +58,20 @@ impl Pipeline {
         self.transfer.synchronize()?;
         let mut replacements = Vec::with_capacity(buffers.len());
         for buffer in buffers.iter() {
-            let created = self.transfer.read_buffer(gl, buffer).and_then(|data| next.create_buffer(gl, &data));
+            let created =
+                self.transfer.read_buffer(graphics, buffer).and_then(|data| next.create_buffer(graphics, &data));
             match created {
                 Ok(replacement) => replacements.push(replacement),
                 Err(error) => {
                     for replacement in replacements {
-                        replacement.destroy(gl);
+                        replacement.destroy(graphics);
                     }
                     return Err(error);
                 }
             }
         }
         for (buffer, replacement) in buffers.iter_mut().zip(replacements) {
-            std::mem::replace(*buffer, replacement).destroy(gl);
+            std::mem::replace(*buffer, replacement).destroy(graphics);
         }
         next.set_what_if(self.what_if);
         self.transfer = next;

@@ -6,6 +6,7 @@ use super::{Access, Compute, Link, SharedBuffer, Target, Transfer, TransferKind}
 use super::{micros_since, mismatch};
 use crate::Result;
 use crate::gl;
+use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 
 /// Host memory aligned for any element type a demo views it as (up to 8-byte `f64`).
@@ -38,11 +39,12 @@ impl Transfer for CpuPath {
         TransferKind::Cpu
     }
 
-    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
+    fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
+        let gl = graphics.gl();
         Ok(SharedBuffer { link: Link::Cpu(HostBytes::new(initial)), gl: gl::Buffer::new(gl, initial)? })
     }
 
-    fn read_buffer(&mut self, _gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+    fn read_buffer(&mut self, _graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
         match &buffer.link {
             Link::Cpu(data) => Ok(data.bytes().to_vec()),
             _ => Err(mismatch(TransferKind::Cpu)),
@@ -51,11 +53,12 @@ impl Transfer for CpuPath {
 
     fn run(
         &mut self,
-        gl: &glow::Context,
+        graphics: Graphics<'_>,
         _frame: u64,
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
+        let gl = graphics.gl();
         let mut times = StageTimes::default();
         let started = Instant::now();
         {

@@ -13,6 +13,7 @@ use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceSpan, Stream};
 use crate::gl;
 use crate::gl::external::GlMemoryObjects;
+use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
 
@@ -36,7 +37,8 @@ impl Transfer for External {
         TransferKind::External
     }
 
-    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
+    fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
+        let gl = graphics.gl();
         let memory = ExportableMemory::new(&self.context, initial.len())?;
         copy_to_device(&self.stream, memory.span(), initial)?;
         let fd = memory.export_fd()?;
@@ -44,7 +46,7 @@ impl Transfer for External {
         Ok(SharedBuffer { link: Link::External { memory, gl_memory: self.gl_memory, object }, gl: buffer })
     }
 
-    fn read_buffer(&mut self, _gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+    fn read_buffer(&mut self, _graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
         match &buffer.link {
             Link::External { memory, .. } => {
                 let mut data = vec![0u8; memory.span().bytes];
@@ -57,11 +59,12 @@ impl Transfer for External {
 
     fn run(
         &mut self,
-        gl: &glow::Context,
+        graphics: Graphics<'_>,
         frame: u64,
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
+        let gl = graphics.gl();
         let mut times = StageTimes::default();
         let stream = &*self.stream;
         if buffers.len() > interop::MAX_MAPPED {

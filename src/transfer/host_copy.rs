@@ -10,6 +10,7 @@ use crate::cuda::interop;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceBuffer, DeviceSpan, PinnedBuffer, Stream};
 use crate::gl;
+use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
 
@@ -58,7 +59,8 @@ impl Transfer for HostCopy {
         if self.pinned { TransferKind::HostCopy } else { TransferKind::HostCopyPageable }
     }
 
-    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
+    fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
+        let gl = graphics.gl();
         let mut device = DeviceBuffer::new(&self.context, initial.len())?;
         device.upload(&self.stream, initial)?;
         let staging = if self.pinned {
@@ -70,7 +72,7 @@ impl Transfer for HostCopy {
         Ok(SharedBuffer { link: Link::HostCopy { device, staging }, gl: buffer })
     }
 
-    fn read_buffer(&mut self, _gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+    fn read_buffer(&mut self, _graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
         match &buffer.link {
             Link::HostCopy { device, .. } => {
                 let mut data = vec![0u8; device.len()];
@@ -83,11 +85,12 @@ impl Transfer for HostCopy {
 
     fn run(
         &mut self,
-        gl: &glow::Context,
+        graphics: Graphics<'_>,
         frame: u64,
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
+        let gl = graphics.gl();
         let kind = self.kind();
         let mut times = StageTimes::default();
         let stream = &*self.stream;

@@ -14,6 +14,7 @@ use crate::cuda::surface::SurfaceObject;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceSpan, Stream};
 use crate::gl;
+use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
 
@@ -43,7 +44,8 @@ impl Transfer for Interop {
         TransferKind::Interop
     }
 
-    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer> {
+    fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
+        let gl = graphics.gl();
         // GL allocates, CUDA writes the first contents through the mapping: every byte a kernel
         // later reads was then written on the CUDA side, which is what compute-sanitizer's
         // initcheck can follow (it does not see bytes that glBufferData uploaded).
@@ -65,13 +67,14 @@ impl Transfer for Interop {
         }
     }
 
-    fn read_buffer(&mut self, gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+    fn read_buffer(&mut self, graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+        let gl = graphics.gl();
         buffer.gl.read(gl)
     }
 
     fn run(
         &mut self,
-        _gl: &glow::Context,
+        _graphics: Graphics<'_>,
         frame: u64,
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
@@ -155,33 +158,35 @@ impl Mapping for Interop {
         })
     }
 
-    fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
+    fn register_image(&mut self, graphics: Graphics<'_>, texture: gl::Texture) -> Result<SharedImage> {
         let mut texture = texture;
         match GraphicsResource::register_image(&self.context, &self.entry_points, texture.name(), glow::TEXTURE_2D) {
-            Ok(resource) => Ok(SharedImage { resource, texture }),
+            Ok(resource) => Ok(SharedImage::registered(resource, texture)),
             Err(error) => {
-                texture.destroy(gl);
+                texture.destroy(graphics.gl());
                 Err(error)
             }
         }
     }
 
-    fn run_image(
+    fn run_registered(
         &mut self,
-        _gl: &glow::Context,
         frame: u64,
         image: &mut SharedImage,
         compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
     ) -> Result<StageTimes> {
-        let size = image.texture.size();
+        let size = image.texture().size();
         let context = self.context.clone();
-        let mut resources = [(&mut image.resource, MapAccess::WriteDiscard)];
+        let Some(resource) = image.resource_mut() else {
+            return Err(Error::InvalidInput("this image goes through a pixel buffer, not a registration".to_owned()));
+        };
+        let mut resources = [(resource, MapAccess::WriteDiscard)];
         self.mapped(
             frame,
             &mut resources,
             // A surface object per frame: the array behind a mapped texture may change between maps.
             |mapped| SurfaceObject::new(&context, mapped.array(0)?),
-            |surface, stream| compute(ImageTarget { surface: surface.raw(), size, stream }),
+            |surface, stream| compute(ImageTarget::Surface { surface: surface.raw(), size, stream }),
         )
     }
 }

@@ -17,6 +17,7 @@
 pub mod cpu;
 pub mod external;
 pub mod host_copy;
+mod image;
 pub mod interop;
 
 use std::rc::Rc;
@@ -27,6 +28,7 @@ use serde::Serialize;
 use self::cpu::{CpuPath, HostBytes};
 use self::external::External;
 use self::host_copy::{HostCopy, Staging};
+pub use self::image::{ImageTarget, SharedImage};
 use self::interop::Interop;
 use crate::cuda::external::ExportableMemory;
 use crate::cuda::interop::{GlEntryPoints, GraphicsResource, MapAccess};
@@ -34,6 +36,7 @@ use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceBuffer, DeviceSpan, Stream};
 use crate::gl;
 use crate::gl::external::GlMemoryObjects;
+use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
 
@@ -155,10 +158,11 @@ impl SharedBuffer {
     /// the buffer mutably, and maps it on the interop path) can be in progress:
     ///
     /// ```compile_fail,E0502
+    /// # use interop_lab::graphics::Graphics;
     /// # use interop_lab::transfer::{Access, SharedBuffer, Transfer};
-    /// fn draw_while_mapped(transfer: &mut dyn Transfer, gl: &glow::Context, buffer: &mut SharedBuffer) {
+    /// fn draw_while_mapped(transfer: &mut dyn Transfer, graphics: Graphics<'_>, buffer: &mut SharedBuffer) {
     ///     let mut buffers = [(&mut *buffer, Access::Write)];
-    ///     let _ = transfer.run(gl, 0, &mut buffers, &mut |_target| {
+    ///     let _ = transfer.run(graphics, 0, &mut buffers, &mut |_target| {
     ///         let _ = buffer.gl(); // error[E0502]: `*buffer` is also borrowed as mutable
     ///         Ok(())
     ///     });
@@ -168,10 +172,11 @@ impl SharedBuffer {
     /// while drawing after the run compiles:
     ///
     /// ```no_run
+    /// # use interop_lab::graphics::Graphics;
     /// # use interop_lab::transfer::{Access, SharedBuffer, Transfer};
-    /// fn draw_after_the_run(transfer: &mut dyn Transfer, gl: &glow::Context, buffer: &mut SharedBuffer) {
+    /// fn draw_after_the_run(transfer: &mut dyn Transfer, graphics: Graphics<'_>, buffer: &mut SharedBuffer) {
     ///     let mut buffers = [(&mut *buffer, Access::Write)];
-    ///     let _ = transfer.run(gl, 0, &mut buffers, &mut |_target| Ok(()));
+    ///     let _ = transfer.run(graphics, 0, &mut buffers, &mut |_target| Ok(()));
     ///     let _ = buffer.gl();
     /// }
     /// ```
@@ -190,7 +195,8 @@ impl SharedBuffer {
     }
 
     /// Releases the CUDA side, then deletes the GL buffer. The GL context must be current.
-    pub fn destroy(self, gl: &glow::Context) {
+    pub fn destroy(self, graphics: Graphics<'_>) {
+        let gl = graphics.gl();
         let SharedBuffer { link, gl: mut buffer } = self;
         match link {
             // GL's buffer and memory object go first; the CUDA allocation stays alive for GL until
@@ -235,16 +241,16 @@ pub trait Transfer {
 
     /// Creates a GL buffer holding `initial`, set up for this path (registered with CUDA on the
     /// interop path, mirrored in device memory on the host-copy path).
-    fn create_buffer(&mut self, gl: &glow::Context, initial: &[u8]) -> Result<SharedBuffer>;
+    fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer>;
 
     /// Reads the buffer's current contents (to carry a simulation over to another path).
-    fn read_buffer(&mut self, gl: &glow::Context, buffer: &SharedBuffer) -> Result<Vec<u8>>;
+    fn read_buffer(&mut self, graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>>;
 
     /// Runs `compute` with access to `buffers` and makes what it wrote visible to GL. Returns the
     /// host time of each stage; GPU times arrive later through [`Transfer::poll_gpu_times`].
     fn run(
         &mut self,
-        gl: &glow::Context,
+        graphics: Graphics<'_>,
         frame: u64,
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
@@ -277,13 +283,13 @@ pub trait Mapping {
     /// CUDA holds amounts to — and returns the driver's answer.
     fn use_while_mapped(&mut self, buffer: &mut SharedBuffer) -> Result<String>;
 
-    /// Registers `texture` for kernels to write through a surface object.
-    fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage>;
+    /// Registers `texture` for kernels to write through a surface object (on failure the texture
+    /// is deleted).
+    fn register_image(&mut self, graphics: Graphics<'_>, texture: gl::Texture) -> Result<SharedImage>;
 
-    /// Maps `image`, runs `compute` with a surface object over it, unmaps.
-    fn run_image(
+    /// Maps the registered `image`, runs `compute` with a surface object over it, unmaps.
+    fn run_registered(
         &mut self,
-        gl: &glow::Context,
         frame: u64,
         image: &mut SharedImage,
         compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
@@ -303,68 +309,6 @@ impl dyn Transfer + '_ {
             }
         }
     }
-
-    /// [`Mapping::create_image`], or (deleting `texture`) why the path goes through a pixel buffer.
-    pub fn create_image(&mut self, gl: &glow::Context, texture: gl::Texture) -> Result<SharedImage> {
-        let label = self.kind().label();
-        match self.mapping() {
-            Some(mapping) => mapping.create_image(gl, texture),
-            None => {
-                let mut texture = texture;
-                texture.destroy(gl);
-                Err(Error::Unavailable(format!(
-                    "writing a texture directly needs GL interop; the {label} path goes through a pixel buffer"
-                )))
-            }
-        }
-    }
-
-    /// [`Mapping::run_image`], or why the path cannot write textures directly.
-    pub fn run_image(
-        &mut self,
-        gl: &glow::Context,
-        frame: u64,
-        image: &mut SharedImage,
-        compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
-    ) -> Result<StageTimes> {
-        let label = self.kind().label();
-        match self.mapping() {
-            Some(mapping) => mapping.run_image(gl, frame, image, compute),
-            None => Err(Error::Unavailable(format!("the {label} path cannot write textures directly"))),
-        }
-    }
-}
-
-/// A GL texture registered with CUDA (`cuGraphicsGLRegisterImage`), written by kernels through a
-/// surface object: no pixel buffer, no copy.
-pub struct SharedImage {
-    // Field order is drop order: unregister before the texture is deleted.
-    resource: GraphicsResource,
-    texture: gl::Texture,
-}
-
-impl SharedImage {
-    /// The texture, for drawing (borrowing it means no kernel writes it right now).
-    pub fn texture(&self) -> &gl::Texture {
-        &self.texture
-    }
-
-    /// Unregisters, then deletes the texture. The GL context must be current.
-    pub fn destroy(self, gl: &glow::Context) {
-        let SharedImage { resource, mut texture } = self;
-        drop(resource);
-        texture.destroy(gl);
-    }
-}
-
-/// What an image compute step writes: a surface object over the mapped texture.
-pub struct ImageTarget<'a> {
-    /// `cudaSurfaceObject_t` for the kernel.
-    pub surface: u64,
-    /// Texture size in pixels.
-    pub size: [u32; 2],
-    /// The stream to launch on.
-    pub stream: &'a Stream,
 }
 
 /// What CUDA brings to a transfer path: the context, the demo's stream, and the GL entry points

@@ -15,7 +15,6 @@ mod settings;
 pub use self::settings::{BlurSettings, MAX_NAIVE_RADIUS, MAX_RADIUS, MIN_BOX_SIGMA, Route, SIGMA_RANGE};
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use self::image::SourceImage;
 use self::kernels::{BlurKernels, Filter, Output};
@@ -25,17 +24,15 @@ use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
 use crate::demo::{
     Demo, DemoEnv, DemoSpec, Drag, KernelInfo, LiveKernels, OccupancyCache, OpensFiles, Pipeline, View, ViewControls,
 };
-use crate::gl;
 use crate::pixel::PixelFormat;
+use crate::render::{Graphics, Image, Picture, Scene};
 use crate::sources::SourceFile;
 use crate::stats::{Percentiles, Stage, StageTimes};
-use crate::transfer::{Access, SharedBuffer, SharedImage, Target, TransferKind};
+use crate::transfer::{ImageTarget, SharedImage, Target, TransferKind};
 use crate::{Error, Result, source_file};
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/blur.cu");
-const VERTEX_SHADER: SourceFile = source_file!("shaders/blur_view.vert");
-const FRAGMENT_SHADER: SourceFile = source_file!("shaders/blur_view.frag");
 
 /// The compute side.
 enum Engine {
@@ -49,31 +46,6 @@ enum Engine {
     Cpu {
         input: cpu::Image<f32>,
     },
-}
-
-/// Where the blurred image lands.
-enum Target2d {
-    Buffer { pbo: SharedBuffer, texture: gl::Texture },
-    Image(SharedImage),
-}
-
-impl Target2d {
-    fn texture(&self) -> &gl::Texture {
-        match self {
-            Target2d::Buffer { texture, .. } => texture,
-            Target2d::Image(image) => image.texture(),
-        }
-    }
-
-    fn destroy(self, gl: &glow::Context) {
-        match self {
-            Target2d::Buffer { pbo, mut texture } => {
-                pbo.destroy(gl);
-                texture.destroy(gl);
-            }
-            Target2d::Image(image) => image.destroy(gl),
-        }
-    }
 }
 
 /// A change asked for in the panel or by a dropped file, applied at the next step.
@@ -90,10 +62,10 @@ pub struct Blur {
     pipeline: Pipeline,
     source: SourceImage,
     engine: Engine,
-    target: Target2d,
-    original: gl::Texture,
-    program: gl::Program,
-    vertex_array: gl::VertexArray,
+    /// The blurred image, as the transfer path made it (written in place or through a pixel buffer).
+    target: SharedImage,
+    /// The image before blurring, drawn left of the split line.
+    original: Image,
     /// Screen pixels per image pixel; `None` fits the image to the view.
     zoom: Option<f32>,
     pan: glam::Vec2,
@@ -110,7 +82,7 @@ impl Blur {
     /// Creates the demo: the image (or test pattern), kernels, device buffers and textures.
     pub fn new(env: &DemoEnv<'_>, settings: BlurSettings) -> Result<Self> {
         settings.validate()?;
-        let gl = env.gl;
+        let graphics = env.graphics;
         let source = match &settings.image {
             Some(path) => image::load(path)?,
             None => image::test_pattern(1280, 800),
@@ -122,34 +94,11 @@ impl Blur {
             kernels.validate(&settings.job([source.width, source.height]))?;
         }
         let original =
-            gl::Texture::new(gl, [source.width, source.height], settings.format, Some(source.bytes(settings.format)))?;
-        let target = match make_target(&mut pipeline, gl, &settings, &source) {
+            Image::new(graphics, [source.width, source.height], settings.format, source.bytes(settings.format))?;
+        let target = match make_target(&mut pipeline, graphics, &settings, &source) {
             Ok(target) => target,
             Err(error) => {
-                let mut original = original;
-                original.destroy(gl);
-                return Err(error);
-            }
-        };
-        let shaders = (|| -> Result<_> {
-            let (vertex_source, _) = VERTEX_SHADER.read(env.shaders_dir.as_deref())?;
-            let (fragment_source, _) = FRAGMENT_SHADER.read(env.shaders_dir.as_deref())?;
-            let program = gl::Program::new(gl, "blur view", &vertex_source, &fragment_source)?;
-            Ok((program, gl::VertexArray::new(gl)))
-        })();
-        let (program, vertex_array) = match shaders {
-            Ok((program, Ok(vertex_array))) => (program, vertex_array),
-            Ok((mut program, Err(error))) => {
-                program.destroy(gl);
-                let mut original = original;
-                original.destroy(gl);
-                target.destroy(gl);
-                return Err(error);
-            }
-            Err(error) => {
-                let mut original = original;
-                original.destroy(gl);
-                target.destroy(gl);
+                original.destroy(graphics);
                 return Err(error);
             }
         };
@@ -162,8 +111,6 @@ impl Blur {
             engine,
             target,
             original,
-            program,
-            vertex_array,
             zoom: None,
             pan: glam::Vec2::ZERO,
             last_view: View { origin: [0, 0], size: [1, 1] },
@@ -187,39 +134,23 @@ impl Blur {
 
     /// The route in use (the texture route needs interop, so it can differ from the settings).
     pub fn route(&self) -> Route {
-        match self.target {
-            Target2d::Image(_) => Route::Texture,
-            Target2d::Buffer { .. } => Route::Pbo,
-        }
+        if self.target.in_place() { Route::Texture } else { Route::Pbo }
     }
 
     /// The blurred image as the texture shows it (bytes of the format, top row first).
-    pub fn read_output(&mut self, gl: &glow::Context) -> Result<Vec<u8>> {
-        self.pipeline.transfer().synchronize()?;
-        match &self.target {
-            Target2d::Buffer { pbo, .. } => self.pipeline.transfer().read_buffer(gl, pbo),
-            Target2d::Image(image) => image.texture().read(gl),
-        }
+    pub fn read_output(&mut self, graphics: Graphics<'_>) -> Result<Vec<u8>> {
+        self.pipeline.transfer().read_image(graphics, &self.target)
     }
 
     /// Overwrites the output (pixel buffer or texture) with `byte` in every byte, so a test can
     /// tell written pixels from stale ones.
-    pub fn poison_output(&mut self, gl: &glow::Context, byte: u8) -> Result<()> {
-        self.pipeline.transfer().synchronize()?;
+    pub fn poison_output(&mut self, graphics: Graphics<'_>, byte: u8) -> Result<()> {
         let poison =
             vec![
                 byte;
                 self.source.width as usize * self.source.height as usize * self.settings.format.bytes_per_pixel()
             ];
-        match &mut self.target {
-            Target2d::Image(image) => image.texture().upload(gl, &poison),
-            Target2d::Buffer { pbo, texture } => {
-                texture.upload(gl, &poison)?;
-                let fresh = self.pipeline.transfer().create_buffer(gl, &poison)?;
-                std::mem::replace(pbo, fresh).destroy(gl);
-                Ok(())
-            }
-        }
+        self.pipeline.transfer().fill_image(graphics, &mut self.target, &poison)
     }
 
     /// Queues new settings (validated now, applied at the next step).
@@ -234,19 +165,19 @@ impl Blur {
         Some((Percentiles::of(self.pass_us.iter().map(|p| p[0]))?, Percentiles::of(self.pass_us.iter().map(|p| p[1]))?))
     }
 
-    fn apply(&mut self, gl: &glow::Context, change: Change) -> Result<()> {
+    fn apply(&mut self, graphics: Graphics<'_>, change: Change) -> Result<()> {
         match change {
-            Change::Settings(settings) => self.rebuild(gl, *settings, None),
+            Change::Settings(settings) => self.rebuild(graphics, *settings, None),
             Change::Open(path) => {
                 let source = image::load(&path)?;
                 let settings = BlurSettings { image: Some(path), ..self.settings.clone() };
-                self.rebuild(gl, settings, Some(source))?;
+                self.rebuild(graphics, settings, Some(source))?;
                 self.zoom = None;
                 self.pan = glam::Vec2::ZERO;
                 Ok(())
             }
             Change::Save(path) => {
-                let bytes = self.read_output(gl)?;
+                let bytes = self.read_output(graphics)?;
                 image::save_png(&path, self.size(), self.settings.format, &bytes)?;
                 self.message = Some(format!("saved {}", path.display()));
                 Ok(())
@@ -255,7 +186,7 @@ impl Blur {
     }
 
     /// Rebuilds what the new settings need; on failure everything stays as it was.
-    fn rebuild(&mut self, gl: &glow::Context, settings: BlurSettings, source: Option<SourceImage>) -> Result<()> {
+    fn rebuild(&mut self, graphics: Graphics<'_>, settings: BlurSettings, source: Option<SourceImage>) -> Result<()> {
         settings.validate()?;
         let new_image = source.is_some();
         let source_ref = source.as_ref().unwrap_or(&self.source);
@@ -275,18 +206,18 @@ impl Blur {
             kernels.validate(&settings.job([source_ref.width, source_ref.height]))?;
         }
         let target =
-            if target_changes { Some(make_target(&mut self.pipeline, gl, &settings, source_ref)?) } else { None };
+            if target_changes { Some(make_target(&mut self.pipeline, graphics, &settings, source_ref)?) } else { None };
         let original = if new_image || settings.format != self.settings.format {
-            match gl::Texture::new(
-                gl,
+            match Image::new(
+                graphics,
                 [source_ref.width, source_ref.height],
                 settings.format,
-                Some(source_ref.bytes(settings.format)),
+                source_ref.bytes(settings.format),
             ) {
-                Ok(texture) => Some(texture),
+                Ok(image) => Some(image),
                 Err(error) => {
                     if let Some(target) = target {
-                        target.destroy(gl);
+                        target.destroy(graphics);
                     }
                     return Err(error);
                 }
@@ -299,10 +230,10 @@ impl Blur {
             self.pass_us.clear();
         }
         if let Some(target) = target {
-            std::mem::replace(&mut self.target, target).destroy(gl);
+            std::mem::replace(&mut self.target, target).destroy(graphics);
         }
         if let Some(original) = original {
-            std::mem::replace(&mut self.original, original).destroy(gl);
+            std::mem::replace(&mut self.original, original).destroy(graphics);
         }
         if let Some(source) = source {
             self.source = source;
@@ -355,27 +286,17 @@ fn make_engine(pipeline: &Pipeline, settings: &BlurSettings, source: &SourceImag
     })
 }
 
-/// The output texture, registered for surface writes (texture route on interop) or fed from a
-/// pixel buffer made by the transfer path.
+/// The output image: written in place (texture route on interop) or through a pixel buffer made
+/// by the transfer path.
 fn make_target(
     pipeline: &mut Pipeline,
-    gl: &glow::Context,
+    graphics: Graphics<'_>,
     settings: &BlurSettings,
     source: &SourceImage,
-) -> Result<Target2d> {
+) -> Result<SharedImage> {
     let size = [source.width, source.height];
-    let texture = gl::Texture::new(gl, size, settings.format, Some(source.bytes(settings.format)))?;
-    if settings.route == Route::Texture && pipeline.kind() == TransferKind::Interop {
-        return Ok(Target2d::Image(pipeline.transfer().create_image(gl, texture)?));
-    }
-    match pipeline.transfer().create_buffer(gl, source.bytes(settings.format)) {
-        Ok(pbo) => Ok(Target2d::Buffer { pbo, texture }),
-        Err(error) => {
-            let mut texture = texture;
-            texture.destroy(gl);
-            Err(error)
-        }
-    }
+    let in_place = settings.route == Route::Texture && pipeline.kind() == TransferKind::Interop;
+    pipeline.transfer().create_image(graphics, size, settings.format, source.bytes(settings.format), in_place)
 }
 
 impl Demo for Blur {
@@ -396,29 +317,29 @@ impl Demo for Blur {
     }
 
     fn use_while_mapped(&mut self) -> Result<String> {
-        match &mut self.target {
-            Target2d::Buffer { pbo, .. } => self.pipeline.transfer().use_while_mapped(pbo),
-            Target2d::Image(_) => Err(Error::Unavailable(
+        match self.target.pixel_buffer_mut() {
+            Some(pbo) => self.pipeline.transfer().use_while_mapped(pbo),
+            None => Err(Error::Unavailable(
                 "the texture route maps an image, not a buffer: choose the pixel-buffer route to try this".to_owned(),
             )),
         }
     }
 
-    fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()> {
+    fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
         if kind == self.pipeline.kind() {
             return Ok(());
         }
         // The output is recomputed every frame, so only the target (and, between CUDA and the CPU,
         // the engine) needs to move.
         let previous = self.pipeline.kind();
-        self.pipeline.switch(gl, kind, &mut [])?;
+        self.pipeline.switch(graphics, kind, &mut [])?;
         let rebuilt = (|| -> Result<_> {
             let engine = if previous.uses_cuda() != kind.uses_cuda() {
                 Some(make_engine(&self.pipeline, &self.settings, &self.source)?)
             } else {
                 None
             };
-            Ok((engine, make_target(&mut self.pipeline, gl, &self.settings, &self.source)?))
+            Ok((engine, make_target(&mut self.pipeline, graphics, &self.settings, &self.source)?))
         })();
         match rebuilt {
             Ok((engine, target)) => {
@@ -426,19 +347,19 @@ impl Demo for Blur {
                     self.engine = engine;
                     self.pass_us.clear();
                 }
-                std::mem::replace(&mut self.target, target).destroy(gl);
+                std::mem::replace(&mut self.target, target).destroy(graphics);
                 Ok(())
             }
             Err(error) => {
-                self.pipeline.switch(gl, previous, &mut [])?;
+                self.pipeline.switch(graphics, previous, &mut [])?;
                 Err(error)
             }
         }
     }
 
-    fn step(&mut self, gl: &glow::Context, frame: u64, _dt: f32) -> Result<StageTimes> {
+    fn step(&mut self, graphics: Graphics<'_>, frame: u64, _dt: f32) -> Result<StageTimes> {
         for change in std::mem::take(&mut self.pending) {
-            match self.apply(gl, change) {
+            match self.apply(graphics, change) {
                 Ok(()) => {}
                 Err(error) => self.message = Some(format!("{error} (kept the previous settings)")),
             }
@@ -461,30 +382,23 @@ impl Demo for Blur {
             timer.commit(frame);
             Ok(())
         };
-        let mut times = match &mut self.target {
-            Target2d::Image(image) => self.pipeline.transfer().run_image(gl, frame, image, &mut |target| {
-                run_cuda(target.stream, Output::Surface(target.surface), &mut *engine)
-            })?,
-            Target2d::Buffer { pbo, texture } => {
-                let mut buffers = [(&mut *pbo, Access::Write)];
-                let mut times = self.pipeline.transfer().run(gl, frame, &mut buffers, &mut |target| match target {
-                    Target::Device { buffers, stream } => run_cuda(stream, Output::Buffer(buffers[0]), &mut *engine),
-                    Target::Host { buffers } => {
-                        let Engine::Cpu { input } = &*engine else {
-                            return Err(mismatch());
-                        };
-                        let out = run_cpu(input, &settings);
-                        image::float_image_bytes(&out, format, buffers[0]);
-                        Ok(())
-                    }
-                })?;
-                let started = Instant::now();
-                texture.upload_from_buffer(gl, pbo.gl())?;
-                let upload = times.host(Stage::Upload).unwrap_or(0.0) + started.elapsed().as_secs_f64() * 1e6;
-                times.set_host(Stage::Upload, upload);
-                times
-            }
-        };
+        let mut times =
+            self.pipeline.transfer().run_image(graphics, frame, &mut self.target, &mut |target| match target {
+                ImageTarget::Surface { surface, stream, .. } => {
+                    run_cuda(stream, Output::Surface(surface), &mut *engine)
+                }
+                ImageTarget::Buffer(Target::Device { buffers, stream }) => {
+                    run_cuda(stream, Output::Buffer(buffers[0]), &mut *engine)
+                }
+                ImageTarget::Buffer(Target::Host { buffers }) => {
+                    let Engine::Cpu { input } = &*engine else {
+                        return Err(mismatch());
+                    };
+                    let out = run_cpu(input, &settings);
+                    image::float_image_bytes(&out, format, buffers[0]);
+                    Ok(())
+                }
+            })?;
         if let Engine::Cuda { timer, .. } = &mut self.engine {
             let mut passes = [0.0; 2];
             while timer.poll(&mut passes)?.is_some() {
@@ -499,26 +413,16 @@ impl Demo for Blur {
         Ok(times)
     }
 
-    fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()> {
+    fn scene(&mut self, view: &View) -> Scene<'_> {
         self.last_view = *view;
-        gl::begin_scene(gl, view.origin, view.size, [0.05, 0.05, 0.06, 1.0], gl::DrawState::Additive);
-        gl::end_scene(gl);
-        let zoom = self.zoom.unwrap_or_else(|| self.fitted_zoom(view));
-        let nearest = zoom >= 1.0;
-        self.original.bind(gl, 0, nearest)?;
-        self.target.texture().bind(gl, 1, nearest)?;
-        self.program.bind(gl)?;
-        self.program.set_i32(gl, "original", 0);
-        self.program.set_i32(gl, "blurred", 1);
-        self.program.set_vec2(gl, "viewport_origin", glam::Vec2::new(view.origin[0] as f32, view.origin[1] as f32));
-        self.program.set_vec2(gl, "viewport_size", glam::Vec2::new(view.size[0] as f32, view.size[1] as f32));
-        let [w, h] = self.size();
-        self.program.set_vec2(gl, "image_size", glam::Vec2::new(w as f32, h as f32));
-        self.program.set_vec2(gl, "pan", self.pan);
-        self.program.set_f32(gl, "zoom", zoom);
-        self.program.set_f32(gl, "split", self.settings.split);
-        gl::draw_fullscreen_triangle(gl, &self.vertex_array);
-        gl::check_error(gl, "drawing the image")
+        Scene::Picture(Picture {
+            original: &self.original,
+            result: &self.target,
+            size: self.size(),
+            zoom: self.zoom.unwrap_or_else(|| self.fitted_zoom(view)),
+            pan: self.pan,
+            split: self.settings.split,
+        })
     }
 
     fn panel(&mut self, ui: &mut egui::Ui) {
@@ -537,24 +441,22 @@ impl Demo for Blur {
         Some(self)
     }
 
-    fn finish(&mut self, gl: &glow::Context) -> Result<()> {
+    fn finish(&mut self, graphics: Graphics<'_>) -> Result<()> {
         if let Some(path) = self.settings.output.clone() {
-            let bytes = self.read_output(gl)?;
+            let bytes = self.read_output(graphics)?;
             image::save_png(&path, self.size(), self.settings.format, &bytes)?;
             log::info!("wrote {}", path.display());
         }
         Ok(())
     }
 
-    fn destroy(mut self: Box<Self>, gl: &glow::Context) {
+    fn destroy(mut self: Box<Self>, graphics: Graphics<'_>) {
         if let Err(error) = self.synchronize() {
             log::warn!("blur: {error}");
         }
-        self.program.destroy(gl);
-        self.vertex_array.destroy(gl);
-        self.original.destroy(gl);
-        let Blur { target, .. } = *self;
-        target.destroy(gl);
+        let Blur { target, original, .. } = *self;
+        original.destroy(graphics);
+        target.destroy(graphics);
     }
 }
 

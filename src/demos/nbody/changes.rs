@@ -13,6 +13,7 @@ use super::{
 };
 use crate::Result;
 use crate::camera::OrbitCamera;
+use crate::render::Graphics;
 
 /// A change asked for in the panel, applied at the next step (which has the GL context).
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +30,7 @@ impl NBody {
     /// Replaces bodies, engine and buffers together; on failure the old ones stay.
     pub(super) fn rebuild(
         &mut self,
-        gl: &glow::Context,
+        graphics: Graphics<'_>,
         settings: NBodySettings,
         bodies: Bodies,
         params: Params,
@@ -39,11 +40,11 @@ impl NBody {
         validate_bodies(bodies.len() as u32)?;
         self.pipeline.transfer().synchronize()?;
         let engine = make_engine(self.pipeline.cuda().map(|c| &**c), &settings, &bodies)?;
-        let (positions, velocities) = make_buffers(&mut self.pipeline, gl, &bodies)?;
+        let (positions, velocities) = make_buffers(&mut self.pipeline, graphics, &bodies)?;
         let [old0, old1] = std::mem::replace(&mut self.positions, positions);
         let old_velocities = std::mem::replace(&mut self.velocities, velocities);
         for buffer in [old0, old1, old_velocities] {
-            buffer.destroy(gl);
+            buffer.destroy(graphics);
         }
         self.engine = engine;
         self.settings = settings;
@@ -52,11 +53,10 @@ impl NBody {
         self.current = 0;
         self.speed_reference = bodies.rms_speed().max(1e-6) as f32;
         self.readouts = Readouts::default();
-        self.bind_vertex_arrays(gl)?;
-        self.initialise_accelerations(gl)
+        self.initialise_accelerations(graphics)
     }
 
-    pub(super) fn apply(&mut self, gl: &glow::Context, change: Change) -> Result<()> {
+    pub(super) fn apply(&mut self, graphics: Graphics<'_>, change: Change) -> Result<()> {
         match change {
             Change::Reset => {
                 let settings = NBodySettings {
@@ -70,45 +70,45 @@ impl NBody {
                 let bodies = settings.preset.generate(self.edit.bodies as usize, settings.seed);
                 let params = Params { dt: self.edit.params.dt, softening: self.edit.params.softening, ..self.params };
                 let preset_changed = settings.preset != self.settings.preset;
-                self.rebuild(gl, settings, bodies, params, 0)?;
+                self.rebuild(graphics, settings, bodies, params, 0)?;
                 if preset_changed {
                     self.camera = OrbitCamera::new(camera_distance(self.settings.preset));
                 }
                 Ok(())
             }
-            Change::Variant(variant) => self.set_variant(gl, variant),
+            Change::Variant(variant) => self.set_variant(graphics, variant),
             Change::Slices(slices) => {
                 let settings = NBodySettings { slices, ..self.settings.clone() };
-                let bodies = self.read_bodies(gl)?;
-                self.rebuild(gl, settings, bodies, self.params, self.step)
+                let bodies = self.read_bodies(graphics)?;
+                self.rebuild(graphics, settings, bodies, self.params, self.step)
             }
-            Change::Save(path) => self.save(gl, &path).map(|()| {
+            Change::Save(path) => self.save(graphics, &path).map(|()| {
                 self.message = Some(format!("saved {} bodies to {}", self.len(), path.display()));
             }),
             Change::Load(path) => {
                 let saved = state::load(&path)?;
                 let settings = NBodySettings { bodies: Some(saved.bodies.len() as u32), ..self.settings.clone() };
-                self.rebuild(gl, settings, saved.bodies, saved.params, saved.step)?;
+                self.rebuild(graphics, settings, saved.bodies, saved.params, saved.step)?;
                 self.edit.params = self.params;
                 self.edit.bodies = self.len();
                 self.message = Some(format!("loaded {} bodies from {}", self.len(), path.display()));
                 Ok(())
             }
             Change::Energy => match &self.engine {
-                Engine::Cpu(_) => self.cpu_energy(gl),
-                Engine::Cuda { .. } => self.request_cuda_energy(gl),
+                Engine::Cpu(_) => self.cpu_energy(graphics),
+                Engine::Cuda { .. } => self.request_cuda_energy(graphics),
             },
         }
     }
 
     /// Switches the forces kernel; a precision change converts the state.
-    pub(super) fn set_variant(&mut self, gl: &glow::Context, variant: Variant) -> Result<()> {
+    pub(super) fn set_variant(&mut self, graphics: Graphics<'_>, variant: Variant) -> Result<()> {
         variant.validate()?;
         let Some(cuda) = self.pipeline.cuda().cloned() else {
             // The CPU backend has no kernel variants, only the precision.
             let settings = NBodySettings { variant, ..self.settings.clone() };
-            let bodies = self.read_bodies(gl)?;
-            return self.rebuild(gl, settings, bodies, self.params, self.step);
+            let bodies = self.read_bodies(graphics)?;
+            return self.rebuild(graphics, settings, bodies, self.params, self.step);
         };
         let current = self.variant();
         if current == Some(variant) {
@@ -119,8 +119,8 @@ impl NBody {
             // A precision change, or a split across devices (where every context needs the new
             // kernels): rebuild the engine.
             let settings = NBodySettings { variant, ..self.settings.clone() };
-            let bodies = self.read_bodies(gl)?;
-            return self.rebuild(gl, settings, bodies, self.params, self.step);
+            let bodies = self.read_bodies(graphics)?;
+            return self.rebuild(graphics, settings, bodies, self.params, self.step);
         }
         self.pipeline.transfer().synchronize()?;
         let Engine::Cuda { simulation, compiled, .. } = &mut self.engine else {

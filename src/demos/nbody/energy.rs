@@ -6,6 +6,7 @@ use super::engine::Engine;
 use super::sim::StepBuffers;
 use super::{NBody, cpu, mismatch};
 use crate::Result;
+use crate::render::Graphics;
 use crate::transfer::{Access, Target};
 
 impl NBody {
@@ -16,8 +17,8 @@ impl NBody {
 
     /// Queues an energy computation of the current state (CUDA) or computes it (CPU); the result
     /// arrives through the next steps or [`Self::collect_energy`].
-    pub fn request_energy(&mut self, gl: &glow::Context) -> Result<()> {
-        self.apply(gl, Change::Energy)
+    pub fn request_energy(&mut self, graphics: Graphics<'_>) -> Result<()> {
+        self.apply(graphics, Change::Energy)
     }
 
     /// Waits for outstanding work and collects a pending energy result.
@@ -27,8 +28,8 @@ impl NBody {
     }
 
     /// Energy of the CPU state (f64 sums on all cores).
-    pub(super) fn cpu_energy(&mut self, gl: &glow::Context) -> Result<()> {
-        let bodies = self.read_bodies(gl)?;
+    pub(super) fn cpu_energy(&mut self, graphics: Graphics<'_>) -> Result<()> {
+        let bodies = self.read_bodies(graphics)?;
         let velocities: Vec<[f64; 4]> = bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect();
         let (kinetic, potential) = cpu::energy(&bodies.positions, &velocities, &self.params);
         self.record_energy(self.step, kinetic, potential);
@@ -51,13 +52,13 @@ impl NBody {
         Ok(())
     }
 
-    pub(super) fn request_cuda_energy(&mut self, gl: &glow::Context) -> Result<()> {
+    pub(super) fn request_cuda_energy(&mut self, graphics: Graphics<'_>) -> Result<()> {
         let (params, step) = (self.params, self.step);
         let engine = &mut self.engine;
         let [p0, p1] = &mut self.positions;
         let positions = if self.current == 0 { p0 } else { p1 };
         let mut buffers = [(positions, Access::Read), (&mut self.velocities, Access::Read)];
-        self.pipeline.transfer().run(gl, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
+        self.pipeline.transfer().run(graphics, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
             (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
                 let spans = StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] };
                 simulation.request_energy(stream, &spans, &params, step)

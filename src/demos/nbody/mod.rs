@@ -35,16 +35,13 @@ use self::state::SavedState;
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
 use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
-use crate::gl::{self, Attribute, DrawState};
+use crate::render::{Graphics, Scene, Sprites};
 use crate::sources::SourceFile;
 use crate::stats::StageTimes;
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
-use crate::{Error, Result, source_file};
+use crate::{Error, Result};
 
 pub use self::kernels::KERNEL;
-
-const VERTEX_SHADER: SourceFile = source_file!("shaders/nbody.vert");
-const FRAGMENT_SHADER: SourceFile = source_file!("shaders/nbody.frag");
 
 /// One body's float4 as GL holds it.
 pub type Float4 = [f32; 4];
@@ -91,8 +88,6 @@ pub struct NBody {
     positions: [SharedBuffer; 2],
     velocities: SharedBuffer,
     current: usize,
-    program: gl::Program,
-    vertex_arrays: [gl::VertexArray; 2],
     camera: OrbitCamera,
     step: u64,
     speed_reference: f32,
@@ -106,36 +101,11 @@ pub struct NBody {
 impl NBody {
     /// Creates the demo: bodies from the preset (or `settings.load`), kernels for the variant.
     pub fn new(env: &DemoEnv<'_>, settings: NBodySettings) -> Result<Self> {
-        let gl = env.gl;
+        let graphics = env.graphics;
         let mut pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
         let (bodies, params, step) = initial_state(&settings, env.cuda.is_some())?;
         let engine = make_engine(pipeline.cuda().map(|c| &**c), &settings, &bodies)?;
-        let (positions, velocities) = make_buffers(&mut pipeline, gl, &bodies)?;
-        let (vertex_source, _) = VERTEX_SHADER.read(env.shaders_dir.as_deref())?;
-        let (fragment_source, _) = FRAGMENT_SHADER.read(env.shaders_dir.as_deref())?;
-        let program = gl::Program::new(gl, "nbody", &vertex_source, &fragment_source);
-        let arrays = gl::VertexArray::new(gl).and_then(|a| gl::VertexArray::new(gl).map(|b| [a, b]));
-        let (program, vertex_arrays) = match (program, arrays) {
-            (Ok(program), Ok(arrays)) => (program, arrays),
-            (program, arrays) => {
-                let [p0, p1] = positions;
-                for buffer in [p0, p1, velocities] {
-                    buffer.destroy(gl);
-                }
-                let error = program
-                    .as_ref()
-                    .err()
-                    .map(|e| e.to_string())
-                    .or_else(|| arrays.as_ref().err().map(|e| e.to_string()));
-                if let Ok(mut program) = program {
-                    program.destroy(gl);
-                }
-                if let Ok(mut arrays) = arrays {
-                    arrays.iter_mut().for_each(|a| a.destroy(gl));
-                }
-                return Err(Error::Gl(error.unwrap_or_default()));
-            }
-        };
+        let (positions, velocities) = make_buffers(&mut pipeline, graphics, &bodies)?;
         let n = bodies.len() as u32;
         let edit = Edit {
             bodies: n,
@@ -162,8 +132,6 @@ impl NBody {
             positions,
             velocities,
             current: 0,
-            program,
-            vertex_arrays,
             step,
             readouts: Readouts::default(),
             pending: Vec::new(),
@@ -171,8 +139,8 @@ impl NBody {
             message: None,
             occupancy: OccupancyCache::default(),
         };
-        if let Err(error) = demo.bind_vertex_arrays(gl).and_then(|()| demo.initialise_accelerations(gl)) {
-            Box::new(demo).destroy(gl);
+        if let Err(error) = demo.initialise_accelerations(graphics) {
+            Box::new(demo).destroy(graphics);
             return Err(error);
         }
         Ok(demo)
@@ -215,14 +183,14 @@ impl NBody {
     }
 
     /// The current bodies in f64, read back from wherever the state lives.
-    pub fn read_bodies(&mut self, gl: &glow::Context) -> Result<Bodies> {
+    pub fn read_bodies(&mut self, graphics: Graphics<'_>) -> Result<Bodies> {
         self.pipeline.transfer().synchronize()?;
         let from_gl = |transfer: &mut dyn crate::transfer::Transfer,
                        positions: &SharedBuffer,
                        velocities: &SharedBuffer|
          -> Result<Bodies> {
-            let p = transfer.read_buffer(gl, positions)?;
-            let v = transfer.read_buffer(gl, velocities)?;
+            let p = transfer.read_buffer(graphics, positions)?;
+            let v = transfer.read_buffer(graphics, velocities)?;
             let p: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&p);
             let v: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&v);
             Ok(Bodies {
@@ -250,45 +218,35 @@ impl NBody {
 
     /// Refills the buffers the next step writes (never reads) with NaN, so a test can tell
     /// written values from stale ones.
-    pub fn poison_next_output(&mut self, gl: &glow::Context) -> Result<()> {
+    pub fn poison_next_output(&mut self, graphics: Graphics<'_>) -> Result<()> {
         self.pipeline.transfer().synchronize()?;
         let poison = vec![f32::NAN; self.len() as usize * 4];
         let next = 1 - self.current;
-        let buffer = self.pipeline.transfer().create_buffer(gl, bytemuck::cast_slice(&poison))?;
-        std::mem::replace(&mut self.positions[next], buffer).destroy(gl);
+        let buffer = self.pipeline.transfer().create_buffer(graphics, bytemuck::cast_slice(&poison))?;
+        std::mem::replace(&mut self.positions[next], buffer).destroy(graphics);
         if self.settings.variant.precision == Precision::F64 {
-            let buffer = self.pipeline.transfer().create_buffer(gl, bytemuck::cast_slice(&poison))?;
-            std::mem::replace(&mut self.velocities, buffer).destroy(gl);
-        }
-        self.bind_vertex_arrays(gl)
-    }
-
-    /// What the GL buffers hold now (float copies of the state in fp64 runs), for tests.
-    pub fn read_gl_buffers(&mut self, gl: &glow::Context) -> Result<(Vec<Float4>, Vec<Float4>)> {
-        self.pipeline.transfer().synchronize()?;
-        let positions = self.pipeline.transfer().read_buffer(gl, &self.positions[self.current])?;
-        let velocities = self.pipeline.transfer().read_buffer(gl, &self.velocities)?;
-        Ok((bytemuck::pod_collect_to_vec(&positions), bytemuck::pod_collect_to_vec(&velocities)))
-    }
-
-    /// Saves the current state.
-    pub fn save(&mut self, gl: &glow::Context, path: &std::path::Path) -> Result<()> {
-        let bodies = self.read_bodies(gl)?;
-        state::save(path, &SavedState { bodies, params: self.params, step: self.step })
-    }
-
-    fn bind_vertex_arrays(&self, gl: &glow::Context) -> Result<()> {
-        let body = Attribute { location: 0, components: 4, stride: 16, offset: 0 };
-        let velocity = Attribute { location: 1, components: 4, stride: 16, offset: 0 };
-        for (array, positions) in self.vertex_arrays.iter().zip(&self.positions) {
-            array.set_attributes(gl, positions.gl(), &[body], None)?;
-            array.set_attributes(gl, self.velocities.gl(), &[velocity], None)?;
+            let buffer = self.pipeline.transfer().create_buffer(graphics, bytemuck::cast_slice(&poison))?;
+            std::mem::replace(&mut self.velocities, buffer).destroy(graphics);
         }
         Ok(())
     }
 
+    /// What the GL buffers hold now (float copies of the state in fp64 runs), for tests.
+    pub fn read_gl_buffers(&mut self, graphics: Graphics<'_>) -> Result<(Vec<Float4>, Vec<Float4>)> {
+        self.pipeline.transfer().synchronize()?;
+        let positions = self.pipeline.transfer().read_buffer(graphics, &self.positions[self.current])?;
+        let velocities = self.pipeline.transfer().read_buffer(graphics, &self.velocities)?;
+        Ok((bytemuck::pod_collect_to_vec(&positions), bytemuck::pod_collect_to_vec(&velocities)))
+    }
+
+    /// Saves the current state.
+    pub fn save(&mut self, graphics: Graphics<'_>, path: &std::path::Path) -> Result<()> {
+        let bodies = self.read_bodies(graphics)?;
+        state::save(path, &SavedState { bodies, params: self.params, step: self.step })
+    }
+
     /// a(x) of the current state, which the first kick of the next step needs.
-    fn initialise_accelerations(&mut self, gl: &glow::Context) -> Result<()> {
+    fn initialise_accelerations(&mut self, graphics: Graphics<'_>) -> Result<()> {
         let params = self.params;
         let (current, step) = (self.current, self.step);
         let energy_every = self.settings.energy_every;
@@ -297,7 +255,7 @@ impl NBody {
         let (positions_in, positions_out) = if current == 0 { (p0, p1) } else { (p1, p0) };
         let mut buffers =
             [(positions_in, Access::Read), (positions_out, Access::Read), (&mut self.velocities, Access::ReadWrite)];
-        self.pipeline.transfer().run(gl, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
+        self.pipeline.transfer().run(graphics, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
             (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
                 let spans = StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] };
                 // With --devices this also times the forces of all bodies on one device, the
@@ -332,7 +290,7 @@ impl NBody {
             _ => Err(mismatch()),
         })?;
         if matches!(self.engine, Engine::Cpu(_)) {
-            self.cpu_energy(gl)?;
+            self.cpu_energy(graphics)?;
         }
         Ok(())
     }
@@ -432,26 +390,26 @@ fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bodies, Params
 /// The two position buffers and the velocity buffer, filled with `bodies` (as float).
 fn make_buffers(
     pipeline: &mut Pipeline,
-    gl: &glow::Context,
+    graphics: Graphics<'_>,
     bodies: &Bodies,
 ) -> Result<([SharedBuffer; 2], SharedBuffer)> {
     let positions: Vec<[f32; 4]> = bodies.positions.iter().map(|p| p.map(|v| v as f32)).collect();
     let velocities: Vec<[f32; 4]> =
         bodies.velocities.iter().map(|v| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0]).collect();
     let transfer = pipeline.transfer();
-    let first = transfer.create_buffer(gl, bytemuck::cast_slice(&positions))?;
-    let second = match transfer.create_buffer(gl, bytemuck::cast_slice(&positions)) {
+    let first = transfer.create_buffer(graphics, bytemuck::cast_slice(&positions))?;
+    let second = match transfer.create_buffer(graphics, bytemuck::cast_slice(&positions)) {
         Ok(buffer) => buffer,
         Err(error) => {
-            first.destroy(gl);
+            first.destroy(graphics);
             return Err(error);
         }
     };
-    match transfer.create_buffer(gl, bytemuck::cast_slice(&velocities)) {
+    match transfer.create_buffer(graphics, bytemuck::cast_slice(&velocities)) {
         Ok(velocities) => Ok(([first, second], velocities)),
         Err(error) => {
-            first.destroy(gl);
-            second.destroy(gl);
+            first.destroy(graphics);
+            second.destroy(graphics);
             Err(error)
         }
     }
@@ -478,30 +436,28 @@ impl Demo for NBody {
         self.pipeline.transfer().use_while_mapped(&mut self.positions[self.current])
     }
 
-    fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()> {
+    fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
         let previous = self.pipeline.kind();
         if previous.uses_cuda() == kind.uses_cuda() {
             let [p0, p1] = &mut self.positions;
-            self.pipeline.switch(gl, kind, &mut [p0, p1, &mut self.velocities])?;
-            return self.bind_vertex_arrays(gl);
+            return self.pipeline.switch(graphics, kind, &mut [p0, p1, &mut self.velocities]);
         }
         // Between CUDA and the CPU the engine changes too: carry the bodies over.
-        let bodies = self.read_bodies(gl)?;
+        let bodies = self.read_bodies(graphics)?;
         let [p0, p1] = &mut self.positions;
-        self.pipeline.switch(gl, kind, &mut [p0, p1, &mut self.velocities])?;
+        self.pipeline.switch(graphics, kind, &mut [p0, p1, &mut self.velocities])?;
         let (settings, params, step) = (self.settings.clone(), self.params, self.step);
-        if let Err(error) = self.rebuild(gl, settings, bodies, params, step) {
+        if let Err(error) = self.rebuild(graphics, settings, bodies, params, step) {
             let [p0, p1] = &mut self.positions;
-            self.pipeline.switch(gl, previous, &mut [p0, p1, &mut self.velocities])?;
-            self.bind_vertex_arrays(gl)?;
+            self.pipeline.switch(graphics, previous, &mut [p0, p1, &mut self.velocities])?;
             return Err(error);
         }
         Ok(())
     }
 
-    fn step(&mut self, gl: &glow::Context, frame: u64, _dt: f32) -> Result<StageTimes> {
+    fn step(&mut self, graphics: Graphics<'_>, frame: u64, _dt: f32) -> Result<StageTimes> {
         for change in std::mem::take(&mut self.pending) {
-            if let Err(error) = self.apply(gl, change) {
+            if let Err(error) = self.apply(graphics, change) {
                 self.message = Some(error.to_string());
             }
         }
@@ -529,54 +485,54 @@ impl Demo for NBody {
                 &mut f64_buffers
             }
         };
-        let times = self.pipeline.transfer().run(gl, frame, buffers, &mut |target| match (target, &mut *engine) {
-            (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
-                let spans = match precision {
-                    Precision::F32 => {
-                        StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] }
+        let times =
+            self.pipeline.transfer().run(graphics, frame, buffers, &mut |target| match (target, &mut *engine) {
+                (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
+                    let spans = match precision {
+                        Precision::F32 => {
+                            StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] }
+                        }
+                        Precision::F64 => {
+                            StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] }
+                        }
+                    };
+                    match multi {
+                        Some(multi) => multi.step(stream, &spans, &params, step)?,
+                        None => simulation.step(stream, &spans, &params, step)?,
                     }
-                    Precision::F64 => {
-                        StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] }
+                    if energy_due {
+                        let after = StepBuffers { positions_in: spans.positions_out, ..spans };
+                        simulation.request_energy(stream, &after, &params, step + 1)?;
                     }
-                };
-                match multi {
-                    Some(multi) => multi.step(stream, &spans, &params, step)?,
-                    None => simulation.step(stream, &spans, &params, step)?,
+                    Ok(())
                 }
-                if energy_due {
-                    let after = StepBuffers { positions_in: spans.positions_out, ..spans };
-                    simulation.request_energy(stream, &after, &params, step + 1)?;
-                }
-                Ok(())
-            }
-            (Target::Host { buffers }, Engine::Cpu(engine)) => engine.step(buffers, &params),
-            _ => Err(mismatch()),
-        })?;
+                (Target::Host { buffers }, Engine::Cpu(engine)) => engine.step(buffers, &params),
+                _ => Err(mismatch()),
+            })?;
         self.current = 1 - self.current;
         self.step += 1;
         self.note_step();
         self.collect_readouts()?;
         self.poll_energy()?;
         if energy_due && matches!(self.engine, Engine::Cpu(_)) && u64::from(self.len()).pow(2) <= 1 << 26 {
-            self.cpu_energy(gl)?;
+            self.cpu_energy(graphics)?;
         }
         Ok(times)
     }
 
-    fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()> {
-        gl::begin_scene(gl, view.origin, view.size, [0.0, 0.0, 0.01, 1.0], DrawState::Additive);
-        self.program.bind(gl)?;
-        self.program.set_mat4(gl, "view_projection", &self.camera.view_projection(view.aspect()));
-        let pixels_per_unit = view.size[1] as f32 / (2.0 * (self.camera.fov_y * 0.5).tan());
-        self.program.set_f32(gl, "pixels_per_unit", pixels_per_unit);
-        self.program.set_f32(gl, "point_radius", self.settings.point_size);
-        self.program.set_f32(gl, "speed_scale", self.speed_reference * self.settings.colour_scale);
+    fn scene(&mut self, view: &View) -> Scene<'_> {
         // Many bodies overlap: dim each so the dense parts saturate gently.
         let density = (16_384.0 / self.len().max(1) as f32).sqrt().min(1.0);
-        self.program.set_f32(gl, "brightness", self.settings.brightness * density);
-        self.vertex_arrays[self.current].draw_arrays(gl, glow::POINTS, self.len() as i32);
-        gl::end_scene(gl);
-        gl::check_error(gl, "drawing the bodies")
+        Scene::Sprites(Sprites {
+            bodies: &self.positions[self.current],
+            velocities: &self.velocities,
+            count: self.len(),
+            view_projection: self.camera.view_projection(view.aspect()),
+            pixels_per_unit: view.size[1] as f32 / (2.0 * (self.camera.fov_y * 0.5).tan()),
+            radius: self.settings.point_size,
+            speed_scale: self.speed_reference * self.settings.colour_scale,
+            brightness: self.settings.brightness * density,
+        })
     }
 
     fn panel(&mut self, ui: &mut egui::Ui) {
@@ -591,26 +547,22 @@ impl Demo for NBody {
         Some(self)
     }
 
-    fn finish(&mut self, gl: &glow::Context) -> Result<()> {
+    fn finish(&mut self, graphics: Graphics<'_>) -> Result<()> {
         self.collect_energy()?;
         if let Some(path) = self.settings.save.clone() {
-            self.save(gl, &path)?;
+            self.save(graphics, &path)?;
             log::info!("saved {} bodies to {}", self.len(), path.display());
         }
         Ok(())
     }
 
-    fn destroy(mut self: Box<Self>, gl: &glow::Context) {
+    fn destroy(mut self: Box<Self>, graphics: Graphics<'_>) {
         if let Err(error) = self.synchronize() {
             log::warn!("nbody: {error}");
         }
-        self.program.destroy(gl);
-        for array in &mut self.vertex_arrays {
-            array.destroy(gl);
-        }
         let NBody { positions: [p0, p1], velocities, .. } = *self;
         for buffer in [p0, p1, velocities] {
-            buffer.destroy(gl);
+            buffer.destroy(graphics);
         }
     }
 }

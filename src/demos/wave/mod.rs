@@ -1,5 +1,5 @@
 //! `wave`: the "hello interop" demo. A kernel writes the heights of a W×H grid of vertices each
-//! frame, straight into the GL vertex buffer that is then drawn as points or a shaded mesh.
+//! frame, straight into the vertex buffer that is then drawn as points or a shaded mesh.
 
 pub mod args;
 pub mod cpu;
@@ -14,7 +14,7 @@ use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module};
 use crate::demo::{
     Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, Settings, View, ViewControls,
 };
-use crate::gl::{self, Attribute, DrawState};
+use crate::render::{Graphics, Grid, Scene};
 use crate::sources::SourceFile;
 use crate::stats::StageTimes;
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
@@ -23,11 +23,6 @@ use crate::{Error, Result, source_file};
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/wave.cu");
-const VERTEX_SHADER: SourceFile = source_file!("shaders/wave.vert");
-const FRAGMENT_SHADER: SourceFile = source_file!("shaders/wave.frag");
-
-/// Bytes per vertex: one float4.
-const VERTEX_BYTES: usize = 16;
 /// Largest grid side, and most vertices (256 MiB of float4).
 const MAX_SIDE: u32 = 8192;
 const MAX_VERTICES: u64 = 1 << 24;
@@ -144,23 +139,19 @@ pub struct Wave {
     launch: LaunchConfig,
     launch_editor: LaunchEditor,
     positions: SharedBuffer,
-    indices: gl::Buffer,
-    index_count: i32,
-    vertex_array: gl::VertexArray,
-    program: gl::Program,
     camera: OrbitCamera,
     phase: f64,
-    /// A grid size chosen in the panel, applied at the next step (which has the GL context).
+    /// A grid size chosen in the panel, applied at the next step (which has the graphics context).
     pending_resize: Option<[u32; 2]>,
     message: Option<String>,
     occupancy: OccupancyCache,
 }
 
 impl Wave {
-    /// Creates the demo: compiles its kernel (CUDA), its shaders, and its buffers on the requested path.
+    /// Creates the demo: compiles its kernel (CUDA) and makes its buffer on the requested path.
     pub fn new(env: &DemoEnv<'_>, settings: WaveSettings) -> Result<Self> {
         settings.validate()?;
-        let gl = env.gl;
+        let graphics = env.graphics;
         let pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
         let kernel = match pipeline.cuda() {
             Some(cuda) => {
@@ -181,45 +172,21 @@ impl Wave {
         if let Some(kernel) = &kernel {
             launch.validate(&kernel.limits, kernel.function.attributes())?;
         }
-        let (vertex_source, _) = VERTEX_SHADER.read(env.shaders_dir.as_deref())?;
-        let (fragment_source, _) = FRAGMENT_SHADER.read(env.shaders_dir.as_deref())?;
-        let mut program = gl::Program::new(gl, "wave", &vertex_source, &fragment_source)?;
         let mut pipeline = pipeline;
-        let built = (|| -> Result<_> {
-            let positions = pipeline.transfer().create_buffer(gl, &initial_positions(&settings))?;
-            let (indices, index_count) = mesh_indices(gl, settings.width, settings.height)?;
-            let vertex_array = gl::VertexArray::new(gl)?;
-            Ok((positions, indices, index_count, vertex_array))
-        })();
-        let (positions, indices, index_count, vertex_array) = match built {
-            Ok(parts) => parts,
-            Err(error) => {
-                program.destroy(gl);
-                return Err(error);
-            }
-        };
-        let wave = Self {
+        let positions = pipeline.transfer().create_buffer(graphics, &initial_positions(&settings))?;
+        Ok(Self {
             launch_editor: LaunchEditor::new(launch, settings.grid.is_none()),
             settings,
             pipeline,
             kernel,
             launch,
             positions,
-            indices,
-            index_count,
-            vertex_array,
-            program,
             camera: OrbitCamera::new(3.2),
             phase: 0.0,
             pending_resize: None,
             message: None,
             occupancy: OccupancyCache::default(),
-        };
-        if let Err(error) = wave.bind_vertex_array(gl) {
-            Box::new(wave).destroy(gl);
-            return Err(error);
-        }
-        Ok(wave)
+        })
     }
 
     /// The settings in use.
@@ -233,19 +200,19 @@ impl Wave {
     }
 
     /// Reads the vertex buffer back (for tests and screenshots of data).
-    pub fn read_positions(&mut self, gl: &glow::Context) -> Result<Vec<[f32; 4]>> {
+    pub fn read_positions(&mut self, graphics: Graphics<'_>) -> Result<Vec<[f32; 4]>> {
         self.pipeline.transfer().synchronize()?;
-        let bytes = self.pipeline.transfer().read_buffer(gl, &self.positions)?;
+        let bytes = self.pipeline.transfer().read_buffer(graphics, &self.positions)?;
         Ok(bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&bytes))
     }
 
     /// Refills the vertex buffer with NaN, so a test can tell written vertices from stale ones.
-    pub fn poison_positions(&mut self, gl: &glow::Context) -> Result<()> {
+    pub fn poison_positions(&mut self, graphics: Graphics<'_>) -> Result<()> {
         let poison = vec![f32::NAN; self.settings.vertices() * 4];
-        let positions = self.pipeline.transfer().create_buffer(gl, bytemuck::cast_slice(&poison))?;
+        let positions = self.pipeline.transfer().create_buffer(graphics, bytemuck::cast_slice(&poison))?;
         self.pipeline.transfer().synchronize()?;
-        std::mem::replace(&mut self.positions, positions).destroy(gl);
-        self.bind_vertex_array(gl)
+        std::mem::replace(&mut self.positions, positions).destroy(graphics);
+        Ok(())
     }
 
     /// Sets the phase directly (tests use it to compare with the reference at a known phase).
@@ -264,19 +231,14 @@ impl Wave {
         }
     }
 
-    fn bind_vertex_array(&self, gl: &glow::Context) -> Result<()> {
-        let attribute = Attribute { location: 0, components: 4, stride: VERTEX_BYTES as i32, offset: 0 };
-        self.vertex_array.set_attributes(gl, self.positions.gl(), &[attribute], Some(&self.indices))
-    }
-
     /// Changes the number of vertices: allocates new buffers (registered anew on the interop path)
     /// and frees the old ones. On failure the old grid stays.
-    pub fn set_vertices(&mut self, gl: &glow::Context, width: u32, height: u32) -> Result<()> {
-        self.resize(gl, width, height)
+    pub fn set_vertices(&mut self, graphics: Graphics<'_>, width: u32, height: u32) -> Result<()> {
+        self.resize(graphics, width, height)
     }
 
     /// Re-allocates the grid (and, on the interop path, re-registers the new buffer).
-    fn resize(&mut self, gl: &glow::Context, width: u32, height: u32) -> Result<()> {
+    fn resize(&mut self, graphics: Graphics<'_>, width: u32, height: u32) -> Result<()> {
         let candidate = WaveSettings { width, height, ..self.settings.clone() };
         candidate.validate()?;
         let launch = if self.launch_editor.auto_grid() {
@@ -284,22 +246,13 @@ impl Wave {
         } else {
             self.launch
         };
-        let positions = self.pipeline.transfer().create_buffer(gl, &initial_positions(&candidate))?;
-        let (indices, index_count) = match mesh_indices(gl, width, height) {
-            Ok(parts) => parts,
-            Err(error) => {
-                positions.destroy(gl);
-                return Err(error);
-            }
-        };
+        let positions = self.pipeline.transfer().create_buffer(graphics, &initial_positions(&candidate))?;
         self.pipeline.transfer().synchronize()?;
-        std::mem::replace(&mut self.positions, positions).destroy(gl);
-        std::mem::replace(&mut self.indices, indices).destroy(gl);
-        self.index_count = index_count;
+        std::mem::replace(&mut self.positions, positions).destroy(graphics);
         self.settings = candidate;
         self.launch = launch;
         self.launch_editor.set(launch);
-        self.bind_vertex_array(gl)
+        Ok(())
     }
 }
 
@@ -307,30 +260,6 @@ impl Wave {
 fn initial_positions(settings: &WaveSettings) -> Vec<u8> {
     let vertices = vec![[0.0f32, 0.0, 0.0, 1.0]; settings.vertices()];
     bytemuck::cast_slice(&vertices).to_vec()
-}
-
-/// Two triangles per grid cell.
-fn mesh_indices(gl: &glow::Context, width: u32, height: u32) -> Result<(gl::Buffer, i32)> {
-    let mut indices: Vec<u32> = Vec::with_capacity((width.saturating_sub(1) * height.saturating_sub(1) * 6) as usize);
-    for y in 0..height.saturating_sub(1) {
-        for x in 0..width.saturating_sub(1) {
-            let corner = y * width + x;
-            indices.extend_from_slice(&[
-                corner,
-                corner + 1,
-                corner + width,
-                corner + 1,
-                corner + width + 1,
-                corner + width,
-            ]);
-        }
-    }
-    // A 1-wide grid has no triangles; keep a non-empty buffer so GL objects stay valid.
-    let count = indices.len() as i32;
-    if indices.is_empty() {
-        indices.push(0);
-    }
-    Ok((gl::Buffer::new(gl, bytemuck::cast_slice(&indices))?, count))
 }
 
 impl Demo for Wave {
@@ -354,22 +283,21 @@ impl Demo for Wave {
         self.pipeline.transfer().use_while_mapped(&mut self.positions)
     }
 
-    fn set_transfer(&mut self, gl: &glow::Context, kind: TransferKind) -> Result<()> {
-        self.pipeline.switch(gl, kind, &mut [&mut self.positions])?;
-        self.bind_vertex_array(gl)
+    fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
+        self.pipeline.switch(graphics, kind, &mut [&mut self.positions])
     }
 
-    fn step(&mut self, gl: &glow::Context, frame: u64, dt: f32) -> Result<StageTimes> {
+    fn step(&mut self, graphics: Graphics<'_>, frame: u64, dt: f32) -> Result<StageTimes> {
         if let Some([width, height]) = self.pending_resize.take() {
             // A size that can't be had leaves the old grid running; the panel says why.
-            self.message = self.resize(gl, width, height).err().map(|e| e.to_string());
+            self.message = self.resize(graphics, width, height).err().map(|e| e.to_string());
         }
         let wave_frame = self.frame_after(dt);
         self.phase = f64::from(wave_frame.phase);
         let launch = self.launch;
         let kernel = &mut self.kernel;
         let mut buffers = [(&mut self.positions, Access::Write)];
-        self.pipeline.transfer().run(gl, frame, &mut buffers, &mut |target| match target {
+        self.pipeline.transfer().run(graphics, frame, &mut buffers, &mut |target| match target {
             Target::Device { buffers, stream } => {
                 let kernel = kernel.as_mut().ok_or_else(|| Error::Unavailable("wave kernel not loaded".to_owned()))?;
                 kernel::launch(&mut kernel.function, stream, &kernel.limits, &launch, buffers[0], &wave_frame)
@@ -383,21 +311,15 @@ impl Demo for Wave {
         })
     }
 
-    fn draw(&mut self, gl: &glow::Context, view: &View) -> Result<()> {
-        gl::begin_scene(gl, view.origin, view.size, [0.02, 0.025, 0.045, 1.0], DrawState::DepthTested);
-        self.program.bind(gl)?;
-        self.program.set_mat4(gl, "view_projection", &self.camera.view_projection(view.aspect()));
-        self.program.set_f32(gl, "point_size", self.settings.point_size);
-        self.program.set_f32(gl, "amplitude", self.settings.amplitude.abs());
-        let mesh = self.settings.mode == DrawMode::Mesh && self.index_count > 0;
-        self.program.set_i32(gl, "shade_mesh", i32::from(mesh));
-        if mesh {
-            self.vertex_array.draw_elements(gl, glow::TRIANGLES, self.index_count);
-        } else {
-            self.vertex_array.draw_arrays(gl, glow::POINTS, self.settings.vertices() as i32);
-        }
-        gl::end_scene(gl);
-        gl::check_error(gl, "drawing the wave")
+    fn scene(&mut self, view: &View) -> Scene<'_> {
+        Scene::Grid(Grid {
+            vertices: &self.positions,
+            size: [self.settings.width, self.settings.height],
+            view_projection: self.camera.view_projection(view.aspect()),
+            mesh: self.settings.mode == DrawMode::Mesh,
+            point_size: self.settings.point_size,
+            amplitude: self.settings.amplitude,
+        })
     }
 
     fn panel(&mut self, ui: &mut egui::Ui) {
@@ -465,15 +387,12 @@ impl Demo for Wave {
         Some(self)
     }
 
-    fn destroy(mut self: Box<Self>, gl: &glow::Context) {
+    fn destroy(mut self: Box<Self>, graphics: Graphics<'_>) {
         if let Err(error) = self.synchronize() {
             log::warn!("wave: {error}");
         }
-        self.vertex_array.destroy(gl);
-        self.program.destroy(gl);
-        self.indices.destroy(gl);
         let Wave { positions, .. } = *self;
-        positions.destroy(gl);
+        positions.destroy(graphics);
     }
 }
 
