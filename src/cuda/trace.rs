@@ -57,6 +57,9 @@ impl Trace {
         detail: impl FnOnce() -> String,
         f: impl FnOnce() -> sys::CUresult,
     ) -> Result<()> {
+        // Names the call before it runs, so a driver call that never returns is the last line of
+        // `RUST_LOG=interop_lab::cuda=trace`.
+        log::trace!("{call}");
         let setup = self.setup_open.get();
         if !setup && !self.per_frame.get() {
             return check(f(), call);

@@ -90,6 +90,7 @@ pub enum GlObject {
 pub fn gl_devices(entry_points: &GlEntryPoints) -> Result<Vec<cu::CUdevice>> {
     let mut devices = [0 as cu::CUdevice; 16];
     let mut count = 0u32;
+    log::trace!("cuGLGetDevices");
     // SAFETY: the array has room for 16 devices and we say so; a GL context is current (callers
     // make it so; without one the driver returns an error, not UB).
     let status = unsafe {
