@@ -13,6 +13,7 @@ use winit::window::WindowId;
 use crate::demo::{DemoSpec, Drag, View};
 use crate::gl;
 use crate::gl::context::window::WindowGl;
+use crate::guard::Guard;
 use crate::runtime::{self, CudaOptions};
 use crate::session::Session;
 use crate::transfer::WhatIf;
@@ -220,20 +221,19 @@ impl Running {
         let window = WindowGl::new(event_loop, &title, options.size, options.vsync, true)?;
         let gl = window.gl().clone();
         let selection = runtime::select(&options.cuda, &gl, &|name| window.proc_address(name));
-        let mut session = Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())?;
+        let mut session = Guard::new(
+            Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())?,
+            |session: Session| session.destroy(&gl),
+        );
         session.panel.vsync = Some(options.vsync);
         session.set_what_if(options.what_if);
         session.open_panel_sections(&options.open_sections);
         if let Some(unmet) = session.selection().unmet_request.clone() {
             ui::push_message(&mut session.panel, unmet);
         }
-        let painter = match egui_glow::Painter::new(gl.clone(), "", None, false) {
-            Ok(painter) => painter,
-            Err(error) => {
-                session.destroy(&gl);
-                return Err(Error::Gl(format!("egui painter: {error}")));
-            }
-        };
+        let painter = egui_glow::Painter::new(gl.clone(), "", None, false)
+            .map_err(|error| Error::Gl(format!("egui painter: {error}")))?;
+        let session = session.keep();
         let context = egui::Context::default();
         let state = egui_winit::State::new(
             context.clone(),

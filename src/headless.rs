@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::demo::{DemoSpec, View};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{self, Framebuffer};
+use crate::guard::Guard;
 use crate::runtime::{self, CudaOptions};
 use crate::session::Session;
 use crate::stats::Summary;
@@ -69,15 +70,10 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     if let Some(unmet) = &selection.unmet_request {
         return Err(Error::Unavailable(unmet.clone()));
     }
-    let framebuffer = Framebuffer::new(&gl, options.size)?;
-    let mut session = match Session::new(&gl, selection, &options.spec, options.shaders_dir.clone()) {
-        Ok(session) => session,
-        Err(error) => {
-            let mut framebuffer = framebuffer;
-            framebuffer.destroy(&gl);
-            return Err(error);
-        }
-    };
+    let framebuffer =
+        Guard::new(Framebuffer::new(&gl, options.size)?, |mut framebuffer: Framebuffer| framebuffer.destroy(&gl));
+    let mut session = Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())?;
+    let framebuffer = framebuffer.keep();
     session.set_what_if(options.what_if);
     session.open_panel_sections(&options.open_sections);
     let mut overlay = if options.panel { Some(PanelOverlay::new(gl.clone())?) } else { None };

@@ -16,6 +16,7 @@ pub mod doctor;
 pub mod error;
 pub mod gl;
 pub mod graphics;
+pub mod guard;
 pub mod headless;
 pub mod kernels;
 pub mod pixel;

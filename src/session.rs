@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use crate::demo::{Demo, DemoEnv, DemoSpec, View};
 use crate::gl::{GlInfo, TimerQueries};
+use crate::guard::Guard;
 use crate::render::gl::GlRenderer;
 use crate::render::{Graphics, Renderer};
 use crate::runtime::Selection;
@@ -57,17 +58,12 @@ impl Session {
         shaders_dir: Option<PathBuf>,
     ) -> Result<Self> {
         let gl_info = GlInfo::query(gl);
-        let mut draw_timer = TimerQueries::new(gl)?;
-        let mut renderer = GlRenderer::new(shaders_dir);
+        let draw_timer = Guard::new(TimerQueries::new(gl)?, |mut timer: TimerQueries| timer.destroy(gl));
+        let mut renderer =
+            Guard::new(GlRenderer::new(shaders_dir), |mut renderer: GlRenderer| renderer.destroy(Graphics::Gl(gl)));
         let env = DemoEnv { graphics: Graphics::Gl(gl), cuda: selection.cuda.clone(), transfer: selection.transfer };
-        let demo = match create(&env, spec, &mut renderer) {
-            Ok(demo) => demo,
-            Err(error) => {
-                renderer.destroy(Graphics::Gl(gl));
-                draw_timer.destroy(gl);
-                return Err(error);
-            }
-        };
+        let demo = create(&env, spec, &mut renderer)?;
+        let (renderer, draw_timer) = (renderer.keep(), draw_timer.keep());
         // Kernels read from a folder are watched, so edits there reload live.
         let watcher = selection
             .cuda

@@ -13,6 +13,7 @@ use crate::demo::{Demo, DemoEnv, LiveKernels, View};
 use crate::demos::wave::{self, Wave, WaveSettings};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{Framebuffer, GlObjects};
+use crate::guard::Guard;
 use crate::render::gl::GlRenderer;
 use crate::render::{Graphics, Renderer};
 use crate::rng::Rng;
@@ -232,15 +233,11 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
     let Some(cuda) = selection.cuda.clone() else {
         return Err(Error::Unavailable(format!("the soak needs CUDA: {}", selection.reason)));
     };
-    let mut framebuffer = Framebuffer::new(&gl, [256, 256])?;
+    let framebuffer =
+        Guard::new(Framebuffer::new(&gl, [256, 256])?, |mut framebuffer: Framebuffer| framebuffer.destroy(&gl));
     let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: options.transfer };
-    let mut wave = match Wave::new(&env, WaveSettings::default()) {
-        Ok(wave) => wave,
-        Err(error) => {
-            framebuffer.destroy(&gl);
-            return Err(error);
-        }
-    };
+    let mut wave = Wave::new(&env, WaveSettings::default())?;
+    let mut framebuffer = framebuffer.keep();
     let mut renderer = GlRenderer::new(None);
     let result = soak(&gl, &cuda, &framebuffer, &mut renderer, &mut wave, options);
     Box::new(wave).destroy(Graphics::Gl(&gl));

@@ -5,6 +5,7 @@ use std::rc::Rc;
 
 use crate::Result;
 use crate::cuda::Stream;
+use crate::guard::Guard;
 use crate::render::Graphics;
 use crate::runtime::{CudaRuntime, create_transfer};
 use crate::transfer::{SharedBuffer, Transfer, TransferKind, WhatIf};
@@ -56,21 +57,14 @@ impl Pipeline {
         }
         let mut next = create_transfer(self.cuda.as_deref(), self.stream.as_ref(), kind)?;
         self.transfer.synchronize()?;
-        let mut replacements = Vec::with_capacity(buffers.len());
+        let mut replacements = Guard::new(Vec::with_capacity(buffers.len()), |made: Vec<SharedBuffer>| {
+            made.into_iter().for_each(|buffer| buffer.destroy(graphics))
+        });
         for buffer in buffers.iter() {
-            let created =
-                self.transfer.read_buffer(graphics, buffer).and_then(|data| next.create_buffer(graphics, &data));
-            match created {
-                Ok(replacement) => replacements.push(replacement),
-                Err(error) => {
-                    for replacement in replacements {
-                        replacement.destroy(graphics);
-                    }
-                    return Err(error);
-                }
-            }
+            let data = self.transfer.read_buffer(graphics, buffer)?;
+            replacements.push(next.create_buffer(graphics, &data)?);
         }
-        for (buffer, replacement) in buffers.iter_mut().zip(replacements) {
+        for (buffer, replacement) in buffers.iter_mut().zip(replacements.keep()) {
             std::mem::replace(*buffer, replacement).destroy(graphics);
         }
         next.set_what_if(self.what_if);

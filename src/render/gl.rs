@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::{Graphics, Grid, Picture, Renderer, Scene, Sprites, View};
 use crate::gl::{self, Attribute, DrawState, Program, VertexArray};
+use crate::guard::Guard;
 use crate::sources::SourceFile;
 use crate::{Result, source_file};
 
@@ -28,14 +29,11 @@ impl Pass {
     fn new(gl: &glow::Context, name: &str, shaders: [SourceFile; 2], dir: Option<&std::path::Path>) -> Result<Self> {
         let (vertex_source, _) = shaders[0].read(dir)?;
         let (fragment_source, _) = shaders[1].read(dir)?;
-        let mut program = Program::new(gl, name, &vertex_source, &fragment_source)?;
-        match VertexArray::new(gl) {
-            Ok(vertex_array) => Ok(Self { program, vertex_array }),
-            Err(error) => {
-                program.destroy(gl);
-                Err(error)
-            }
-        }
+        let program = Guard::new(Program::new(gl, name, &vertex_source, &fragment_source)?, |mut program: Program| {
+            program.destroy(gl)
+        });
+        let vertex_array = VertexArray::new(gl)?;
+        Ok(Self { program: program.keep(), vertex_array })
     }
 
     fn destroy(&mut self, gl: &glow::Context) {

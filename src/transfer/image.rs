@@ -11,6 +11,7 @@ use crate::cuda::Stream;
 use crate::cuda::interop::GraphicsResource;
 use crate::gl;
 use crate::graphics::Graphics;
+use crate::guard::Guard;
 use crate::pixel::PixelFormat;
 use crate::stats::{Stage, StageTimes};
 
@@ -105,14 +106,9 @@ impl dyn Transfer + '_ {
         if in_place && let Some(mapping) = self.mapping() {
             return mapping.register_image(graphics, texture);
         }
-        match self.create_buffer(graphics, initial) {
-            Ok(buffer) => Ok(SharedImage { link: ImageLink::PixelBuffer(buffer), texture }),
-            Err(error) => {
-                let mut texture = texture;
-                texture.destroy(gl);
-                Err(error)
-            }
-        }
+        let texture = Guard::new(texture, |mut texture: gl::Texture| texture.destroy(gl));
+        let buffer = self.create_buffer(graphics, initial)?;
+        Ok(SharedImage { link: ImageLink::PixelBuffer(buffer), texture: texture.keep() })
     }
 
     /// Runs `compute` on `image` and makes what it wrote visible to the graphics side; the copy

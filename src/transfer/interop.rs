@@ -15,6 +15,7 @@ use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceSpan, Stream};
 use crate::gl;
 use crate::graphics::Graphics;
+use crate::guard::Guard;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
 
@@ -49,22 +50,14 @@ impl Transfer for Interop {
         // GL allocates, CUDA writes the first contents through the mapping: every byte a kernel
         // later reads was then written on the CUDA side, which is what compute-sanitizer's
         // initcheck can follow (it does not see bytes that glBufferData uploaded).
-        let mut buffer = gl::Buffer::uninitialized(gl, initial.len())?;
-        let filled = GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.name()).and_then(
-            |mut resource| {
-                let mapped = interop::map(&self.stream, &mut [(&mut resource, MapAccess::WriteDiscard)])?;
-                let written = mapped.buffer(0).and_then(|span| copy_to_device(&self.stream, span, initial));
-                let unmapped = mapped.unmap();
-                written.and(unmapped).map(|()| resource)
-            },
-        );
-        match filled {
-            Ok(resource) => Ok(SharedBuffer { link: Link::Interop(resource), gl: buffer }),
-            Err(error) => {
-                buffer.destroy(gl);
-                Err(error)
-            }
-        }
+        let buffer =
+            Guard::new(gl::Buffer::uninitialized(gl, initial.len())?, |mut buffer: gl::Buffer| buffer.destroy(gl));
+        let mut resource = GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.name())?;
+        let mapped = interop::map(&self.stream, &mut [(&mut resource, MapAccess::WriteDiscard)])?;
+        let written = mapped.buffer(0).and_then(|span| copy_to_device(&self.stream, span, initial));
+        mapped.unmap().and(written)?;
+        // The registration is declared before the GL buffer it registers, so it goes first.
+        Ok(SharedBuffer { link: Link::Interop(resource), gl: buffer.keep() })
     }
 
     fn read_buffer(&mut self, graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
@@ -159,14 +152,10 @@ impl Mapping for Interop {
     }
 
     fn register_image(&mut self, graphics: Graphics<'_>, texture: gl::Texture) -> Result<SharedImage> {
-        let mut texture = texture;
-        match GraphicsResource::register_image(&self.context, &self.entry_points, texture.name(), glow::TEXTURE_2D) {
-            Ok(resource) => Ok(SharedImage::registered(resource, texture)),
-            Err(error) => {
-                texture.destroy(graphics.gl());
-                Err(error)
-            }
-        }
+        let texture = Guard::new(texture, |mut texture: gl::Texture| texture.destroy(graphics.gl()));
+        let resource =
+            GraphicsResource::register_image(&self.context, &self.entry_points, texture.name(), glow::TEXTURE_2D)?;
+        Ok(SharedImage::registered(resource, texture.keep()))
     }
 
     fn run_registered(

@@ -24,6 +24,7 @@ use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
 use crate::demo::{
     Demo, DemoEnv, DemoSpec, Drag, KernelInfo, LiveKernels, OccupancyCache, OpensFiles, Pipeline, View, ViewControls,
 };
+use crate::guard::Guard;
 use crate::pixel::PixelFormat;
 use crate::render::{Graphics, Image, Picture, Scene};
 use crate::sources::SourceFile;
@@ -93,15 +94,12 @@ impl Blur {
         if let Engine::Cuda { kernels, .. } = &engine {
             kernels.validate(&settings.job([source.width, source.height]))?;
         }
-        let original =
-            Image::new(graphics, [source.width, source.height], settings.format, source.bytes(settings.format))?;
-        let target = match make_target(&mut pipeline, graphics, &settings, &source) {
-            Ok(target) => target,
-            Err(error) => {
-                original.destroy(graphics);
-                return Err(error);
-            }
-        };
+        let original = Guard::new(
+            Image::new(graphics, [source.width, source.height], settings.format, source.bytes(settings.format))?,
+            |image: Image| image.destroy(graphics),
+        );
+        let target = make_target(&mut pipeline, graphics, &settings, &source)?;
+        let original = original.keep();
         let path = settings.image.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
         Ok(Self {
             edit: settings.clone(),
@@ -205,26 +203,17 @@ impl Blur {
         if let Some(Engine::Cuda { kernels, .. }) = &engine {
             kernels.validate(&settings.job([source_ref.width, source_ref.height]))?;
         }
-        let target =
-            if target_changes { Some(make_target(&mut self.pipeline, graphics, &settings, source_ref)?) } else { None };
+        let target = Guard::new(
+            if target_changes { Some(make_target(&mut self.pipeline, graphics, &settings, source_ref)?) } else { None },
+            |target: Option<SharedImage>| target.into_iter().for_each(|target| target.destroy(graphics)),
+        );
         let original = if new_image || settings.format != self.settings.format {
-            match Image::new(
-                graphics,
-                [source_ref.width, source_ref.height],
-                settings.format,
-                source_ref.bytes(settings.format),
-            ) {
-                Ok(image) => Some(image),
-                Err(error) => {
-                    if let Some(target) = target {
-                        target.destroy(graphics);
-                    }
-                    return Err(error);
-                }
-            }
+            let size = [source_ref.width, source_ref.height];
+            Some(Image::new(graphics, size, settings.format, source_ref.bytes(settings.format))?)
         } else {
             None
         };
+        let target = target.keep();
         if let Some(engine) = engine {
             self.engine = engine;
             self.pass_us.clear();

@@ -35,6 +35,7 @@ use self::state::SavedState;
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
 use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
+use crate::guard::Guard;
 use crate::render::{Graphics, Scene, Sprites};
 use crate::sources::SourceFile;
 use crate::stats::StageTimes;
@@ -397,22 +398,11 @@ fn make_buffers(
     let velocities: Vec<[f32; 4]> =
         bodies.velocities.iter().map(|v| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0]).collect();
     let transfer = pipeline.transfer();
-    let first = transfer.create_buffer(graphics, bytemuck::cast_slice(&positions))?;
-    let second = match transfer.create_buffer(graphics, bytemuck::cast_slice(&positions)) {
-        Ok(buffer) => buffer,
-        Err(error) => {
-            first.destroy(graphics);
-            return Err(error);
-        }
-    };
-    match transfer.create_buffer(graphics, bytemuck::cast_slice(&velocities)) {
-        Ok(velocities) => Ok(([first, second], velocities)),
-        Err(error) => {
-            first.destroy(graphics);
-            second.destroy(graphics);
-            Err(error)
-        }
-    }
+    let release = |buffer: SharedBuffer| buffer.destroy(graphics);
+    let first = Guard::new(transfer.create_buffer(graphics, bytemuck::cast_slice(&positions))?, release);
+    let second = Guard::new(transfer.create_buffer(graphics, bytemuck::cast_slice(&positions))?, release);
+    let velocities = transfer.create_buffer(graphics, bytemuck::cast_slice(&velocities))?;
+    Ok(([first.keep(), second.keep()], velocities))
 }
 
 impl Demo for NBody {
