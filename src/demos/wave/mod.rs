@@ -4,16 +4,17 @@
 pub mod args;
 pub mod cpu;
 mod kernel;
+mod panel;
+mod settings;
 
 use std::f64::consts::TAU;
 
 use self::cpu::WaveFrame;
+pub use self::settings::{DrawMode, WaveSettings};
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
 use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module};
-use crate::demo::{
-    Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, Settings, View, ViewControls,
-};
+use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
 use crate::render::{Graphics, Grid, Scene};
 use crate::sources::SourceFile;
 use crate::stats::StageTimes;
@@ -23,107 +24,6 @@ use crate::{Error, Result, source_file};
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/wave.cu");
-/// Largest grid side, and most vertices (256 MiB of float4).
-const MAX_SIDE: u32 = 8192;
-const MAX_VERTICES: u64 = 1 << 24;
-
-/// How the grid is drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DrawMode {
-    /// One point per vertex.
-    Points,
-    /// Triangles between neighbouring vertices, lit.
-    Mesh,
-}
-
-/// Everything that defines a wave frame; each is also a command-line flag.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WaveSettings {
-    /// Vertices per row.
-    pub width: u32,
-    /// Rows.
-    pub height: u32,
-    /// Spatial frequency.
-    pub frequency: f32,
-    /// Height of the crests.
-    pub amplitude: f32,
-    /// Phase speed, radians per second.
-    pub speed: f32,
-    /// Threads per block in x and y.
-    pub block: [u32; 2],
-    /// Blocks in x and y; `None` covers the grid exactly.
-    pub grid: Option<[u32; 2]>,
-    /// Points or mesh.
-    pub mode: DrawMode,
-    /// Point size in pixels (points mode).
-    pub point_size: f32,
-}
-
-impl Default for WaveSettings {
-    fn default() -> Self {
-        Self {
-            width: 256,
-            height: 256,
-            frequency: 4.0,
-            amplitude: 0.3,
-            speed: 1.0,
-            block: [16, 16],
-            grid: None,
-            mode: DrawMode::Mesh,
-            point_size: 2.0,
-        }
-    }
-}
-
-impl WaveSettings {
-    /// Checks sizes and parameters; the message says which value is wrong and what is allowed.
-    pub fn validate(&self) -> Result<()> {
-        if self.width == 0 || self.height == 0 || self.width > MAX_SIDE || self.height > MAX_SIDE {
-            return Err(Error::InvalidInput(format!(
-                "wave grid {}x{}: each side must be 1..={MAX_SIDE}",
-                self.width, self.height
-            )));
-        }
-        if u64::from(self.width) * u64::from(self.height) > MAX_VERTICES {
-            return Err(Error::InvalidInput(format!(
-                "wave grid {}x{} has more than {MAX_VERTICES} vertices",
-                self.width, self.height
-            )));
-        }
-        for (name, value) in [("frequency", self.frequency), ("amplitude", self.amplitude), ("speed", self.speed)] {
-            if !value.is_finite() || value.abs() > 1e4 {
-                return Err(Error::InvalidInput(format!("wave {name} {value} must be a finite number within ±10000")));
-            }
-        }
-        if !(self.point_size.is_finite() && (0.5..=64.0).contains(&self.point_size)) {
-            return Err(Error::InvalidInput(format!("point size {} must be 0.5..=64", self.point_size)));
-        }
-        Ok(())
-    }
-
-    /// The launch configuration these settings ask for.
-    pub fn launch_config(&self) -> LaunchConfig {
-        let mut config = LaunchConfig::for_grid_2d(self.width, self.height, self.block);
-        if let Some(grid) = self.grid {
-            config.grid = [grid[0], grid[1], 1];
-        }
-        config
-    }
-
-    fn vertices(&self) -> usize {
-        self.width as usize * self.height as usize
-    }
-}
-
-impl Settings for WaveSettings {
-    const NAME: &'static str = "wave";
-
-    fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
-        Ok(Box::new(Wave::new(env, self.clone())?))
-    }
-}
-
 /// The compiled kernel and what launching it needs.
 struct WaveKernel {
     function: Function,
@@ -323,60 +223,7 @@ impl Demo for Wave {
     }
 
     fn panel(&mut self, ui: &mut egui::Ui) {
-        let gl_size = (self.settings.width, self.settings.height);
-        let mut size = [gl_size.0, gl_size.1];
-        ui.horizontal(|ui| {
-            ui.label("Vertices");
-            ui.add(egui::DragValue::new(&mut size[0]).range(1..=MAX_SIDE).speed(4));
-            ui.label("×");
-            ui.add(egui::DragValue::new(&mut size[1]).range(1..=MAX_SIDE).speed(4));
-        });
-        if size != [gl_size.0, gl_size.1] {
-            self.pending_resize = Some(size);
-        }
-        ui.add(egui::Slider::new(&mut self.settings.frequency, 0.0..=20.0).text("frequency"));
-        ui.add(egui::Slider::new(&mut self.settings.amplitude, 0.0..=1.0).text("amplitude"));
-        ui.add(egui::Slider::new(&mut self.settings.speed, -5.0..=5.0).text("speed (rad/s)"));
-        ui.horizontal(|ui| {
-            ui.radio_value(&mut self.settings.mode, DrawMode::Mesh, "mesh");
-            ui.radio_value(&mut self.settings.mode, DrawMode::Points, "points");
-        });
-        if self.settings.mode == DrawMode::Points {
-            ui.add(egui::Slider::new(&mut self.settings.point_size, 1.0..=16.0).text("point size"));
-        }
-        ui.separator();
-        match &self.kernel {
-            Some(kernel) => {
-                let problem = [self.settings.width, self.settings.height];
-                if let Some(config) = self.launch_editor.show(ui, &kernel.limits, kernel.function.attributes(), problem)
-                {
-                    self.launch = config;
-                    self.settings.block = [config.block[0], config.block[1]];
-                    self.settings.grid = (!self.launch_editor.auto_grid()).then_some([config.grid[0], config.grid[1]]);
-                }
-                let threads =
-                    self.launch.block_threads() * u64::from(self.launch.grid[0]) * u64::from(self.launch.grid[1]);
-                if threads < self.settings.vertices() as u64 {
-                    ui.colored_label(
-                        egui::Color32::YELLOW,
-                        format!(
-                            "{threads} threads for {} vertices: the grid does not cover every vertex, so part of \
-                             the surface keeps its old values",
-                            self.settings.vertices()
-                        ),
-                    );
-                }
-            }
-            None => {
-                ui.label(format!(
-                    "CPU backend: the loop runs on {} threads (rayon); launch parameters apply to CUDA only.",
-                    rayon::current_num_threads()
-                ));
-            }
-        }
-        if let Some(message) = &self.message {
-            ui.colored_label(egui::Color32::LIGHT_RED, message);
-        }
+        panel::controls(self, ui);
     }
 
     fn view_controls(&mut self) -> Option<&mut dyn ViewControls> {

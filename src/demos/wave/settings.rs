@@ -1,0 +1,109 @@
+//! Everything that defines a wave frame, with the checks that say which value is wrong and what
+//! is allowed.
+
+use super::Wave;
+use crate::cuda::LaunchConfig;
+use crate::demo::{Demo, DemoEnv, Settings};
+use crate::{Error, Result};
+
+/// Largest grid side, and most vertices (256 MiB of float4).
+pub const MAX_SIDE: u32 = 8192;
+pub const MAX_VERTICES: u64 = 1 << 24;
+
+/// How the grid is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DrawMode {
+    /// One point per vertex.
+    Points,
+    /// Triangles between neighbouring vertices, lit.
+    Mesh,
+}
+
+/// Everything that defines a wave frame; each is also a command-line flag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaveSettings {
+    /// Vertices per row.
+    pub width: u32,
+    /// Rows.
+    pub height: u32,
+    /// Spatial frequency.
+    pub frequency: f32,
+    /// Height of the crests.
+    pub amplitude: f32,
+    /// Phase speed, radians per second.
+    pub speed: f32,
+    /// Threads per block in x and y.
+    pub block: [u32; 2],
+    /// Blocks in x and y; `None` covers the grid exactly.
+    pub grid: Option<[u32; 2]>,
+    /// Points or mesh.
+    pub mode: DrawMode,
+    /// Point size in pixels (points mode).
+    pub point_size: f32,
+}
+
+impl Default for WaveSettings {
+    fn default() -> Self {
+        Self {
+            width: 256,
+            height: 256,
+            frequency: 4.0,
+            amplitude: 0.3,
+            speed: 1.0,
+            block: [16, 16],
+            grid: None,
+            mode: DrawMode::Mesh,
+            point_size: 2.0,
+        }
+    }
+}
+
+impl WaveSettings {
+    /// Checks sizes and parameters; the message says which value is wrong and what is allowed.
+    pub fn validate(&self) -> Result<()> {
+        if self.width == 0 || self.height == 0 || self.width > MAX_SIDE || self.height > MAX_SIDE {
+            return Err(Error::InvalidInput(format!(
+                "wave grid {}x{}: each side must be 1..={MAX_SIDE}",
+                self.width, self.height
+            )));
+        }
+        if u64::from(self.width) * u64::from(self.height) > MAX_VERTICES {
+            return Err(Error::InvalidInput(format!(
+                "wave grid {}x{} has more than {MAX_VERTICES} vertices",
+                self.width, self.height
+            )));
+        }
+        for (name, value) in [("frequency", self.frequency), ("amplitude", self.amplitude), ("speed", self.speed)] {
+            if !value.is_finite() || value.abs() > 1e4 {
+                return Err(Error::InvalidInput(format!("wave {name} {value} must be a finite number within ±10000")));
+            }
+        }
+        if !(self.point_size.is_finite() && (0.5..=64.0).contains(&self.point_size)) {
+            return Err(Error::InvalidInput(format!("point size {} must be 0.5..=64", self.point_size)));
+        }
+        Ok(())
+    }
+
+    /// The launch configuration these settings ask for.
+    pub fn launch_config(&self) -> LaunchConfig {
+        let mut config = LaunchConfig::for_grid_2d(self.width, self.height, self.block);
+        if let Some(grid) = self.grid {
+            config.grid = [grid[0], grid[1], 1];
+        }
+        config
+    }
+
+    /// Vertices in the grid.
+    pub fn vertices(&self) -> usize {
+        self.width as usize * self.height as usize
+    }
+}
+
+impl Settings for WaveSettings {
+    const NAME: &'static str = "wave";
+
+    fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
+        Ok(Box::new(Wave::new(env, self.clone())?))
+    }
+}
