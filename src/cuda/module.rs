@@ -481,7 +481,7 @@ impl Function {
     }
 
     /// What the occupancy API says about launching with `config`.
-    pub fn occupancy(&self, config: &super::LaunchConfig) -> Result<Occupancy> {
+    pub fn occupancy(&self, config: &super::launch::LaunchConfig) -> Result<Occupancy> {
         let device = self.module.context.device();
         let threads = config.block_threads() as u32;
         let blocks_per_multiprocessor =
