@@ -12,8 +12,9 @@ use winit::window::WindowId;
 
 use crate::demo::{DemoSpec, Drag, View};
 use crate::gl;
-use crate::gl::context::window::WindowGl;
+use crate::gl::context::window::{WindowGl, catch_window_panics, winit_error_text};
 use crate::guard::Guard;
+use crate::record::{RecordReport, Recorder};
 use crate::runtime::{self, CudaOptions};
 use crate::session::Session;
 use crate::transfer::WhatIf;
@@ -41,6 +42,10 @@ pub struct WindowOptions {
     pub what_if: WhatIf,
     /// Panel sections open from the start.
     pub open_sections: Vec<crate::ui::PanelSection>,
+    /// Set from outside (Ctrl-C): close after the current frame, writing what was asked for.
+    pub stop: crate::stop::StopRequest,
+    /// Record from the first frame into this folder.
+    pub record: Option<PathBuf>,
 }
 
 /// What a window run leaves behind.
@@ -51,22 +56,28 @@ pub struct WindowReport {
     /// The user asked to start the app again as a new process (to get CUDA back after a kernel
     /// fault lost the context): the caller should do so, with the same arguments.
     pub relaunch: bool,
+    /// Each recording made (`--record`, the panel's record button), in order.
+    pub recordings: Vec<RecordReport>,
 }
 
 /// Opens the window and runs until it is closed.
 pub fn run(options: WindowOptions) -> Result<WindowReport> {
-    let event_loop = EventLoop::new().map_err(|e| {
-        Error::Window(format!(
-            "{e}. Run inside a desktop session, or use headless mode (e.g. `interop-lab wave --headless`)"
-        ))
-    })?;
-    event_loop.set_control_flow(ControlFlow::Poll);
-    let mut app = App { options, running: None, error: None, frames: 0, relaunch: false };
-    event_loop.run_app(&mut app).map_err(|e| Error::Window(e.to_string()))?;
-    match app.error {
-        Some(error) => Err(error),
-        None => Ok(WindowReport { frames: app.frames, relaunch: app.relaunch }),
-    }
+    catch_window_panics(|| {
+        let event_loop = EventLoop::new().map_err(|e| {
+            Error::Window(format!(
+                "{}. Run inside a desktop session (or under Xvfb: `xvfb-run interop-lab`), or use headless mode \
+                 (e.g. `interop-lab wave --headless`)",
+                winit_error_text(&e)
+            ))
+        })?;
+        event_loop.set_control_flow(ControlFlow::Poll);
+        let mut app = App { options, running: None, error: None, frames: 0, relaunch: false, recordings: Vec::new() };
+        event_loop.run_app(&mut app).map_err(|e| Error::Window(winit_error_text(&e)))?;
+        match app.error {
+            Some(error) => Err(error),
+            None => Ok(WindowReport { frames: app.frames, relaunch: app.relaunch, recordings: app.recordings }),
+        }
+    })
 }
 
 struct App {
@@ -75,6 +86,7 @@ struct App {
     error: Option<Error>,
     frames: u64,
     relaunch: bool,
+    recordings: Vec<RecordReport>,
 }
 
 /// Everything that exists while the window is open. Torn down by [`Running::shut_down`].
@@ -84,6 +96,10 @@ struct Running {
     input: Input,
     last_frame: Instant,
     relaunch: bool,
+    /// Frames go to this recording, when one runs.
+    recorder: Option<Recorder>,
+    /// Recordings finished while the window ran.
+    recordings: Vec<RecordReport>,
     window: WindowGl,
 }
 
@@ -127,7 +143,9 @@ impl ApplicationHandler for App {
             WindowEvent::CloseRequested => self.close(event_loop),
             WindowEvent::Resized(_) => running.window.resize(),
             WindowEvent::RedrawRequested => {
-                let screenshot = self.options.max_frames.is_some_and(|max| self.frames + 1 >= max);
+                let last =
+                    self.options.max_frames.is_some_and(|max| self.frames + 1 >= max) || self.options.stop.requested();
+                let screenshot = last;
                 match running.redraw(screenshot.then_some(self.options.screenshot.as_deref()).flatten()) {
                     Ok(()) => self.frames += 1,
                     Err(error) => {
@@ -195,7 +213,7 @@ impl ApplicationHandler for App {
 
     fn exiting(&mut self, _event_loop: &ActiveEventLoop) {
         if let Some(running) = self.running.take() {
-            running.shut_down();
+            self.recordings.extend(running.shut_down());
         }
     }
 }
@@ -203,7 +221,7 @@ impl ApplicationHandler for App {
 impl App {
     fn close(&mut self, event_loop: &ActiveEventLoop) {
         if let Some(running) = self.running.take() {
-            running.shut_down();
+            self.recordings.extend(running.shut_down());
         }
         event_loop.exit();
     }
@@ -217,6 +235,8 @@ impl Running {
         if options.cuda.kernels_dir.is_none() {
             options.cuda.kernels_dir = crate::watch::checkout_kernels_dir();
         }
+        // The window draws while kernels compile: its first frame does not wait for NVRTC.
+        options.cuda.background_compiles = true;
         let options = &options;
         let window = WindowGl::new(event_loop, &title, options.size, options.vsync, true)?;
         let gl = window.gl().clone();
@@ -243,12 +263,15 @@ impl Running {
             event_loop.system_theme(),
             Some(painter.max_texture_side()),
         );
+        let recorder = options.record.as_deref().map(Recorder::start).transpose()?;
         Ok(Self {
             session,
             egui: EguiWindow { context, state, painter },
             input: Input::default(),
             last_frame: Instant::now(),
             relaunch: false,
+            recorder,
+            recordings: Vec::new(),
             window,
         })
     }
@@ -280,15 +303,52 @@ impl Running {
             match action {
                 PanelAction::SetVsync(on) => self.set_vsync(on),
                 PanelAction::Relaunch => self.relaunch = true,
+                PanelAction::ToggleRecording => self.toggle_recording(),
                 _ => {}
             }
         }
-        if let Some(path) = screenshot {
+        if self.recorder.is_some() || screenshot.is_some() {
             let image = self.egui.painter.read_screen_rgba(size);
             let pixels: Vec<u8> = image.pixels.iter().flat_map(|c| c.to_array()).collect();
-            crate::headless::write_png(path, size, &pixels)?;
+            if let Some(path) = screenshot {
+                crate::output::write_rgba8(path, size, &pixels)?;
+            }
+            if let Some(recorder) = self.recorder.as_mut() {
+                recorder.frame(size, pixels);
+                let (frames, dropped) = recorder.counts();
+                self.session.panel.recording = Some((recorder.dir().to_owned(), frames, dropped));
+            }
         }
         self.window.swap_buffers()
+    }
+
+    /// Starts a recording into a new folder of the working directory, or ends the one running.
+    fn toggle_recording(&mut self) {
+        match self.recorder.take() {
+            Some(recorder) => {
+                self.session.panel.recording = None;
+                match recorder.finish() {
+                    Ok(report) => {
+                        let note = format!("recorded {} frames; video: {}", report.frames, report.ffmpeg_line(60));
+                        log::info!("{note}");
+                        ui::push_notice(&mut self.session.panel, note);
+                        self.recordings.push(report);
+                    }
+                    Err(error) => ui::push_message(&mut self.session.panel, error.to_string()),
+                }
+            }
+            None => {
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or_default();
+                let dir = PathBuf::from(format!("interop-lab-recording-{stamp}"));
+                match Recorder::start(&dir) {
+                    Ok(recorder) => self.recorder = Some(recorder),
+                    Err(error) => ui::push_message(&mut self.session.panel, error.to_string()),
+                }
+            }
+        }
     }
 
     fn set_vsync(&mut self, on: bool) {
@@ -335,12 +395,20 @@ impl Running {
         }
     }
 
-    /// Releases GL objects while the context is current, then the context and window.
-    fn shut_down(mut self) {
+    /// Releases GL objects while the context is current, then the context and window; ends a
+    /// recording still running. Returns the recordings made.
+    fn shut_down(mut self) -> Vec<RecordReport> {
         if let Err(error) = self.session.finish(self.window.gl()) {
             log::error!("{error}");
         }
         self.session.destroy(self.window.gl());
         self.egui.painter.destroy();
+        if let Some(recorder) = self.recorder.take() {
+            match recorder.finish() {
+                Ok(report) => self.recordings.push(report),
+                Err(error) => log::error!("{error}"),
+            }
+        }
+        self.recordings
     }
 }

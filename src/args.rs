@@ -42,6 +42,11 @@ pub struct RunArgs {
     /// Write per-stage timings (median / p90, µs) as JSON (headless).
     #[arg(long, value_name = "FILE.json")]
     pub stats: Option<PathBuf>,
+    /// Record every frame into this folder as a numbered PNG sequence (window or headless); the
+    /// run prints the ffmpeg line that makes a video of it. The panel's record button does the
+    /// same in the window.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
     /// Draw the side panel into headless frames too.
     #[arg(long)]
     pub panel: bool,
@@ -72,6 +77,14 @@ pub enum WhatIfSwitch {
 }
 
 impl RunArgs {
+    /// Checks the files the run will write (`--screenshot`, `--stats`) before it starts.
+    pub fn check_outputs(&self) -> crate::Result<()> {
+        use crate::output::{OutputKind, check_optional};
+        check_optional(&self.screenshot, OutputKind::Image, "--screenshot")?;
+        check_optional(&self.record, OutputKind::Folder, "--record")?;
+        check_optional(&self.stats, OutputKind::Data, "--stats")
+    }
+
     /// The switches as the transfer paths take them.
     pub fn what_if(&self) -> WhatIf {
         WhatIf {
@@ -105,6 +118,23 @@ pub struct CudaArgs {
 }
 
 impl CudaArgs {
+    /// Checks that `--kernels` and `--shaders` name folders that exist.
+    pub fn check_folders(&self) -> crate::Result<()> {
+        for (flag, folder) in [("--kernels", &self.kernels), ("--shaders", &self.shaders)] {
+            if let Some(folder) = folder
+                && !folder.is_dir()
+            {
+                return Err(crate::Error::InvalidInput(format!(
+                    "{flag} {}: no such folder (it should hold the files to use instead of the built-in ones, \
+                     e.g. {flag} {} in a checkout)",
+                    folder.display(),
+                    if flag == "--kernels" { "kernels" } else { "shaders" }
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The options as the runtime takes them.
     pub fn options(&self) -> CudaOptions {
         CudaOptions {
@@ -113,6 +143,7 @@ impl CudaArgs {
             device: self.device,
             kernels_dir: self.kernels.clone(),
             no_cache: self.no_cache,
+            background_compiles: false,
         }
     }
 }

@@ -10,9 +10,11 @@ use crate::demo::{DemoSpec, View};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{self, Framebuffer};
 use crate::guard::Guard;
+use crate::record::{RecordReport, Recorder};
 use crate::runtime::{self, CudaOptions};
 use crate::session::Session;
 use crate::stats::Summary;
+use crate::stop::StopRequest;
 use crate::transfer::WhatIf;
 use crate::{Error, Result};
 
@@ -41,6 +43,10 @@ pub struct HeadlessOptions {
     pub what_if: WhatIf,
     /// Panel sections open from the start.
     pub open_sections: Vec<crate::ui::PanelSection>,
+    /// Set from outside (Ctrl-C): stop after the current frame and write what was asked for.
+    pub stop: StopRequest,
+    /// Record every frame into this folder.
+    pub record: Option<PathBuf>,
 }
 
 /// What a headless run measured.
@@ -54,6 +60,10 @@ pub struct HeadlessReport {
     pub pixels: Vec<u8>,
     /// Frames per second over the whole run (wall clock, GPU finished at the end).
     pub frames_per_second: f64,
+    /// Frames rendered: fewer than asked when the run was stopped.
+    pub frames: u32,
+    /// What `--record` wrote.
+    pub recording: Option<RecordReport>,
 }
 
 /// Runs the demo headless.
@@ -64,6 +74,12 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     if !(options.dt.is_finite() && options.dt >= 0.0) {
         return Err(Error::InvalidInput(format!("time step {} must be a finite number ≥ 0", options.dt)));
     }
+    let [width, height] = options.size;
+    crate::host_memory::check(
+        &format!("a {width}x{height} headless frame (read back and encoded)"),
+        u64::from(width) * u64::from(height) * 8,
+        "choose a smaller --size",
+    )?;
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&options.cuda))?;
     let gl = context.gl().clone();
     let selection = runtime::select(&options.cuda, &gl, &|name| context.proc_address(name));
@@ -96,8 +112,11 @@ fn render(
     egl_device: &crate::gl::context::headless::EglDeviceInfo,
 ) -> Result<HeadlessReport> {
     let size = framebuffer.size();
+    let mut recorder = options.record.as_deref().map(Recorder::start).transpose()?;
     let started = Instant::now();
-    for _ in 0..options.frames {
+    let mut frames = 0;
+    while frames < options.frames && !(frames > 0 && options.stop.requested()) {
+        frames += 1;
         framebuffer.bind(gl);
         let panel_px = overlay.as_ref().map(|o| o.panel_width_px(session)).unwrap_or(0);
         let view =
@@ -105,6 +124,9 @@ fn render(
         session.frame(gl, view, options.dt);
         if let Some(overlay) = overlay.as_deref_mut() {
             overlay.paint(gl, session, size);
+        }
+        if let Some(recorder) = recorder.as_mut() {
+            recorder.frame(size, framebuffer.read_rgba(gl)?);
         }
     }
     session.finish(gl)?;
@@ -118,21 +140,26 @@ fn render(
     let pixels = framebuffer.read_rgba(gl)?;
     gl::bind_default_framebuffer(gl);
     if let Some(path) = &options.screenshot {
-        write_png(path, size, &pixels)?;
+        crate::output::write_rgba8(path, size, &pixels)?;
     }
     let summary = session.history().summary(None);
-    let frames_per_second = f64::from(options.frames) / wall;
-    let json = report_json(session, options, &summary, wall, frames_per_second, egl_device)?;
+    let frames_per_second = f64::from(frames) / wall;
+    if frames < options.frames {
+        log::warn!("stopped after {frames} of {} frames; writing what was asked for", options.frames);
+    }
+    let json = report_json(session, options, frames, &summary, wall, frames_per_second, egl_device)?;
     if let Some(path) = &options.stats {
         let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
-        std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
+        crate::output::write(path, (text + "\n").as_bytes())?;
     }
-    Ok(HeadlessReport { json, summary, pixels, frames_per_second })
+    let recording = recorder.map(Recorder::finish).transpose()?;
+    Ok(HeadlessReport { json, summary, pixels, frames_per_second, frames, recording })
 }
 
 fn report_json(
     session: &mut Session,
     options: &HeadlessOptions,
+    frames: u32,
     summary: &Summary,
     wall: f64,
     frames_per_second: f64,
@@ -163,7 +190,8 @@ fn report_json(
         "gl": gl_info,
         "egl_device": egl_device,
         "size": options.size,
-        "frames": options.frames,
+        "frames": frames,
+        "frames_asked": options.frames,
         "wall_seconds": wall,
         "frames_per_second": frames_per_second,
         "recoveries": session.recoveries(),
@@ -175,15 +203,6 @@ fn report_json(
         },
         "timings_us": summary,
     }))
-}
-
-/// Writes tightly packed RGBA8 pixels as a PNG.
-pub fn write_png(path: &std::path::Path, size: [u32; 2], pixels: &[u8]) -> Result<()> {
-    let image = image::RgbaImage::from_raw(size[0], size[1], pixels.to_vec()).ok_or_else(|| Error::Image {
-        path: path.to_owned(),
-        message: "pixel buffer does not match the size".to_owned(),
-    })?;
-    image.save(path).map_err(|e| Error::Image { path: path.to_owned(), message: e.to_string() })
 }
 
 /// The side panel painted into offscreen frames (for screenshots of the whole app).

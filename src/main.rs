@@ -13,6 +13,7 @@ use interop_lab::doctor::DoctorArgs;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::soak::SoakArgs;
 use interop_lab::stats::Stage;
+use interop_lab::stop::StopRequest;
 use interop_lab::{Error, Result, app, bench};
 
 /// See CUDA and OpenGL work on the same memory.
@@ -54,7 +55,21 @@ enum BenchCommand {
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn,interop_lab=info")).init();
     let cli = Cli::parse();
-    match run(cli) {
+    let stop = StopRequest::new();
+    let on_signal = stop.clone();
+    // Ctrl-C or SIGTERM: finish the current frame (or benchmark step), write what was asked for,
+    // exit. A second one exits at once.
+    let installed = ctrlc::set_handler(move || {
+        if on_signal.request() {
+            eprintln!("\ninterrupted again: exiting without writing");
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupted: finishing the current frame, then writing what was asked for (again to quit now)");
+    });
+    if let Err(error) = installed {
+        log::warn!("Ctrl-C will end the app without writing its outputs: {error}");
+    }
+    match run(cli, &stop) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error}");
@@ -63,12 +78,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+fn run(cli: Cli, stop: &StopRequest) -> Result<ExitCode> {
     match cli.command {
-        None => run_demo(&cli.run, interop_lab::demos::default_spec("nbody")?),
+        None => run_demo(&cli.run, interop_lab::demos::default_spec("nbody")?, stop),
         Some(Command::Demo(command)) => {
             let (run, spec) = command.run()?;
-            run_demo(&run, spec)
+            run_demo(&run, spec, stop)
         }
         Some(Command::Doctor(args)) => {
             let (text, code) = args.run();
@@ -76,12 +91,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::from(code))
         }
         Some(Command::Soak(args)) => {
-            let (table, within_bounds) = args.run()?;
+            let (table, within_bounds) = args.run(stop)?;
             print!("{table}");
             Ok(if within_bounds { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Some(Command::Bench(BenchCommand::Demo(command))) => {
-            print!("{}", command.run(&bench::headless_frames)?.table);
+            print!("{}", command.run(&bench::headless_frames, stop)?.table);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(BenchCommand::Transfer(args))) => {
@@ -91,11 +106,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
+fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCode> {
+    // Every file the run will write is checked first: a bad path fails now, not after the run.
+    run.check_outputs()?;
+    spec.check_outputs()?;
+    run.cuda.check_folders()?;
     if run.headless {
         let options = HeadlessOptions {
+            frames: run.frames.or(spec.headless_frames()).unwrap_or(120),
             spec,
-            frames: run.frames.unwrap_or(120),
             size: run.size,
             dt: run.frame_time,
             screenshot: run.screenshot.clone(),
@@ -105,9 +124,14 @@ fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
             shaders_dir: run.cuda.shaders.clone(),
             what_if: run.what_if(),
             open_sections: run.panel_open.clone(),
+            stop: stop.clone(),
+            record: run.record.clone(),
         };
         let report = headless::run(&options)?;
         print_headless(&report, &options);
+        if let Some(recording) = &report.recording {
+            print_recording(recording, 60);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     if run.stats.is_some() {
@@ -123,7 +147,12 @@ fn run_demo(run: &RunArgs, spec: DemoSpec) -> Result<ExitCode> {
         screenshot: run.screenshot.clone(),
         what_if: run.what_if(),
         open_sections: run.panel_open.clone(),
+        stop: stop.clone(),
+        record: run.record.clone(),
     })?;
+    for recording in &report.recordings {
+        print_recording(recording, 60);
+    }
     log::info!("closed after {} frames", report.frames);
     if report.relaunch {
         return relaunch();
@@ -141,7 +170,7 @@ fn print_headless(report: &headless::HeadlessReport, options: &HeadlessOptions) 
         text("backend"),
         device,
         text("transfer"),
-        options.frames,
+        report.frames,
         options.size[0],
         options.size[1],
         report.frames_per_second
@@ -161,6 +190,20 @@ fn print_headless(report: &headless::HeadlessReport, options: &HeadlessOptions) 
             println!("{what}: {}", path.display());
         }
     }
+}
+
+fn print_recording(recording: &interop_lab::record::RecordReport, fps: u32) {
+    println!(
+        "recorded {} frames into {}{}; a video of them:\n  {}",
+        recording.frames,
+        recording.dir.display(),
+        if recording.dropped > 0 {
+            format!(" ({} dropped: the encoders fell behind)", recording.dropped)
+        } else {
+            String::new()
+        },
+        recording.ffmpeg_line(fps)
+    );
 }
 
 /// Replaces this process by a new run of the app with the same arguments: after a kernel fault

@@ -58,6 +58,9 @@ pub struct CudaOptions {
     pub kernels_dir: Option<PathBuf>,
     /// Disable the on-disk kernel cache.
     pub no_cache: bool,
+    /// Compile kernels that are not in the cache on a background thread while frames go on
+    /// without them (the window, so its first frame comes at once); headless runs wait instead.
+    pub background_compiles: bool,
 }
 
 /// CUDA, set up: the context of the device the app computes on, the kernel compiler, and the GL
@@ -71,6 +74,8 @@ pub struct CudaRuntime {
     pub interop: Option<GlEntryPoints>,
     /// GL's memory-object entry points, present when GL can import memory CUDA exports.
     pub external: Option<GlMemoryObjects>,
+    /// Demos may compile kernels in the background ([`CudaOptions::background_compiles`]).
+    pub background_compiles: bool,
 }
 
 impl CudaRuntime {
@@ -156,8 +161,13 @@ pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> 
         Err(error) => {
             let reason = format!("CPU backend, because CUDA can't run here: {error}");
             log::warn!("{reason}");
-            let unmet_request = if options.backend == BackendRequest::Cuda {
+            let unmet_request = if matches!(error, Error::InvalidInput(_)) {
+                // A flag naming something that does not exist (e.g. --device 9): said as such.
+                Some(error.to_string())
+            } else if options.backend == BackendRequest::Cuda {
                 Some(format!("--backend cuda was asked for, but CUDA can't run here: {error}"))
+            } else if let Some(ordinal) = options.device {
+                Some(format!("--device {ordinal} was asked for, but CUDA can't run here: {error}"))
             } else {
                 // A CUDA transfer path asked for by name can't be given without CUDA either.
                 cuda_transfer_flag(options.transfer)
@@ -267,7 +277,8 @@ fn set_up_cuda(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) ->
             )
         }
     };
-    Ok((CudaRuntime { context, compiler, interop, external }, transfer, reason, unmet))
+    let background_compiles = options.background_compiles;
+    Ok((CudaRuntime { context, compiler, interop, external, background_compiles }, transfer, reason, unmet))
 }
 
 /// CUDA without any GL context (benchmarks of kernels alone): the context of `--device` (or 0)
@@ -288,5 +299,5 @@ pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
     let context = Context::new(loaded, ordinal)?;
     let cache_dir = if options.no_cache { None } else { module::default_cache_dir() };
     let compiler = Compiler::new(context.device().compute_capability, options.kernels_dir.clone(), cache_dir)?;
-    Ok(CudaRuntime { context, compiler, interop: None, external: None })
+    Ok(CudaRuntime { context, compiler, interop: None, external: None, background_compiles: false })
 }

@@ -15,10 +15,26 @@ use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::transfer::{TransferKind, WhatIf};
 use crate::ui::{self, PanelAction, PanelInput, PanelSection, PanelState};
 use crate::watch::KernelWatcher;
+use crate::watchdog::Watchdog;
 use crate::{Error, Result};
 
 /// Frames kept for the panel and the statistics.
 pub const HISTORY_FRAMES: usize = 2000;
+
+/// The first frames are watched for stalls (first map, first wait on GL).
+const FRAMES_WATCHED: u64 = 3;
+
+/// `INTEROP_LAB_SIMULATE_STALL_MS`: the first GL-interop frame waits that long inside the watched
+/// section, as a stalled driver would; for the tests of the watchdog, and to see what the app does.
+fn simulate_stall(kind: TransferKind) {
+    let Some(ms) = std::env::var("INTEROP_LAB_SIMULATE_STALL_MS").ok().and_then(|v| v.parse::<u64>().ok()) else {
+        return;
+    };
+    if kind == TransferKind::Interop {
+        log::warn!("simulating a driver stall of {ms} ms (INTEROP_LAB_SIMULATE_STALL_MS)");
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
 
 /// Creates demo `spec` and gets the renderer ready for its scenes; a demo whose shaders don't build
 /// fails here, released again.
@@ -45,6 +61,8 @@ pub struct Session {
     watcher: Option<KernelWatcher>,
     /// What each recovery from a lost CUDA context did, in order.
     recoveries: Vec<String>,
+    /// Notices driver calls that stall (setup, the first frames, the final wait).
+    watchdog: Watchdog,
     /// Panel state (pause, messages...).
     pub panel: PanelState,
 }
@@ -62,7 +80,11 @@ impl Session {
         let mut renderer =
             Guard::new(GlRenderer::new(shaders_dir), |mut renderer: GlRenderer| renderer.destroy(Graphics::Gl(gl)));
         let env = DemoEnv { graphics: Graphics::Gl(gl), cuda: selection.cuda.clone(), transfer: selection.transfer };
-        let demo = create(&env, spec, &mut renderer)?;
+        let watchdog = Watchdog::new();
+        let demo = {
+            let _watch = watchdog.watch("setting up the demo (compiling kernels, registering buffers with CUDA)");
+            create(&env, spec, &mut renderer)?
+        };
         let (renderer, draw_timer) = (renderer.keep(), draw_timer.keep());
         // Kernels read from a folder are watched, so edits there reload live.
         let watcher = selection
@@ -80,6 +102,7 @@ impl Session {
             frame: 0,
             last_frame_start: None,
             recoveries: Vec::new(),
+            watchdog,
             panel: PanelState::default(),
         })
     }
@@ -136,6 +159,11 @@ impl Session {
 
         let mut stages = StageTimes::default();
         let run = !self.panel.paused || std::mem::take(&mut self.panel.step_once);
+        // The first frames map and wait for the first time: where a stalling driver shows.
+        let watch = (frame < FRAMES_WATCHED).then(|| self.watchdog.watch("the first frames (map, kernel, draw)"));
+        if frame == 0 {
+            simulate_stall(demo.pipeline().kind());
+        }
         if run {
             match demo.step(Graphics::Gl(gl), frame, dt) {
                 Ok(times) => stages = times,
@@ -155,6 +183,8 @@ impl Session {
         let drawn = self.renderer.draw(Graphics::Gl(gl), &demo.scene(&view), &view);
         self.draw_timer.end(gl);
         stages.set_host(Stage::Draw, draw_started.elapsed().as_secs_f64() * 1e6);
+        drop(watch);
+        self.leave_a_stalled_path(gl);
         match drawn {
             Err(error) if error.is_context_lost() => {
                 self.recover(gl, &error);
@@ -165,6 +195,11 @@ impl Session {
         }
 
         self.history.push(FrameSample { frame, frame_us: frame_us.unwrap_or(f64::NAN), stages });
+        if frame == 0
+            && let Some(age) = crate::stats::since_process_start()
+        {
+            log::info!("first frame drawn {:.2} s after the process started", age.as_secs_f64());
+        }
         if let Some(error) = self.collect_late_times(gl) {
             self.recover(gl, &error);
             return;
@@ -203,6 +238,30 @@ impl Session {
             self.history.add_late(LateGpuTimes { frame, times });
         }
         lost
+    }
+
+    /// After a watched call stalled on GL interop: move the demo to a copy through host memory
+    /// (which does not wait on GL's side of the driver) and say so; the panel can switch back.
+    fn leave_a_stalled_path(&mut self, gl: &glow::Context) {
+        let stalls = self.watchdog.take_stalls();
+        let Some((what, waited)) = stalls.first() else { return };
+        let on_interop = self.demo.as_deref().is_some_and(|demo| demo.pipeline().kind() == TransferKind::Interop);
+        if !on_interop {
+            return;
+        }
+        let note = format!(
+            "{what} stalled for {:.0}+ s on GL interop (the driver was busy, e.g. recovering from another process's \
+             kernel fault): moved to host copy, which does not wait on GL; switch back in the panel when it has recovered",
+            waited.as_secs_f64()
+        );
+        match self.switch_transfer(gl, TransferKind::HostCopy) {
+            Ok(()) => {
+                log::warn!("{note}");
+                self.selection.reason = format!("host copy after a stall: {what}");
+                ui::push_notice(&mut self.panel, note);
+            }
+            Err(error) => ui::push_message(&mut self.panel, format!("{note}; but the switch failed: {error}")),
+        }
     }
 
     /// What each recovery from a lost CUDA context so far did (the messages the panel showed).
@@ -256,7 +315,10 @@ impl Session {
 
     /// Waits for all GPU work and collects every outstanding timing (end of a headless run).
     pub fn finish(&mut self, gl: &glow::Context) -> Result<()> {
-        crate::gl::finish(gl);
+        {
+            let _watch = self.watchdog.watch("waiting for the GPU to finish (glFinish)");
+            crate::gl::finish(gl);
+        }
         let demo = self.demo()?;
         demo.pipeline_mut().transfer().synchronize()?;
         demo.finish(Graphics::Gl(gl))?;
@@ -308,11 +370,15 @@ impl Session {
         unhandled
     }
 
-    /// Turns the learners' switches on or off (they stay set across demo and path changes).
+    /// Turns the learners' switches on or off (they stay set across demo and path changes); a
+    /// switch that does nothing on the path in use is said, in the log and the panel.
     pub fn set_what_if(&mut self, what_if: WhatIf) {
         self.panel.what_if = what_if;
-        if let Some(demo) = self.demo.as_deref_mut() {
-            demo.pipeline_mut().set_what_if(what_if);
+        let Some(demo) = self.demo.as_deref_mut() else { return };
+        demo.pipeline_mut().set_what_if(what_if);
+        for note in what_if.inapplicable(demo.pipeline().kind()) {
+            log::warn!("{note}");
+            ui::push_notice(&mut self.panel, note);
         }
     }
 

@@ -14,10 +14,12 @@ use crate::demos::wave::{self, Wave, WaveSettings};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{Framebuffer, GlObjects};
 use crate::guard::Guard;
+use crate::progress::Progress;
 use crate::render::gl::GlRenderer;
 use crate::render::{Graphics, Renderer};
 use crate::rng::Rng;
 use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
+use crate::stop::StopRequest;
 use crate::transfer::TransferKind;
 use crate::{Error, Result};
 
@@ -41,7 +43,8 @@ pub struct SoakArgs {
     #[arg(long)]
     pub device: Option<i32>,
     /// Path to soak: interop; copy (no registration); cpu (no CUDA allocation at all: GL buffers
-    /// the CPU writes, with CUDA only measuring free memory — what the GL driver alone keeps).
+    /// the CPU writes, with CUDA, when present, only measuring free memory — what the GL driver
+    /// alone keeps; runs without CUDA too, and skips the recompiles: there are no kernels).
     #[arg(long, value_enum, default_value_t = SoakPath::Interop)]
     pub transfer: SoakPath,
     /// Also write the report as JSON.
@@ -62,10 +65,12 @@ pub enum SoakPath {
 
 impl SoakArgs {
     /// Runs the soak; returns the report as a table and whether everything stayed within bounds.
-    pub fn run(&self) -> Result<(String, bool)> {
+    pub fn run(&self, stop: &StopRequest) -> Result<(String, bool)> {
         use std::fmt::Write;
+        crate::output::check_optional(&self.json, crate::output::OutputKind::Data, "--json")?;
         let mut out = String::new();
         let report = run(&SoakOptions {
+            stop: stop.clone(),
             frames: self.frames,
             reallocations: self.reallocations,
             recompiles: self.recompiles,
@@ -82,9 +87,9 @@ impl SoakArgs {
             let o = at.gl_objects;
             let _ = writeln!(
                 out,
-                "{name:<38} {count:>6} {:>8} {:>12.1} {:>10.1} {:>5} {:>5} {:>5} {:>5}",
+                "{name:<38} {count:>6} {:>8} {:>12} {:>10.1} {:>5} {:>5} {:>5} {:>5}",
                 seconds.map(|s| format!("{s:.1}")).unwrap_or_default(),
-                mib(at.device_free_bytes),
+                at.device_free_bytes.map(|b| format!("{:.1}", mib(b))).unwrap_or_else(|| "–".to_owned()),
                 mib(at.host_rss_bytes),
                 o.buffers,
                 o.textures,
@@ -104,7 +109,10 @@ impl SoakArgs {
         }
         if let Some(path) = &self.json {
             let text = serde_json::to_string_pretty(&report).map_err(|e| Error::InvalidInput(e.to_string()))?;
-            std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
+            crate::output::write(path, (text + "\n").as_bytes())?;
+        }
+        for note in &report.notes {
+            let _ = writeln!(out, "{note}");
         }
         if report.exceeded.is_empty() {
             let _ = writeln!(
@@ -140,6 +148,8 @@ pub struct SoakOptions {
     pub transfer: TransferKind,
     /// Re-allocations during the warm-up, before the first measurement.
     pub warmup_reallocations: u32,
+    /// Set by Ctrl-C: end after the current phase step and report what was measured.
+    pub stop: StopRequest,
 }
 
 /// Re-allocations in the warm-up by default. Measured on the H200, GL's buffer heap grows by
@@ -165,8 +175,8 @@ pub const BOUNDS: Bounds = Bounds { device_bytes: 4 << 20, host_rss_bytes: 64 <<
 /// What was measured at one point of the soak.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
 pub struct Footprint {
-    /// Free device memory, bytes.
-    pub device_free_bytes: u64,
+    /// Free device memory, bytes (`None`: no CUDA to ask, on the CPU path).
+    pub device_free_bytes: Option<u64>,
     /// Resident host memory, bytes.
     pub host_rss_bytes: u64,
     /// Live GL buffer, texture, framebuffer and program names.
@@ -204,25 +214,25 @@ pub struct SoakReport {
     pub bounds: Bounds,
     /// Each bound exceeded, in words (empty: the soak passed).
     pub exceeded: Vec<String>,
+    /// What was skipped or cut short, in words.
+    pub notes: Vec<String>,
 }
 
 /// Runs the soak. Errors (no CUDA, no interop) are returned; bounds exceeded are in the report.
 pub fn run(options: &SoakOptions) -> Result<SoakReport> {
-    if options.transfer == TransferKind::Cpu && options.recompiles > 0 {
-        return Err(Error::InvalidInput(
-            "kernel recompiles need a CUDA path: add --recompiles 0 to soak the CPU path".to_owned(),
-        ));
-    }
+    let on_cpu = options.transfer == TransferKind::Cpu;
     let cuda_options = CudaOptions {
-        backend: BackendRequest::Cuda,
-        transfer: if options.transfer == TransferKind::Interop {
-            TransferRequest::Interop
-        } else {
-            TransferRequest::Copy
+        // The CPU path uses CUDA, when there is one, only to read free device memory.
+        backend: if on_cpu { BackendRequest::Auto } else { BackendRequest::Cuda },
+        transfer: match options.transfer {
+            TransferKind::Interop => TransferRequest::Interop,
+            TransferKind::Cpu => TransferRequest::Auto,
+            _ => TransferRequest::Copy,
         },
         device: options.device,
         kernels_dir: None,
         no_cache: true,
+        background_compiles: false,
     };
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&cuda_options))?;
     let gl = context.gl().clone();
@@ -230,16 +240,21 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
     if let Some(unmet) = &selection.unmet_request {
         return Err(Error::Unavailable(unmet.clone()));
     }
-    let Some(cuda) = selection.cuda.clone() else {
-        return Err(Error::Unavailable(format!("the soak needs CUDA: {}", selection.reason)));
-    };
+    let cuda = selection.cuda.clone();
+    if cuda.is_none() && !on_cpu {
+        return Err(Error::Unavailable(format!(
+            "soaking {} needs CUDA: {}; `soak --transfer cpu` soaks GL alone",
+            options.transfer.label(),
+            selection.reason
+        )));
+    }
     let framebuffer =
         Guard::new(Framebuffer::new(&gl, [256, 256])?, |mut framebuffer: Framebuffer| framebuffer.destroy(&gl));
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: options.transfer };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: cuda.clone(), transfer: options.transfer };
     let mut wave = Wave::new(&env, WaveSettings::default())?;
     let mut framebuffer = framebuffer.keep();
     let mut renderer = GlRenderer::new(None);
-    let result = soak(&gl, &cuda, &framebuffer, &mut renderer, &mut wave, options);
+    let result = soak(&gl, cuda.as_ref(), &framebuffer, &mut renderer, &mut wave, options);
     Box::new(wave).destroy(Graphics::Gl(&gl));
     renderer.destroy(Graphics::Gl(&gl));
     framebuffer.destroy(&gl);
@@ -248,7 +263,7 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
 
 fn soak(
     gl: &glow::Context,
-    cuda: &Rc<CudaRuntime>,
+    cuda: Option<&Rc<CudaRuntime>>,
     framebuffer: &Framebuffer,
     renderer: &mut GlRenderer,
     wave: &mut Wave,
@@ -257,8 +272,19 @@ fn soak(
     let graphics = Graphics::Gl(gl);
     let view = View { origin: [0, 0], size: framebuffer.size() };
     let mut frame = 0u64;
+    let recompiles = if cuda.is_some() && options.transfer != TransferKind::Cpu { options.recompiles } else { 0 };
+    let mut notes = Vec::new();
+    if recompiles < options.recompiles {
+        notes.push(format!("kernel recompiles skipped: the {} path runs no kernel", options.transfer.label()));
+    }
+    let total = 200 + options.warmup_reallocations + options.frames + options.reallocations + recompiles;
+    let progress = Progress::new("soak", u64::from(total), &options.stop);
     let mut run_frames = |wave: &mut Wave, count: u32| -> Result<()> {
         for _ in 0..count {
+            if progress.stopped() {
+                break;
+            }
+            progress.done_one();
             framebuffer.bind(gl);
             wave.step(graphics, frame, 1.0 / 60.0)?;
             renderer.draw(graphics, &wave.scene(&view), &view)?;
@@ -272,6 +298,9 @@ fn soak(
     run_frames(wave, 200)?;
     let mut warmup_sizes = Rng::new(0x3a11);
     for _ in 0..options.warmup_reallocations {
+        if options.stop.requested() {
+            break;
+        }
         let [width, height] = random_grid(&mut warmup_sizes);
         wave.set_vertices(graphics, width, height)?;
         run_frames(wave, 1)?;
@@ -295,6 +324,9 @@ fn soak(
         let started = Instant::now();
         let until = (u64::from(options.reallocations) * u64::from(quarter) / 4) as u32;
         for _ in done..until {
+            if options.stop.requested() {
+                break;
+            }
             let [width, height] = random_grid(&mut random);
             wave.set_vertices(graphics, width, height)?;
             run_frames(wave, 1)?;
@@ -321,27 +353,39 @@ fn soak(
     let builds = wave.kernel_builds();
     let options_for_wave =
         builds.iter().find(|(file, _)| file.name == wave::KERNEL.name).map(|(_, o)| o.clone()).unwrap_or_default();
-    for index in 0..options.recompiles {
+    for index in 0..recompiles {
+        let Some(cuda) = cuda else { break };
+        if options.stop.requested() {
+            break;
+        }
         // A different comment each time: a new text, so NVRTC compiles it for real.
         let text = format!("{source}\n// soak recompile {index}\n");
         let compiled = cuda.compiler.compile_source(wave::KERNEL.name, &text, &origin, &options_for_wave)?;
         wave.swap_kernels(wave::KERNEL.name, &options_for_wave, &compiled)?;
         run_frames(wave, 1)?;
     }
-    phases.push(Phase {
-        name: "kernel recompiles and module swaps",
-        count: options.recompiles,
-        seconds: secs(started),
-        after: measure()?,
-    });
+    if recompiles > 0 {
+        phases.push(Phase {
+            name: "kernel recompiles and module swaps",
+            count: recompiles,
+            seconds: secs(started),
+            after: measure()?,
+        });
+    }
+    if options.stop.requested() {
+        notes.push("stopped (Ctrl-C): the counts are those run before".to_owned());
+    }
 
-    let errors = cuda.context.take_errors();
+    let errors = cuda.map(|cuda| cuda.context.take_errors()).unwrap_or_default();
     if let Some(error) = errors.first() {
         return Err(Error::Unavailable(format!("a resource failed to free itself during the soak: {error}")));
     }
-    let device = cuda.context.device().name.clone();
+    let device = match cuda {
+        Some(cuda) => cuda.context.device().name.clone(),
+        None => "no CUDA device (GL alone)".to_owned(),
+    };
     let exceeded = phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS)).unwrap_or_default();
-    Ok(SoakReport { transfer: options.transfer, device, before, phases, bounds: BOUNDS, exceeded })
+    Ok(SoakReport { transfer: options.transfer, device, before, phases, bounds: BOUNDS, exceeded, notes })
 }
 
 /// A random wave grid from 16×16 to 512×512 vertices (4 KiB to 4 MiB of vertex buffer).
@@ -356,7 +400,10 @@ fn secs(started: Instant) -> f64 {
 /// Each bound `after` exceeds, against `before`.
 pub fn exceeded(before: &Footprint, after: &Footprint, bounds: &Bounds) -> Vec<String> {
     let mut out = Vec::new();
-    let device_lost = before.device_free_bytes.saturating_sub(after.device_free_bytes);
+    let device_lost = match (before.device_free_bytes, after.device_free_bytes) {
+        (Some(before), Some(after)) => before.saturating_sub(after),
+        _ => 0,
+    };
     if device_lost > bounds.device_bytes {
         out.push(format!("device memory: {device_lost} bytes no longer free (bound {})", bounds.device_bytes));
     }
@@ -381,12 +428,17 @@ pub fn exceeded(before: &Footprint, after: &Footprint, bounds: &Bounds) -> Vec<S
 /// Device memory, host memory and GL objects once all work is done. GL frees a deleted buffer's
 /// memory only after the GPU has finished with it, and a headless run never swaps buffers (where a
 /// window's driver would catch up), so GL is finished first: what is still taken then is held.
-fn footprint(gl: &glow::Context, cuda: &CudaRuntime) -> Result<Footprint> {
+fn footprint(gl: &glow::Context, cuda: Option<&Rc<CudaRuntime>>) -> Result<Footprint> {
     crate::gl::finish(gl);
-    cuda.context.synchronize()?;
+    let device_free_bytes = match cuda {
+        Some(cuda) => {
+            cuda.context.synchronize()?;
+            Some(cuda.context.memory_info()?.0 as u64)
+        }
+        None => None,
+    };
     let gl_objects = GlObjects::count(gl, GL_NAMES);
-    let (free, _) = cuda.context.memory_info()?;
-    Ok(Footprint { device_free_bytes: free as u64, host_rss_bytes: resident_bytes()?, gl_objects })
+    Ok(Footprint { device_free_bytes, host_rss_bytes: resident_bytes()?, gl_objects })
 }
 
 /// Resident set size of this process (`VmRSS` in /proc/self/status).
@@ -408,7 +460,7 @@ mod tests {
 
     fn at(device_free_bytes: u64, host_rss_bytes: u64, buffers: u64) -> Footprint {
         Footprint {
-            device_free_bytes,
+            device_free_bytes: Some(device_free_bytes),
             host_rss_bytes,
             gl_objects: GlObjects { buffers, textures: 3, framebuffers: 1, programs: 1 },
         }

@@ -230,6 +230,19 @@ impl Summary {
     }
 }
 
+/// Time since this process started, from the kernel's own records (`/proc/self/stat` start
+/// time against `/proc/uptime`; 10 ms resolution): how long a start took, without a clock that
+/// must be set first thing in `main`.
+pub fn since_process_start() -> Option<std::time::Duration> {
+    const CLOCK_TICKS_PER_SECOND: f64 = 100.0; // USER_HZ: 100 on every Linux the app targets
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Field 22 (starttime); fields after the command name, which is in parentheses and may hold spaces.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let start_ticks: f64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime").ok()?.split_whitespace().next()?.parse().ok()?;
+    Some(std::time::Duration::from_secs_f64((uptime - start_ticks / CLOCK_TICKS_PER_SECOND).max(0.0)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

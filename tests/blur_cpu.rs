@@ -40,7 +40,7 @@ fn headless_cpu_output_matches_the_f64_reference() {
     // A prime width and an odd height: tiles never line up with the image.
     let source = random_source(251, 97, &mut random);
     let input = dir.join("input.png");
-    image::save_png(&input, [251, 97], PixelFormat::Rgba8, &source.rgba8).expect("save input");
+    image::save(&input, [251, 97], PixelFormat::Rgba8, &source.rgba8).expect("save input");
     for (variant, sigma) in [("separable", 3.5), ("box", 6.0), ("naive", 1.5), ("recursive", 6.0)] {
         let output = dir.join(format!("{variant}.png"));
         let status = binary()

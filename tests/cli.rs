@@ -243,7 +243,7 @@ fn no_display_and_empty_or_truncated_images_get_a_message() {
     std::fs::write(&empty, b"").expect("write");
     let pattern = interop_lab::demos::blur::image::test_pattern(96, 64);
     let whole = dir.join("whole.png");
-    interop_lab::demos::blur::image::save_png(&whole, [96, 64], interop_lab::pixel::PixelFormat::Rgba8, &pattern.rgba8)
+    interop_lab::demos::blur::image::save(&whole, [96, 64], interop_lab::pixel::PixelFormat::Rgba8, &pattern.rgba8)
         .expect("save");
     let bytes = std::fs::read(&whole).expect("read");
     let truncated = dir.join("truncated.png");

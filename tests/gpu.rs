@@ -194,6 +194,8 @@ fn headless_interop_and_copy_render_the_same_picture() {
             shaders_dir: None,
             what_if: WhatIf::default(),
             open_sections: Vec::new(),
+            stop: Default::default(),
+            record: None,
         };
         let report = headless::run(&options).expect("headless run");
         let stages: Vec<Stage> = report.summary.stages.iter().filter(|s| s.gpu_us.is_some()).map(|s| s.stage).collect();

@@ -26,7 +26,7 @@ fn random_image(width: u32, height: u32, random: &mut common::Random, path: &std
     for value in pattern.rgba32f.iter_mut() {
         *value = (*value + random.range(-0.15, 0.15) as f32).clamp(0.0, 1.0);
     }
-    image::save_png(path, [width, height], PixelFormat::Rgba32f, bytemuck::cast_slice(&pattern.rgba32f)).expect("save");
+    image::save(path, [width, height], PixelFormat::Rgba32f, bytemuck::cast_slice(&pattern.rgba32f)).expect("save");
     image::load(path).expect("reload")
 }
 
@@ -122,7 +122,7 @@ fn every_filter_format_route_and_path_matches_the_reference() {
                         filter,
                         route,
                         format,
-                        block,
+                        block: Some(block),
                         segment,
                         ..BlurSettings::default()
                     };
@@ -162,6 +162,8 @@ fn large_sigma_and_the_box_approximation() {
         (Filter::Recursive, 100.0, [64, 2], None),
         // Beyond PAIR_FORM_MAX_SIGMA: RGBA8 with the first-order complex walker.
         (Filter::Recursive, 150.0, [64, 2], None),
+        // The top of the advertised range, where auto picks the box cascade: no radius cap applies.
+        (Filter::Box, 2000.0, [64, 4], None),
         (Filter::Recursive, 25.0, [32, 2], None),
         (Filter::Recursive, 10.0, [64, 4], None),
         // Segments set by hand: short ones under a long warm-up, and one beyond the automatic budget.
@@ -169,8 +171,14 @@ fn large_sigma_and_the_box_approximation() {
         (Filter::Recursive, 10.0, [64, 2], Some(256)),
         (Filter::Recursive, 10.0, [32, 4], Some(64)),
     ] {
-        let settings =
-            BlurSettings { image: Some(path.clone()), sigma, filter, block, segment, ..BlurSettings::default() };
+        let settings = BlurSettings {
+            image: Some(path.clone()),
+            sigma,
+            filter,
+            block: Some(block),
+            segment,
+            ..BlurSettings::default()
+        };
         let env =
             DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
         let mut blur = Blur::new(&env, settings.clone()).expect("blur");
@@ -210,21 +218,22 @@ fn cuda_and_cpu_backends_agree_and_bad_launches_are_named() {
 
     // 64 × 32 = 2048 threads per block: refused, the old settings keep running.
     let error = gpu
-        .change(BlurSettings { block: [64, 32], ..settings.clone() })
+        .change(BlurSettings { block: Some([64, 32]), ..settings.clone() })
         .and_then(|()| gpu.step(Graphics::Gl(&gl), 1, 0.0).map(|_| ()));
     assert!(error.is_ok(), "a bad edit is reported in the panel, not as a failed frame");
-    assert_eq!(gpu.settings().block, settings.block, "the previous block is still in use");
+    assert_eq!(gpu.settings().block(), settings.block(), "the previous block is still in use");
     let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
     let refused =
-        Blur::new(&env, BlurSettings { block: [64, 32], ..settings.clone() }).err().expect("refused").to_string();
+        Blur::new(&env, BlurSettings { block: Some([64, 32]), ..settings.clone() }).err().expect("refused").to_string();
     assert!(refused.contains("1024 threads per block"), "{refused}");
     let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
-    let recursive = BlurSettings { filter: Filter::Recursive, block: [48, 1], ..settings.clone() };
+    let recursive = BlurSettings { filter: Filter::Recursive, block: Some([48, 1]), ..settings.clone() };
     let refused = Blur::new(&env, recursive).err().expect("refused").to_string();
     assert!(refused.contains("multiple of 64"), "{refused}");
     // 1024 rows × 129 columns × 8 bytes: more shared memory than a block can have.
     let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
-    let recursive = BlurSettings { filter: Filter::Recursive, block: [64, 4], segment: Some(1024), ..settings.clone() };
+    let recursive =
+        BlurSettings { filter: Filter::Recursive, block: Some([64, 4]), segment: Some(1024), ..settings.clone() };
     let refused = Blur::new(&env, recursive).err().expect("refused").to_string();
     assert!(refused.contains("shared memory") && refused.contains("lower --segment"), "{refused}");
     Box::new(gpu).destroy(Graphics::Gl(&gl));

@@ -34,6 +34,8 @@ fn a_kernel_fault_loses_the_context_and_the_demo_goes_on_on_the_cpu() {
             shaders_dir: None,
             what_if: WhatIf::default(),
             open_sections: Vec::new(),
+            stop: Default::default(),
+            record: None,
         })
     };
     let faulted = run(CudaOptions {

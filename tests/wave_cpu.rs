@@ -65,6 +65,8 @@ fn headless_cpu_run_renders_and_reports_its_stages() {
         shaders_dir: None,
         what_if: Default::default(),
         open_sections: Vec::new(),
+        stop: Default::default(),
+        record: None,
     };
     let report = headless::run(&options).expect("headless run");
     // Not blank: a good share of the pixels differ from the background colour.

@@ -25,6 +25,8 @@ pub fn headless_frames(run: &FrameRun) -> Result<FramesMeasured> {
         shaders_dir: None,
         what_if: Default::default(),
         open_sections: Vec::new(),
+        stop: run.stop.clone(),
+        record: None,
     };
     let report = headless::run(&options)?;
     Ok(FramesMeasured {

@@ -247,7 +247,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
     });
     if let Some(path) = &options.json {
         let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
-        std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
+        crate::output::write(path, (text + "\n").as_bytes())?;
     }
     Ok(BenchReport { json, table })
 }

@@ -80,8 +80,40 @@ impl Compiler {
         self.compile_source(file.name, &source, &origin, options)
     }
 
-    /// As [`Self::compile`], for a source text already in hand.
-    pub fn compile_source(&self, name: &str, source: &str, origin: &str, options: &[String]) -> Result<CompiledModule> {
+    /// The module `file` with `options` compiles to, when it is in the on-disk cache (no NVRTC).
+    pub fn cached(&self, file: &SourceFile, options: &[String]) -> Result<Option<CompiledModule>> {
+        let (source, origin) = file.read(self.kernels_dir.as_deref())?;
+        let (target, kind, cache_path) = self.cache_entry(file.name, &source, options)?;
+        Ok(read_cached(cache_path.as_deref()).map(|image| CompiledModule {
+            origin,
+            image,
+            kind,
+            target,
+            from_cache: true,
+            compile_time: Duration::ZERO,
+            log: String::new(),
+        }))
+    }
+
+    /// [`Self::compile`] on a thread of its own: NVRTC needs no CUDA context, so a window keeps
+    /// drawing while a kernel compiles. The result lands in the cache as usual.
+    pub fn compile_in_background(&self, file: &SourceFile, options: &[String]) -> PendingCompile {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let (compiler, file, options) = (self.clone(), *file, options.to_vec());
+        let spawned = std::thread::Builder::new().name(format!("nvrtc {}", file.name)).spawn(move || {
+            let _ = sender.send(compiler.compile(&file, &options));
+        });
+        let early = spawned.err().map(|e| format!("no thread for a background compile: {e}"));
+        PendingCompile { file: file.name, receiver, started: Instant::now(), early }
+    }
+
+    /// Target, image kind and cache path of `name` with `source` and `options`.
+    fn cache_entry(
+        &self,
+        name: &str,
+        source: &str,
+        options: &[String],
+    ) -> Result<(String, ImageKind, Option<PathBuf>)> {
         let target = self.target()?;
         let key = cache_key(&[
             &format!("{}.{}", self.nvrtc_version.0, self.nvrtc_version.1),
@@ -95,7 +127,13 @@ impl Compiler {
             let stem = name.trim_end_matches(".cu");
             dir.join(format!("{stem}-{target}-{key:016x}.{}", if kind == ImageKind::Cubin { "cubin" } else { "ptx" }))
         });
-        if let Some(image) = cache_path.as_ref().and_then(|path| std::fs::read(path).ok()).filter(|i| !i.is_empty()) {
+        Ok((target, kind, cache_path))
+    }
+
+    /// As [`Self::compile`], for a source text already in hand.
+    pub fn compile_source(&self, name: &str, source: &str, origin: &str, options: &[String]) -> Result<CompiledModule> {
+        let (target, kind, cache_path) = self.cache_entry(name, source, options)?;
+        if let Some(image) = read_cached(cache_path.as_deref()) {
             return Ok(CompiledModule {
                 origin: origin.to_owned(),
                 image,
@@ -143,6 +181,57 @@ impl Compiler {
                 ))
             },
         )
+    }
+}
+
+/// The cached image at `path`, when there is a non-empty one.
+fn read_cached(path: Option<&Path>) -> Option<Vec<u8>> {
+    path.and_then(|path| std::fs::read(path).ok()).filter(|image| !image.is_empty())
+}
+
+/// A compile running on a background thread ([`Compiler::compile_in_background`]).
+#[derive(Debug)]
+pub struct PendingCompile {
+    file: &'static str,
+    receiver: std::sync::mpsc::Receiver<Result<CompiledModule>>,
+    started: Instant,
+    /// Why the compile could not start, if it could not.
+    early: Option<String>,
+}
+
+impl PendingCompile {
+    /// The result, once the compile has finished (`None` while it runs).
+    pub fn poll(&self) -> Option<Result<CompiledModule>> {
+        if let Some(error) = &self.early {
+            return Some(Err(Error::Unavailable(error.clone())));
+        }
+        match self.receiver.try_recv() {
+            Ok(result) => Some(result),
+            Err(std::sync::mpsc::TryRecvError::Empty) => None,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                Some(Err(Error::Unavailable(format!("the background compile of {} ended without a result", self.file))))
+            }
+        }
+    }
+
+    /// Waits for the result.
+    pub fn wait(self) -> Result<CompiledModule> {
+        if let Some(error) = self.early {
+            return Err(Error::Unavailable(error));
+        }
+        self.receiver.recv().unwrap_or_else(|_| {
+            Err(Error::Unavailable(format!("the background compile of {} ended without a result", self.file)))
+        })
+    }
+
+    /// The kernel file being compiled.
+    pub fn file(&self) -> &'static str {
+        self.file
+    }
+
+    /// Time since the compile started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
     }
 }
 

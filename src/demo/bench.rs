@@ -28,6 +28,8 @@ pub struct FrameRun {
     pub size: [u32; 2],
     /// Backend and transfer choices.
     pub cuda: CudaOptions,
+    /// Set by Ctrl-C: stop after the current frame.
+    pub stop: crate::stop::StopRequest,
 }
 
 /// What such a run measured.
@@ -48,7 +50,7 @@ pub type FrameRunner<'a> = &'a dyn Fn(&FrameRun) -> Result<FramesMeasured>;
 pub fn write_json(path: &Option<PathBuf>, json: &serde_json::Value) -> Result<()> {
     if let Some(path) = path {
         let text = serde_json::to_string_pretty(json).map_err(|e| Error::InvalidInput(e.to_string()))?;
-        std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
+        crate::output::write(path, (text + "\n").as_bytes())?;
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ pub mod spec;
 use std::rc::Rc;
 
 pub use self::pipeline::Pipeline;
-pub use self::spec::{DemoSpec, Settings};
+pub use self::spec::{DemoSpec, Output, Settings};
 use crate::Result;
 use crate::camera::OrbitCamera;
 use crate::cuda::LaunchConfig;

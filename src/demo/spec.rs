@@ -5,8 +5,11 @@
 use std::any::Any;
 use std::fmt;
 
+use std::path::PathBuf;
+
 use super::{Demo, DemoEnv};
 use crate::Result;
+use crate::output::OutputKind;
 
 /// A demo's settings type.
 pub trait Settings: fmt::Debug + Clone + PartialEq + 'static {
@@ -20,6 +23,29 @@ pub trait Settings: fmt::Debug + Clone + PartialEq + 'static {
     fn on_cpu(&self) -> Self {
         self.clone()
     }
+
+    /// Files these settings ask to be written when the run ends, with their kind and flag, so
+    /// they can be checked before the run starts.
+    fn outputs(&self) -> Vec<Output> {
+        Vec::new()
+    }
+
+    /// Frames a headless run needs when `--frames` is not given: `None` for the usual count. A
+    /// demo whose result does not change from frame to frame (a filtered image) needs one.
+    fn headless_frames(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// A file a demo writes: its path, what it holds, and the flag that asked for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    /// Where.
+    pub path: PathBuf,
+    /// What it holds.
+    pub kind: OutputKind,
+    /// The flag that named it, e.g. `--output`.
+    pub flag: &'static str,
 }
 
 /// [`Settings`] without its type, so that any demo's can be held in one [`DemoSpec`].
@@ -27,6 +53,8 @@ trait AnySettings: fmt::Debug {
     fn name(&self) -> &'static str;
     fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>>;
     fn on_cpu(&self) -> Box<dyn AnySettings>;
+    fn outputs(&self) -> Vec<Output>;
+    fn headless_frames(&self) -> Option<u32>;
     fn clone_box(&self) -> Box<dyn AnySettings>;
     fn as_any(&self) -> &dyn Any;
     fn equals(&self, other: &dyn AnySettings) -> bool;
@@ -43,6 +71,14 @@ impl<T: Settings> AnySettings for T {
 
     fn on_cpu(&self) -> Box<dyn AnySettings> {
         Box::new(Settings::on_cpu(self))
+    }
+
+    fn outputs(&self) -> Vec<Output> {
+        Settings::outputs(self)
+    }
+
+    fn headless_frames(&self) -> Option<u32> {
+        Settings::headless_frames(self)
     }
 
     fn clone_box(&self) -> Box<dyn AnySettings> {
@@ -81,6 +117,19 @@ impl DemoSpec {
     /// is dropped: the CPU computes all bodies itself).
     pub fn on_cpu(&self) -> Self {
         Self(self.0.on_cpu())
+    }
+
+    /// Checks every file these settings will write (before the run, so a bad path costs nothing).
+    pub fn check_outputs(&self) -> Result<()> {
+        for output in self.0.outputs() {
+            crate::output::check(&output.path, output.kind, output.flag)?;
+        }
+        Ok(())
+    }
+
+    /// Frames a headless run needs when `--frames` is not given (`None`: the usual count).
+    pub fn headless_frames(&self) -> Option<u32> {
+        self.0.headless_frames()
     }
 
     /// Creates the demo.

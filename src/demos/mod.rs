@@ -11,6 +11,7 @@ use clap::Subcommand;
 use crate::args::RunArgs;
 use crate::demo::DemoSpec;
 use crate::demo::bench::{BenchReport, FrameRunner};
+use crate::stop::StopRequest;
 use crate::{Error, Result};
 
 /// The demos the app knows, in menu order.
@@ -19,7 +20,7 @@ pub const NAMES: &[&str] = &["nbody", "blur", "wave"];
 /// Demo `name` with its default settings.
 pub fn default_spec(name: &str) -> Result<DemoSpec> {
     match name {
-        "blur" => Ok(DemoSpec::new(blur::BlurSettings::default())),
+        "blur" => Ok(DemoSpec::new(blur::BlurSettings::automatic())),
         "nbody" => Ok(DemoSpec::new(nbody::NBodySettings::default())),
         "wave" => Ok(DemoSpec::new(wave::WaveSettings::default())),
         other => Err(Error::InvalidInput(format!("unknown demo {other:?}; the demos are {NAMES:?}"))),
@@ -59,11 +60,12 @@ pub enum DemoBenchCommand {
 }
 
 impl DemoBenchCommand {
-    /// Runs the benchmark; `frames` renders its full-frame part headless.
-    pub fn run(&self, frames: FrameRunner<'_>) -> Result<BenchReport> {
+    /// Runs the benchmark; `frames` renders its full-frame part headless; `stop` (Ctrl-C) ends
+    /// it early with what was measured.
+    pub fn run(&self, frames: FrameRunner<'_>, stop: &StopRequest) -> Result<BenchReport> {
         match self {
-            Self::Nbody(args) => args.run(frames),
-            Self::Blur(args) => args.run(frames),
+            Self::Nbody(args) => args.run(frames, stop),
+            Self::Blur(args) => args.run(frames, stop),
         }
     }
 }

@@ -188,24 +188,50 @@ pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>
         );
     }
 
-    // The window's context first: GLX refuses to make a context current (BadAccess) on a thread
-    // where an EGL context was current before.
+    // The window's context on this thread (winit wants the main thread), the headless one on a
+    // thread of its own: a thread keeps its current GL context, and the driver's cuGLGetDevices
+    // asks about the one current on the calling thread, so probing both on one thread mixes them
+    // up (GLX also refuses a context on a thread where an EGL context was current).
     let display_present = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
     let window_gl = if display_present { window_check.map(|check| check()) } else { None };
     let egl_devices = headless::list_devices().unwrap_or_default();
     let preferred = devices.first().map(|d| options.device.unwrap_or(d.ordinal));
-    let headless_gl = check_headless(preferred, driver.is_some());
-    if let Some(error) = &headless_gl.error {
-        problem(
+    let query_cuda = driver.is_some();
+    let headless_gl = std::thread::Builder::new()
+        .name("doctor headless GL".to_owned())
+        .spawn(move || check_headless(preferred, query_cuda))
+        .map_err(|e| e.to_string())
+        .and_then(|probe| probe.join().map_err(|_| "the headless GL probe panicked".to_owned()))
+        .unwrap_or_else(|error| GlCheck {
+            kind: "headless (EGL device)".to_owned(),
+            info: None,
+            cuda_devices: None,
+            error: Some(error),
+        });
+    match (&headless_gl.info, &headless_gl.error) {
+        (None, Some(error)) => problem(
             &mut problems,
             format!("no headless GL context: {error}"),
-            "install Mesa's EGL (libegl1 libegl-mesa0 libgl1-mesa-dri) or the NVIDIA driver's GL libraries",
-        );
+            "install Mesa's EGL and GL (apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri libgbm1) or the \
+             NVIDIA driver's GL libraries",
+        ),
+        (Some(_), Some(error)) => problem(
+            &mut problems,
+            format!("the headless GL context works, but asking CUDA which device runs it failed: {error}"),
+            "the driver's GL and CUDA parts may not match: check that `nvidia-smi` and the GL vendor report the \
+             same driver version",
+        ),
+        _ => {}
     }
-    if let Some(GlCheck { error: Some(error), .. }) = &window_gl {
+    if let Some(GlCheck { error: Some(error), info, .. }) = &window_gl {
+        let what = if info.is_some() {
+            "the window's GL context works, but cuGLGetDevices failed"
+        } else {
+            "no GL context for a window"
+        };
         problem(
             &mut problems,
-            format!("no GL context for a window: {error}"),
+            format!("{what}: {error}"),
             "check the display (e.g. `glxinfo -B`); headless mode still works",
         );
     }
@@ -233,7 +259,7 @@ pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>
     let (kernels, kernel_cache) = check_kernels(driver, &devices, options, &mut problems);
 
     let (transfer, reason) = if driver.is_none() || devices.is_empty() || nvrtc.is_err() {
-        (TransferKind::Cpu, "CUDA is not usable here (see the problems above)".to_owned())
+        (TransferKind::Cpu, "CUDA is not usable here (see the problems below)".to_owned())
     } else if kernels.iter().any(|k| k.error.is_some()) {
         (TransferKind::Cpu, "the kernels do not compile or load on this device".to_owned())
     } else if interop_device.is_some() && options.transfer != runtime::TransferRequest::Copy {

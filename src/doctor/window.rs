@@ -7,11 +7,17 @@ use winit::event_loop::{ActiveEventLoop, EventLoop};
 use winit::window::WindowId;
 
 use super::GlCheck;
-use crate::gl::context::window::WindowGl;
+use crate::gl::context::window::{WindowGl, catch_window_panics, winit_error_text};
 
 /// Opens an invisible window to see which GL context the app would get there, and which CUDA
 /// devices run it (`doctor` uses this). `query_cuda`: the driver is loaded and may be asked.
 pub fn probe_window_context(query_cuda: bool) -> GlCheck {
+    let failed =
+        |error: String| GlCheck { kind: "window".to_owned(), info: None, cuda_devices: None, error: Some(error) };
+    catch_window_panics(|| Ok(probe(query_cuda))).unwrap_or_else(|error| failed(error.to_string()))
+}
+
+fn probe(query_cuda: bool) -> GlCheck {
     struct Probe {
         query_cuda: bool,
         result: Option<GlCheck>,
@@ -36,11 +42,11 @@ pub fn probe_window_context(query_cuda: bool) -> GlCheck {
         |error: String| GlCheck { kind: "window".to_owned(), info: None, cuda_devices: None, error: Some(error) };
     let event_loop = match EventLoop::new() {
         Ok(event_loop) => event_loop,
-        Err(error) => return failed(error.to_string()),
+        Err(error) => return failed(winit_error_text(&error)),
     };
     let mut probe = Probe { query_cuda, result: None };
     if let Err(error) = event_loop.run_app(&mut probe) {
-        return failed(error.to_string());
+        return failed(winit_error_text(&error));
     }
     probe.result.unwrap_or_else(|| failed("the event loop ended before the window was created".to_owned()))
 }

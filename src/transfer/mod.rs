@@ -114,6 +114,28 @@ pub struct WhatIf {
     pub skip_copy_sync: bool,
 }
 
+impl WhatIf {
+    /// For each switch that is on but does nothing on `kind`, a sentence that says so.
+    pub fn inapplicable(&self, kind: TransferKind) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.register_every_frame && kind != TransferKind::Interop {
+            notes.push(format!(
+                "what if register-every-frame: it concerns GL interop, and this runs on {}: no effect until the path \
+                 is GL interop",
+                kind.label()
+            ));
+        }
+        if self.skip_copy_sync && !matches!(kind, TransferKind::HostCopy | TransferKind::HostCopyPageable) {
+            notes.push(format!(
+                "what if skip-copy-sync: it concerns the host-copy paths, and this runs on {}: no effect until the \
+                 path is a host copy",
+                kind.label()
+            ));
+        }
+        notes
+    }
+}
+
 /// What a compute step does with a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {

@@ -20,8 +20,10 @@ pub struct PanelState {
     pub step_once: bool,
     /// Vsync on (window only; `None` headless).
     pub vsync: Option<bool>,
-    /// Errors and notices to show until dismissed.
+    /// Errors to show until dismissed (a headless run that has any fails with them).
     pub messages: Vec<String>,
+    /// Things the user should know that are not errors (a switch with no effect on this path).
+    pub notices: Vec<String>,
     /// Width of the panel in points, measured when it was last drawn (the scene is drawn right of it).
     pub width_points: f32,
     /// The trace view shows the setup calls instead of the last frame's.
@@ -32,6 +34,8 @@ pub struct PanelState {
     pub what_if: WhatIf,
     /// Sections shown open when the panel first appears (the rest start closed).
     pub open_sections: Vec<PanelSection>,
+    /// The recording running (window only): folder, frames written, frames dropped.
+    pub recording: Option<(std::path::PathBuf, u64, u64)>,
 }
 
 impl PanelState {
@@ -55,6 +59,8 @@ pub enum PanelAction {
     UseWhileMapped,
     /// Start the app again as a new process (CUDA after a lost context).
     Relaunch,
+    /// Start recording frames, or stop the recording running.
+    ToggleRecording,
 }
 
 /// What the panel shows.
@@ -134,7 +140,13 @@ fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<
         }
     });
     ui.label(egui::RichText::new(current.explanation()).small());
-    ui.label(egui::RichText::new(format!("Why: {}", input.selection.reason)).small().weak());
+    // Why this path runs (a fallback says what is missing and the fix): full-size text.
+    let why = format!("Why: {}", input.selection.reason);
+    if current == TransferKind::Interop {
+        ui.label(why);
+    } else {
+        ui.colored_label(egui::Color32::from_rgb(0xf0, 0xd0, 0x80), why);
+    }
     if let Some(unmet) = &input.selection.unmet_request {
         ui.colored_label(egui::Color32::YELLOW, unmet);
     }
@@ -199,7 +211,7 @@ fn ownership(ui: &mut egui::Ui, input: &PanelInput<'_>) {
             if let (Some(held), Some(frame)) = (held, frame) {
                 let share = (held.median / frame.median).clamp(0.0, 1.0) as f32;
                 ui.add(egui::ProgressBar::new(share).text(format!(
-                    "CUDA held them {:.0} µs of a {:.0} µs frame (median, host, map → unmap)",
+                    "CUDA held them {:.0} µs of a {:.0} µs frame (median, host, from map to unmap)",
                     held.median, frame.median
                 )));
             }
@@ -232,8 +244,18 @@ fn run_controls(ui: &mut egui::Ui, state: &mut PanelState, actions: &mut Vec<Pan
             if ui.checkbox(&mut on, "vsync").changed() {
                 actions.push(PanelAction::SetVsync(on));
             }
+            let label = if state.recording.is_some() { "stop recording" } else { "record" };
+            if ui.button(label).on_hover_text("frames as a numbered PNG sequence (--record DIR)").clicked() {
+                actions.push(PanelAction::ToggleRecording);
+            }
         }
     });
+    if let Some((dir, frames, dropped)) = &state.recording {
+        ui.colored_label(
+            egui::Color32::from_rgb(0xff, 0x70, 0x70),
+            format!("REC into {}: {frames} frames, {dropped} dropped", dir.display()),
+        );
+    }
 }
 
 fn device_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &PanelState) {
@@ -288,16 +310,29 @@ fn device_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &PanelState)
 }
 
 fn messages(ui: &mut egui::Ui, state: &mut PanelState) {
-    if state.messages.is_empty() {
+    if state.messages.is_empty() && state.notices.is_empty() {
         return;
     }
     ui.separator();
+    for notice in &state.notices {
+        ui.label(notice);
+    }
     for message in &state.messages {
         ui.colored_label(egui::Color32::LIGHT_RED, message);
     }
     if ui.button("dismiss").clicked() {
         state.messages.clear();
+        state.notices.clear();
     }
+}
+
+/// Adds a notice (not an error) for the user, keeping the last few.
+pub fn push_notice(state: &mut PanelState, notice: String) {
+    if !state.notices.contains(&notice) {
+        state.notices.push(notice);
+    }
+    let excess = state.notices.len().saturating_sub(4);
+    state.notices.drain(..excess);
 }
 
 /// Adds a message for the user, keeping the last few.

@@ -117,7 +117,7 @@ fn export_path(extension: &str) -> PathBuf {
 /// path, JSON (the frames and their summary) otherwise.
 pub fn export(history: &FrameHistory, path: &Path) -> Result<()> {
     let text = if path.extension().is_some_and(|e| e == "csv") { to_csv(history) } else { to_json(history)? };
-    std::fs::write(path, text).map_err(|e| Error::io(path, e))
+    crate::output::write(path, text.as_bytes())
 }
 
 /// The frames as CSV.

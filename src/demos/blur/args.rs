@@ -27,10 +27,11 @@ pub struct BlurArgs {
     /// Kernel radius (default: ⌈3σ⌉).
     #[arg(long)]
     pub radius: Option<u32>,
-    /// Filter: separable (two 1-D passes), recursive (IIR Gaussian, σ ≥ 4), box (σ-independent
-    /// cascade, σ ≥ 2) or naive (full 2-D window).
-    #[arg(long, value_enum, default_value_t = Filter::Separable)]
-    pub variant: Filter,
+    /// Filter: auto (the fastest whose accuracy bound holds at this σ: separable below 4,
+    /// recursive to 100, box beyond), separable (two 1-D passes), recursive (IIR Gaussian, σ ≥ 4), box
+    /// (σ-independent cascade, σ ≥ 2) or naive (full 2-D window).
+    #[arg(long, value_enum, default_value_t = FilterChoice::Auto)]
+    pub variant: FilterChoice,
     /// How results reach the texture: texture (surface writes, interop only) or pbo.
     #[arg(long, value_enum, default_value_t = Route::Texture)]
     pub route: Route,
@@ -38,9 +39,9 @@ pub struct BlurArgs {
     #[arg(long, value_enum, default_value_t = PixelFormat::Rgba8)]
     pub format: PixelFormat,
     /// CUDA threads per block, XxY (y a power of two for separable and box; x·y a multiple of 64
-    /// for recursive).
-    #[arg(long, value_parser = parse_pair, default_value = "64x4")]
-    pub block: [u32; 2],
+    /// for recursive). Default: each filter's fastest, 64x2 for recursive, 64x4 for the others.
+    #[arg(long, value_parser = parse_pair)]
+    pub block: Option<[u32; 2]>,
     /// Rows per segment of the recursive filter, its tile: a power of two ≥ 32 for rgba8, ≥ 16 for
     /// rgba32f (default: the largest up to 256 that fits a shared-memory budget for the block).
     #[arg(long, value_name = "ROWS")]
@@ -49,7 +50,8 @@ pub struct BlurArgs {
     /// shared-memory bank conflicts).
     #[arg(long, default_value_t = 5)]
     pub pixels_per_thread: u32,
-    /// Write the blurred image as PNG (16-bit for rgba32f) when the run ends.
+    /// Write the blurred image when the run ends: PNG (16-bit for rgba32f) or JPEG, by the
+    /// extension. Headless without --frames, one frame is rendered.
     #[arg(long, value_name = "FILE.png")]
     pub output: Option<PathBuf>,
     /// Before | after split line, as a fraction of the view width.
@@ -64,7 +66,8 @@ impl BlurArgs {
             image: self.image.clone(),
             sigma: self.sigma,
             radius: self.radius,
-            filter: self.variant,
+            filter: self.variant.filter().unwrap_or(Filter::Separable),
+            auto_filter: self.variant.filter().is_none(),
             route: self.route,
             format: self.format,
             block: self.block,
@@ -72,6 +75,35 @@ impl BlurArgs {
             pixels_per_thread: self.pixels_per_thread,
             output: self.output.clone(),
             split: self.split,
+        }
+        .resolved()
+    }
+}
+
+/// `--variant`: a filter, or auto.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FilterChoice {
+    /// The fastest filter whose accuracy bound holds at the σ asked for.
+    Auto,
+    /// Two 1-D Gaussian passes.
+    Separable,
+    /// Recursive (IIR) Gaussian, σ ≥ 4.
+    Recursive,
+    /// Four-box cascade, σ ≥ 2.
+    Box,
+    /// Full 2-D window.
+    Naive,
+}
+
+impl FilterChoice {
+    /// The filter chosen by hand, `None` for auto.
+    pub fn filter(self) -> Option<Filter> {
+        match self {
+            FilterChoice::Auto => None,
+            FilterChoice::Separable => Some(Filter::Separable),
+            FilterChoice::Recursive => Some(Filter::Recursive),
+            FilterChoice::Box => Some(Filter::Box),
+            FilterChoice::Naive => Some(Filter::Naive),
         }
     }
 }
@@ -91,9 +123,9 @@ pub struct BlurBenchArgs {
     /// Filters to time (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub variant: Vec<Filter>,
-    /// CUDA threads per block, XxY.
-    #[arg(long, value_parser = parse_pair, default_value = "64x4")]
-    pub block: [u32; 2],
+    /// CUDA threads per block, XxY (default: each filter's own, 64x2 recursive, 64x4 the others).
+    #[arg(long, value_parser = parse_pair)]
+    pub block: Option<[u32; 2]>,
     /// Rows per segment of the recursive filter, its tile: a power of two ≥ 32 for rgba8, ≥ 16 for
     /// rgba32f (default: the largest up to 256 that fits a shared-memory budget for the block).
     #[arg(long, value_name = "ROWS")]
@@ -120,7 +152,8 @@ pub struct BlurBenchArgs {
 
 impl BlurBenchArgs {
     /// Runs the benchmark; `frames` renders the full-frame part headless.
-    pub fn run(&self, frames: FrameRunner<'_>) -> Result<BenchReport> {
+    pub fn run(&self, frames: FrameRunner<'_>, stop: &crate::stop::StopRequest) -> Result<BenchReport> {
+        crate::output::check_optional(&self.json, crate::output::OutputKind::Data, "--json")?;
         bench::blur(
             &BlurBench {
                 size: self.size,
@@ -135,6 +168,7 @@ impl BlurBenchArgs {
                 frames: self.frames,
                 cuda: self.cuda.options(),
                 json: self.json.clone(),
+                stop: stop.clone(),
             },
             frames,
         )

@@ -14,8 +14,10 @@ use crate::cuda::{DeviceBuffer, Stream};
 use crate::demo::DemoSpec;
 use crate::demo::bench::{BenchReport, FrameRun, FrameRunner, write_json};
 use crate::pixel::PixelFormat;
+use crate::progress::Progress;
 use crate::runtime::{self, BackendRequest, CudaOptions, TransferRequest};
 use crate::stats::Percentiles;
+use crate::stop::StopRequest;
 use crate::{Error, Result};
 
 /// What `bench blur` measures.
@@ -29,8 +31,8 @@ pub struct BlurBench {
     pub format: PixelFormat,
     /// Filters to time (empty: all).
     pub filters: Vec<Filter>,
-    /// Threads per block.
-    pub block: [u32; 2],
+    /// Threads per block (`None`: each filter's own default).
+    pub block: Option<[u32; 2]>,
     /// Rows per segment of the recursive filter (`None`: automatic).
     pub segment: Option<u32>,
     /// Outputs per thread per tile row.
@@ -45,6 +47,8 @@ pub struct BlurBench {
     pub cuda: CudaOptions,
     /// Where to write the JSON.
     pub json: Option<PathBuf>,
+    /// Set by Ctrl-C: finish the filter being timed, then report what was measured.
+    pub stop: StopRequest,
 }
 
 /// The naive filter is timed only up to this radius: beyond it one launch takes seconds.
@@ -56,6 +60,10 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
     super::image::check_size(options.size[0], options.size[1]).map_err(Error::InvalidInput)?;
     if options.sigmas.is_empty() || options.repeats == 0 {
         return Err(Error::InvalidInput("bench blur needs at least one σ and one repeat".to_owned()));
+    }
+    let (low, high) = super::SIGMA_RANGE;
+    if let Some(sigma) = options.sigmas.iter().find(|s| !(s.is_finite() && **s >= low && **s <= high)) {
+        return Err(Error::InvalidInput(format!("--sigma {sigma}: every σ must be in {low}..={high}")));
     }
     if let Some(segment) = options.segment {
         // Up front: a bad segment is an error, not a skipped row.
@@ -90,12 +98,15 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         options.repeats,
         options.warmup
     );
+    let recursive_block = options.block.unwrap_or(Filter::Recursive.default_block());
     if filters.contains(&Filter::Recursive) {
-        let rows = kernels.recursive_segment(options.block, options.segment);
+        let rows = kernels.recursive_segment(recursive_block, options.segment);
         let chosen = if options.segment.is_some() { "--segment" } else { "auto" };
         table.push_str(&format!(
-            "recursive: block {}x{}, segments of {rows} rows ({chosen})\n",
-            options.block[0], options.block[1]
+            "recursive: block {}x{}, segments of {rows} rows ({chosen}); the others: block {}\n",
+            recursive_block[0],
+            recursive_block[1],
+            options.block.map(|b| format!("{}x{}", b[0], b[1])).unwrap_or_else(|| "64x4".to_owned())
         ));
     }
     table.push_str(&format!(
@@ -103,7 +114,11 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         "sigma", "filter", "pass 1 µs", "pass 2 µs", "total µs", "Mpixel/s", "GB/s", "% DRAM"
     ));
     let mut results = Vec::new();
+    let progress = Progress::new("bench blur", (options.sigmas.len() * filters.len()) as u64, &options.stop);
     for &sigma in &options.sigmas {
+        if progress.stopped() {
+            break;
+        }
         let settings = BlurSettings {
             sigma,
             format: options.format,
@@ -117,6 +132,11 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         let mut weights_buffer = DeviceBuffer::new(&cuda.context, weights.len() * 4)?;
         weights_buffer.upload(&stream, bytemuck::cast_slice(&weights))?;
         for &filter in &filters {
+            if progress.stopped() {
+                break;
+            }
+            progress.step(format!("σ {sigma} {}", filter.name()));
+            progress.done_one();
             let settings = BlurSettings { filter, ..settings.clone() };
             let skip = match (filter, settings.validate()) {
                 (_, Err(error)) => Some(error.to_string()),
@@ -126,6 +146,7 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
                 _ => None,
             };
             if let Some(reason) = skip {
+                table.push_str(&format!("{:>7} {:<10} skipped: {reason}\n", sigma, filter.name()));
                 results.push(json!({ "sigma": sigma, "filter": filter, "skipped": reason }));
                 continue;
             }
@@ -135,6 +156,7 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
                     // A segment set by hand that cannot launch is bad input, not a row to skip.
                     return Err(error);
                 }
+                table.push_str(&format!("{:>7} {:<10} skipped: {error}\n", sigma, filter.name()));
                 results.push(json!({ "sigma": sigma, "filter": filter, "skipped": error.to_string() }));
                 continue;
             }
@@ -215,13 +237,14 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         })
         .and_then(|r| serde_json::from_value::<Filter>(r["filter"].clone()).ok());
     let mut frame_results = Vec::new();
-    if let (Some(filter), true) = (fastest, options.frames > 0) {
+    if let (Some(filter), true) = (fastest, options.frames > 0 && !progress.stopped()) {
+        progress.step(format!("full frames, σ {frame_sigma}"));
         table.push_str(&format!(
             "\nfull headless frames (blur + interop + draw), σ {frame_sigma}, {}:\n",
             filter.name()
         ));
         let image_path = std::env::temp_dir().join(format!("interop-lab-bench-{}.png", std::process::id()));
-        super::image::save_png(&image_path, options.size, PixelFormat::Rgba8, &source.rgba8)?;
+        super::image::save(&image_path, options.size, PixelFormat::Rgba8, &source.rgba8)?;
         for (route, transfer) in [
             (Route::Texture, TransferRequest::Interop),
             (Route::Pbo, TransferRequest::Interop),
@@ -239,8 +262,14 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
                 ..BlurSettings::default()
             };
             let cuda = CudaOptions { transfer, ..options.cuda.clone() };
-            let measured =
-                frames(&FrameRun { spec: DemoSpec::new(settings), frames: options.frames, size: [1280, 800], cuda })?;
+            let run = FrameRun {
+                spec: DemoSpec::new(settings),
+                frames: options.frames,
+                size: [1280, 800],
+                cuda,
+                stop: options.stop.clone(),
+            };
+            let measured = frames(&run)?;
             let label = format!("{} / {}", measured.transfer.as_str().unwrap_or("?"), route.label());
             table.push_str(&format!("  {label:<48} {:>8.0} frames/s\n", measured.frames_per_second));
             frame_results.push(json!({ "route": route, "transfer": measured.transfer, "frames_per_second": measured.frames_per_second, "timings_us": measured.timings }));
@@ -255,13 +284,17 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         "format": options.format,
         "block": options.block,
         "segment": options.segment,
-        "recursive_segment_rows": kernels.recursive_segment(options.block, options.segment),
+        "recursive_segment_rows": kernels.recursive_segment(recursive_block, options.segment),
         "pixels_per_thread": options.pixels_per_thread,
         "dram_bytes_per_s": bandwidth,
         "method": format!("CUDA events before, between and after the passes; {} warm-up then {} timed, median; bytes = each pass's input read once and output written once", options.warmup, options.repeats),
         "kernels": results,
         "frames": frame_results,
+        "interrupted": progress.stopped(),
     });
+    if progress.stopped() {
+        table.push_str("stopped (Ctrl-C): the table holds what was measured before\n");
+    }
     write_json(&options.json, &json)?;
     Ok(BenchReport { json, table })
 }
@@ -279,10 +312,25 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
         rayon::current_num_threads()
     );
     let mut results = Vec::new();
-    for &sigma in &options.sigmas {
+    let progress = Progress::new("bench blur (CPU)", (options.sigmas.len() * filters.len()) as u64, &options.stop);
+    'sigmas: for &sigma in &options.sigmas {
         for &filter in filters {
+            if progress.stopped() {
+                break 'sigmas;
+            }
+            progress.step(format!("σ {sigma} {}", filter.name()));
+            progress.done_one();
             let settings = BlurSettings { sigma, filter, format: options.format, ..BlurSettings::default() };
-            if settings.validate().is_err() || (filter == Filter::Naive && settings.radius() > NAIVE_BENCH_RADIUS) {
+            let skip = match settings.validate() {
+                Err(error) => Some(error.to_string()),
+                Ok(()) if filter == Filter::Naive && settings.radius() > NAIVE_BENCH_RADIUS => {
+                    Some(format!("naive not timed beyond radius {NAIVE_BENCH_RADIUS}: (2r+1)² taps per pixel"))
+                }
+                Ok(()) => None,
+            };
+            if let Some(reason) = skip {
+                table.push_str(&format!("  σ {sigma:>6} {:<10} skipped: {reason}\n", filter.name()));
+                results.push(json!({ "sigma": sigma, "filter": filter, "skipped": reason }));
                 continue;
             }
             let times: Vec<f64> = (0..options.repeats.min(5))
@@ -303,7 +351,14 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
             results.push(json!({ "sigma": sigma, "filter": filter, "total_us": total, "megapixels_per_s": pixels / total.median }));
         }
     }
-    let json = json!({ "benchmark": "blur", "backend": "cpu", "size": options.size, "format": options.format, "kernels": results });
+    let json = json!({
+        "benchmark": "blur",
+        "backend": "cpu",
+        "size": options.size,
+        "format": options.format,
+        "kernels": results,
+        "interrupted": progress.stopped(),
+    });
     write_json(&options.json, &json)?;
     Ok(BenchReport { json, table })
 }

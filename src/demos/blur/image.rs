@@ -10,6 +10,10 @@ use crate::{Error, Result};
 /// Largest side accepted (textures of that size exist on any GPU the app targets).
 pub const MAX_SIDE: u32 = 16_384;
 
+/// Host bytes per pixel while an image loads: the decoder's buffer (up to 8, 16-bit RGBA), the
+/// RGBA8 copy (4) and the RGBA32F copy (16) the filters run on.
+pub const HOST_BYTES_PER_PIXEL: u64 = 28;
+
 /// An image as loaded, kept in both formats the filters run on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceImage {
@@ -54,6 +58,12 @@ pub fn load(path: &Path) -> Result<SourceImage> {
     let (width, height) =
         reader.into_dimensions().map_err(|e| image_error(format!("not a readable PNG or JPEG image: {e}")))?;
     check_size(width, height).map_err(&image_error)?;
+    let pixels = u64::from(width) * u64::from(height);
+    crate::host_memory::check(
+        &format!("{} ({width}x{height} pixels, {HOST_BYTES_PER_PIXEL} bytes each while loading)", path.display()),
+        pixels * HOST_BYTES_PER_PIXEL,
+        "use a smaller image (scale it down), or close other programs",
+    )?;
     let mut reader = image::ImageReader::open(path)
         .map_err(|e| Error::io(path, e))?
         .with_guessed_format()
@@ -119,24 +129,25 @@ pub fn test_pattern(width: u32, height: u32) -> SourceImage {
     SourceImage { width, height, rgba8, rgba32f, origin: format!("generated test pattern {width}x{height}") }
 }
 
-/// Writes `bytes` (`format`, tightly packed, top row first) as PNG: 8-bit for RGBA8, 16-bit for
-/// RGBA32F so the extra precision is not thrown away.
-pub fn save_png(path: &Path, size: [u32; 2], format: PixelFormat, bytes: &[u8]) -> Result<()> {
+/// Writes `bytes` (`format`, tightly packed, top row first) as PNG or JPEG by the extension: PNG
+/// 8-bit for RGBA8 and 16-bit for RGBA32F (so the extra precision is kept), JPEG 8-bit RGB.
+pub fn save(path: &Path, size: [u32; 2], format: PixelFormat, bytes: &[u8]) -> Result<()> {
     let image_error = |message: String| Error::Image { path: path.to_owned(), message };
-    match format {
-        PixelFormat::Rgba8 => image::RgbaImage::from_raw(size[0], size[1], bytes.to_vec())
-            .ok_or_else(|| image_error("pixel data does not match the size".to_owned()))?
-            .save(path)
-            .map_err(|e| image_error(e.to_string())),
+    let mismatch = || image_error("pixel data does not match the size".to_owned());
+    let image = match format {
+        PixelFormat::Rgba8 => image::DynamicImage::ImageRgba8(
+            image::RgbaImage::from_raw(size[0], size[1], bytes.to_vec()).ok_or_else(mismatch)?,
+        ),
         PixelFormat::Rgba32f => {
             let floats: &[f32] = bytemuck::try_cast_slice(bytes).map_err(|e| image_error(e.to_string()))?;
             let words: Vec<u16> = floats.iter().map(|&v| (v.clamp(0.0, 1.0) * 65535.0).round() as u16).collect();
-            image::ImageBuffer::<image::Rgba<u16>, Vec<u16>>::from_raw(size[0], size[1], words)
-                .ok_or_else(|| image_error("pixel data does not match the size".to_owned()))?
-                .save(path)
-                .map_err(|e| image_error(e.to_string()))
+            image::DynamicImage::ImageRgba16(
+                image::ImageBuffer::<image::Rgba<u16>, Vec<u16>>::from_raw(size[0], size[1], words)
+                    .ok_or_else(mismatch)?,
+            )
         }
-    }
+    };
+    crate::output::write_image(path, image)
 }
 
 /// The float image the CPU filters produced, as texture bytes in `format`.
@@ -185,10 +196,10 @@ mod tests {
         assert!(huge.contains("20000x10") && huge.contains("1..=16384"), "{huge}");
 
         let pattern = test_pattern(64, 40);
-        save_png(&dir.join("pattern.png"), [64, 40], PixelFormat::Rgba8, &pattern.rgba8).expect("save");
+        save(&dir.join("pattern.png"), [64, 40], PixelFormat::Rgba8, &pattern.rgba8).expect("save");
         let reloaded = load(&dir.join("pattern.png")).expect("reload");
         assert_eq!(reloaded.rgba8, pattern.rgba8);
-        save_png(&dir.join("pattern16.png"), [64, 40], PixelFormat::Rgba32f, bytemuck::cast_slice(&pattern.rgba32f))
+        save(&dir.join("pattern16.png"), [64, 40], PixelFormat::Rgba32f, bytemuck::cast_slice(&pattern.rgba32f))
             .expect("save 16-bit");
         let reloaded16 = load(&dir.join("pattern16.png")).expect("reload 16-bit");
         assert!(reloaded16.rgba32f.iter().zip(&pattern.rgba32f).all(|(a, b)| (a - b).abs() < 1e-4));

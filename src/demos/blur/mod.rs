@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use self::image::SourceImage;
 use self::kernels::{BlurKernels, Filter, Output};
-use crate::cuda::module::CompiledModule;
+use crate::cuda::module::{CompiledModule, PendingCompile};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
 use crate::demo::{
@@ -46,6 +46,11 @@ enum Engine {
     },
     Cpu {
         input: cpu::Image<f32>,
+    },
+    /// CUDA, with the kernels compiling on a background thread (a window's first start on a
+    /// device): frames show the image unfiltered meanwhile. `None` once the compile failed.
+    Compiling {
+        pending: Option<PendingCompile>,
     },
 }
 
@@ -76,6 +81,8 @@ pub struct Blur {
     path: String,
     pass_us: Vec<[f64; 2]>,
     message: Option<String>,
+    /// Where the last save went (not an error: shown in the normal colour).
+    saved: Option<String>,
     occupancy: OccupancyCache,
 }
 
@@ -116,6 +123,7 @@ impl Blur {
             path,
             pass_us: Vec::new(),
             message: None,
+            saved: None,
             occupancy: OccupancyCache::default(),
         })
     }
@@ -176,8 +184,8 @@ impl Blur {
             }
             Change::Save(path) => {
                 let bytes = self.read_output(graphics)?;
-                image::save_png(&path, self.size(), self.settings.format, &bytes)?;
-                self.message = Some(format!("saved {}", path.display()));
+                image::save(&path, self.size(), self.settings.format, &bytes)?;
+                self.saved = Some(format!("saved {}", path.display()));
                 Ok(())
             }
         }
@@ -231,6 +239,40 @@ impl Blur {
         Ok(())
     }
 
+    /// Takes the background compile's result when it has arrived; returns whether the CUDA engine
+    /// is ready. A failed compile is said in the panel and the image stays unfiltered.
+    fn finish_compile(&mut self) -> bool {
+        let Engine::Compiling { pending } = &mut self.engine else { return true };
+        let Some(result) = pending.as_ref().and_then(PendingCompile::poll) else { return false };
+        *pending = None;
+        let ready = result.and_then(|compiled| {
+            let cuda = self.pipeline.cuda().ok_or_else(mismatch)?;
+            let format = self.settings.format;
+            let kernels = BlurKernels::from_compiled(cuda, format, self.settings.pixels_per_thread, &compiled)?;
+            kernels.validate(&self.settings.job(self.size()))?;
+            log::info!("{} compiled in {:.2} s", KERNEL.name, compiled.compile_time.as_secs_f64());
+            cuda_engine(cuda, &self.settings, &self.source, kernels)
+        });
+        match ready {
+            Ok(engine) => {
+                self.engine = engine;
+                true
+            }
+            Err(error) => {
+                self.message = Some(format!("the blur kernels are not running: {error}"));
+                false
+            }
+        }
+    }
+
+    /// While the kernels compile in the background: which file, and for how long so far.
+    pub fn compiling(&self) -> Option<(&'static str, std::time::Duration)> {
+        match &self.engine {
+            Engine::Compiling { pending: Some(pending) } => Some((pending.file(), pending.elapsed())),
+            _ => None,
+        }
+    }
+
     fn fitted_zoom(&self, view: &View) -> f32 {
         let [w, h] = self.size();
         (view.size[0] as f32 / w as f32).min(view.size[1] as f32 / h as f32)
@@ -243,7 +285,22 @@ fn make_engine(pipeline: &Pipeline, settings: &BlurSettings, source: &SourceImag
     let Some(cuda) = pipeline.cuda() else {
         return Ok(Engine::Cpu { input: source.to_float_image(settings.format) });
     };
+    let options = BlurKernels::options(settings.format, settings.pixels_per_thread);
+    if cuda.background_compiles && cuda.compiler.cached(&KERNEL, &options)?.is_none() {
+        log::info!("compiling {} in the background (first run with these options on this device)", KERNEL.name);
+        return Ok(Engine::Compiling { pending: Some(cuda.compiler.compile_in_background(&KERNEL, &options)) });
+    }
     let kernels = BlurKernels::load(cuda, settings.format, settings.pixels_per_thread)?;
+    cuda_engine(cuda, settings, source, kernels)
+}
+
+/// The CUDA engine around `kernels`: the source on the device, scratch and weights.
+fn cuda_engine(
+    cuda: &crate::runtime::CudaRuntime,
+    settings: &BlurSettings,
+    source: &SourceImage,
+    kernels: BlurKernels,
+) -> Result<Engine> {
     let pixels = source.width as usize * source.height as usize;
     let bytes = source.bytes(settings.format);
     let weights: Vec<f32> =
@@ -353,6 +410,9 @@ impl Demo for Blur {
                 Err(error) => self.message = Some(format!("{error} (kept the previous settings)")),
             }
         }
+        if matches!(self.engine, Engine::Compiling { .. }) && !self.finish_compile() {
+            return Ok(StageTimes::default()); // the image shows unfiltered until the kernels arrive
+        }
         let job = self.settings.job(self.size());
         let format = self.settings.format;
         let settings = self.settings.clone();
@@ -433,7 +493,7 @@ impl Demo for Blur {
     fn finish(&mut self, graphics: Graphics<'_>) -> Result<()> {
         if let Some(path) = self.settings.output.clone() {
             let bytes = self.read_output(graphics)?;
-            image::save_png(&path, self.size(), self.settings.format, &bytes)?;
+            image::save(&path, self.size(), self.settings.format, &bytes)?;
             log::info!("wrote {}", path.display());
         }
         Ok(())
@@ -506,7 +566,7 @@ impl LiveKernels for Blur {
                         .get(kernels.first_function(self.settings.filter, self.settings.sigma), &launch),
                 })
             }
-            Engine::Cpu { .. } => None,
+            Engine::Cpu { .. } | Engine::Compiling { .. } => None,
         }
     }
 
@@ -515,7 +575,7 @@ impl LiveKernels for Blur {
             Engine::Cuda { .. } => {
                 vec![(KERNEL, BlurKernels::options(self.settings.format, self.settings.pixels_per_thread))]
             }
-            Engine::Cpu { .. } => Vec::new(),
+            Engine::Cpu { .. } | Engine::Compiling { .. } => Vec::new(),
         }
     }
 

@@ -27,10 +27,10 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
             let segment = match &demo.engine {
                 Engine::Cuda { kernels, .. } => format!(
                     ", segments of {} rows{}",
-                    kernels.recursive_segment(demo.settings.block, demo.settings.segment),
+                    kernels.recursive_segment(demo.settings.block(), demo.settings.segment),
                     if demo.settings.segment.is_none() { " (auto)" } else { "" }
                 ),
-                Engine::Cpu { .. } => String::new(),
+                Engine::Cpu { .. } | Engine::Compiling { .. } => String::new(),
             };
             ui.label(format!(
                 "σ {:.2}: poles {:.4} and {re:.4} ± {im:.4}i, warm-up {} rows{segment}",
@@ -44,6 +44,15 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
         }
     }
     ui.label(format!("route: {}", demo.route().label()));
+    if let Some((file, since)) = demo.compiling() {
+        ui.horizontal(|ui| {
+            ui.spinner();
+            ui.label(format!(
+                "NVRTC is compiling {file} ({:.1} s): the first start on this device; shown unfiltered until then",
+                since.as_secs_f64()
+            ));
+        });
+    }
     if let Some((first, second)) = demo.pass_times() {
         let total_us = first.median + second.median;
         let pixels = f64::from(w) * f64::from(h);
@@ -61,31 +70,57 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
 
     ui.separator();
     let edit = &mut demo.edit;
-    ui.add(egui::Slider::new(&mut edit.sigma, SIGMA_RANGE.0..=200.0).logarithmic(true).text("σ"));
-    let mut manual = edit.radius.is_some();
+    ui.add(egui::Slider::new(&mut edit.sigma, SIGMA_RANGE.0..=SIGMA_RANGE.1).logarithmic(true).text("σ"));
+    if edit.filter.uses_radius() {
+        let mut manual = edit.radius.is_some();
+        ui.horizontal(|ui| {
+            ui.checkbox(&mut manual, "radius by hand");
+            if manual {
+                let mut r = edit.radius.unwrap_or(radius.min(MAX_RADIUS));
+                ui.add(egui::DragValue::new(&mut r).range(1..=MAX_RADIUS));
+                edit.radius = Some(r);
+            } else {
+                edit.radius = None;
+            }
+        });
+    }
     ui.horizontal(|ui| {
-        ui.checkbox(&mut manual, "radius by hand");
-        if manual {
-            let mut r = edit.radius.unwrap_or(radius);
-            ui.add(egui::DragValue::new(&mut r).range(1..=MAX_RADIUS));
-            edit.radius = Some(r);
-        } else {
-            edit.radius = None;
-        }
-    });
-    ui.horizontal(|ui| {
+        ui.radio_value(&mut edit.auto_filter, true, "auto").on_hover_text(
+            "The fastest filter whose accuracy bound holds at this σ: separable below 4, recursive to 100, box beyond",
+        );
         for filter in Filter::ALL {
-            ui.radio_value(&mut edit.filter, filter, filter.name());
+            if ui.radio(!edit.auto_filter && edit.filter == filter, filter.name()).clicked() {
+                edit.auto_filter = false;
+                edit.filter = filter;
+            }
         }
     });
+    let picked_block = edit.block.is_none();
+    *edit = edit.clone().resolved();
+    if picked_block {
+        edit.block = None;
+    }
+    if edit.auto_filter {
+        ui.label(format!("auto: {} at σ {:.2}", edit.filter.name(), edit.sigma));
+    }
     ui.horizontal(|ui| {
         ui.radio_value(&mut edit.format, PixelFormat::Rgba8, "RGBA8");
         ui.radio_value(&mut edit.format, PixelFormat::Rgba32f, "RGBA32F");
     });
     let interop = demo.pipeline.kind() == TransferKind::Interop;
     ui.horizontal(|ui| {
-        ui.add_enabled_ui(interop, |ui| ui.radio_value(&mut edit.route, Route::Texture, "texture"));
-        ui.radio_value(&mut edit.route, Route::Pbo, "pixel buffer");
+        // The route in use is the one marked: off interop, the texture route runs as the pixel buffer.
+        let in_use = if interop { edit.route } else { Route::Pbo };
+        ui.add_enabled_ui(interop, |ui| {
+            if ui.radio(in_use == Route::Texture, "texture").clicked() {
+                edit.route = Route::Texture;
+            }
+        })
+        .response
+        .on_disabled_hover_text("writing the texture in place needs GL interop");
+        if ui.radio(in_use == Route::Pbo, "pixel buffer").clicked() {
+            edit.route = Route::Pbo;
+        }
     });
     let smallest = kernels::smallest_recursive_segment(edit.format);
     if edit.segment.is_some_and(|s| s < smallest) {
@@ -95,9 +130,16 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
     if demo.pipeline.cuda().is_some() {
         ui.horizontal(|ui| {
             ui.label("block");
-            ui.add(egui::DragValue::new(&mut edit.block[0]).range(1..=1024));
+            let mut block = edit.block();
+            let x = ui.add(egui::DragValue::new(&mut block[0]).range(1..=1024)).changed();
             ui.label("×");
-            ui.add(egui::DragValue::new(&mut edit.block[1]).range(1..=1024));
+            let y = ui.add(egui::DragValue::new(&mut block[1]).range(1..=1024)).changed();
+            if x || y {
+                edit.block = Some(block);
+            }
+            if edit.block.is_some() && ui.small_button("default").on_hover_text("the filter's own block").clicked() {
+                edit.block = None;
+            }
             if edit.filter == Filter::Recursive {
                 segment_control(ui, edit);
             }
@@ -150,13 +192,18 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
         if ui.button("open").clicked() {
             demo.pending.push(Change::Open(PathBuf::from(&demo.path)));
         }
-        if ui.button("save blurred").clicked() {
-            let path =
-                if demo.path.is_empty() { PathBuf::from("blurred.png") } else { blurred_name(Path::new(&demo.path)) };
-            demo.pending.push(Change::Save(path));
+        let save_to =
+            if demo.path.is_empty() { PathBuf::from("blurred.png") } else { blurred_name(Path::new(&demo.path)) };
+        let save_to = std::path::absolute(&save_to).unwrap_or(save_to);
+        if ui.button("save blurred").on_hover_text(format!("writes {}", save_to.display())).clicked() {
+            demo.pending.push(Change::Save(save_to.clone()));
         }
+        ui.label(egui::RichText::new(format!("to {}", save_to.display())).small());
     });
-    ui.label(egui::RichText::new("Drop a PNG or JPEG on the window to open it.").small().weak());
+    ui.label(egui::RichText::new("Drop a PNG or JPEG on the window to open it.").small());
+    if let Some(saved) = &demo.saved {
+        ui.label(saved);
+    }
     if let Some(message) = &demo.message {
         ui.colored_label(egui::Color32::LIGHT_RED, message);
     }

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use super::kernels::{Filter, Job};
 use super::{Blur, cpu, kernels};
-use crate::demo::{Demo, DemoEnv, Settings};
+use crate::demo::{Demo, DemoEnv, Output, Settings};
+use crate::output::OutputKind;
 use crate::pixel::PixelFormat;
 use crate::{Error, Result};
 
@@ -50,14 +51,16 @@ pub struct BlurSettings {
     pub sigma: f64,
     /// Kernel radius (`None`: ⌈3σ⌉).
     pub radius: Option<u32>,
-    /// Which filter.
+    /// Which filter (when `auto_filter`, the one [`Filter::fastest_for`] σ picks).
     pub filter: Filter,
+    /// Pick the filter by σ: the fastest whose accuracy bound holds (`--variant auto`).
+    pub auto_filter: bool,
     /// How results reach the texture (texture falls back to pbo off the interop path).
     pub route: Route,
     /// Pixel format of the image, the kernels and the textures.
     pub format: PixelFormat,
-    /// Threads per block in x and y.
-    pub block: [u32; 2],
+    /// Threads per block in x and y (`None`: the filter's own default, [`Filter::default_block`]).
+    pub block: Option<[u32; 2]>,
     /// Rows per segment of the recursive filter, its tile (`None`: the largest power of two up to
     /// 256 whose shared memory fits a budget for the block; see [`kernels::auto_recursive_segment`]).
     /// Other filters ignore it.
@@ -77,9 +80,10 @@ impl Default for BlurSettings {
             sigma: 3.0,
             radius: None,
             filter: Filter::Separable,
+            auto_filter: false,
             route: Route::Texture,
             format: PixelFormat::Rgba8,
-            block: [64, 4],
+            block: None,
             segment: None,
             pixels_per_thread: 5,
             output: None,
@@ -89,6 +93,24 @@ impl Default for BlurSettings {
 }
 
 impl BlurSettings {
+    /// What a user gets without choosing: the filter picked by σ, each filter's own block.
+    pub fn automatic() -> Self {
+        Self { auto_filter: true, ..Self::default() }.resolved()
+    }
+
+    /// These settings with the filter picked by σ when `auto_filter` is on.
+    pub fn resolved(mut self) -> Self {
+        if self.auto_filter {
+            self.filter = Filter::fastest_for(self.sigma);
+        }
+        self
+    }
+
+    /// Threads per block in use: the one set, else the filter's default.
+    pub fn block(&self) -> [u32; 2] {
+        self.block.unwrap_or(self.filter.default_block())
+    }
+
     /// The radius in use: the one set, else ⌈3σ⌉.
     pub fn radius(&self) -> u32 {
         self.radius.unwrap_or_else(|| cpu::default_radius(self.sigma) as u32)
@@ -101,8 +123,19 @@ impl BlurSettings {
             return Err(Error::InvalidInput(format!("σ must be a number in {low}..={high}, not {}", self.sigma)));
         }
         let radius = self.radius();
-        if radius == 0 || radius > MAX_RADIUS {
-            return Err(Error::InvalidInput(format!("radius must be 1..={MAX_RADIUS}, not {radius}")));
+        if self.radius == Some(0) || (self.filter.uses_radius() && radius > MAX_RADIUS) {
+            let why = match self.radius {
+                Some(_) => format!("--radius must be 1..={MAX_RADIUS}, not {radius}"),
+                None => format!(
+                    "the {} filter's radius ⌈3σ⌉ = {radius} is beyond its limit of {MAX_RADIUS} (a tile row stages 2r \
+                     extra pixels)",
+                    self.filter.name()
+                ),
+            };
+            return Err(Error::InvalidInput(format!(
+                "{why}: use --variant recursive or box (their cost does not depend on σ; --variant auto picks one), or \
+                 --radius {MAX_RADIUS} or less to cut the Gaussian short"
+            )));
         }
         if self.filter == Filter::Naive && radius > MAX_NAIVE_RADIUS {
             return Err(Error::InvalidInput(format!(
@@ -140,7 +173,7 @@ impl BlurSettings {
             radius: self.radius(),
             box_radii: cpu::box_radii(self.sigma).0,
             recursive: cpu::RecursiveGaussian::new(self.sigma),
-            block: self.block,
+            block: self.block(),
             segment: self.segment,
         }
     }
@@ -151,5 +184,15 @@ impl Settings for BlurSettings {
 
     fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
         Ok(Box::new(Blur::new(env, self.clone())?))
+    }
+
+    fn outputs(&self) -> Vec<Output> {
+        let output = |path: &PathBuf| Output { path: path.clone(), kind: OutputKind::Image, flag: "--output" };
+        self.output.iter().map(output).collect()
+    }
+
+    /// Every frame filters the same image the same way: one frame gives the output.
+    fn headless_frames(&self) -> Option<u32> {
+        self.output.is_some().then_some(1)
     }
 }

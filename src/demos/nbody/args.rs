@@ -82,18 +82,20 @@ pub struct NBodyPhysicsArgs {
     /// Arithmetic precision.
     #[arg(long, value_enum, default_value_t = Precision::F32)]
     pub precision: Precision,
-    /// Threads per block of the forces kernel.
-    #[arg(long, default_value_t = 256)]
-    pub block_size: u32,
+    /// Threads per block of the forces kernel. Without any of the four variant flags the kernel
+    /// is autotuned: the variant found fastest on this device (timed once, then kept beside the
+    /// kernel cache); with some, the others default to 256 / the block size / 8 / 2.
+    #[arg(long)]
+    pub block_size: Option<u32>,
     /// Bodies per shared-memory tile (default: the block size).
     #[arg(long)]
     pub tile_size: Option<u32>,
     /// Unroll factor of the inner loop.
-    #[arg(long, default_value_t = 8)]
-    pub unroll: u32,
+    #[arg(long)]
+    pub unroll: Option<u32>,
     /// Bodies each thread accumulates.
-    #[arg(long, default_value_t = 2)]
-    pub bodies_per_thread: u32,
+    #[arg(long)]
+    pub bodies_per_thread: Option<u32>,
     /// Slices the j range is cut into (default: enough to fill the GPU).
     #[arg(long)]
     pub slices: Option<u32>,
@@ -151,6 +153,21 @@ pub struct NBodyBenchArgs {
     pub cuda: CudaArgs,
 }
 
+impl NBodyPhysicsArgs {
+    /// The forces-kernel variant the flags name, unnamed parts at their defaults.
+    pub fn variant(&self) -> Variant {
+        let manual = Variant::default();
+        let block_size = self.block_size.unwrap_or(manual.block_size);
+        Variant {
+            precision: self.precision,
+            block_size,
+            tile_size: self.tile_size.unwrap_or(block_size),
+            unroll: self.unroll.unwrap_or(manual.unroll),
+            bodies_per_thread: self.bodies_per_thread.unwrap_or(manual.bodies_per_thread),
+        }
+    }
+}
+
 impl NBodyArgs {
     /// The settings these flags ask for.
     pub fn settings(&self) -> NBodySettings {
@@ -163,13 +180,11 @@ impl NBodyArgs {
             softening: p.softening,
             damping: p.damping,
             gravity: p.gravity,
-            variant: Variant {
-                precision: p.precision,
-                block_size: p.block_size,
-                tile_size: p.tile_size.unwrap_or(p.block_size),
-                unroll: p.unroll,
-                bodies_per_thread: p.bodies_per_thread,
-            },
+            variant: p.variant(),
+            auto_variant: p.block_size.is_none()
+                && p.tile_size.is_none()
+                && p.unroll.is_none()
+                && p.bodies_per_thread.is_none(),
             slices: p.slices,
             point_size: self.point_size,
             brightness: self.brightness,
@@ -208,8 +223,9 @@ fn first_device(device: Option<i32>, devices: &[i32]) -> Result<Option<i32>> {
 
 impl NBodyBenchArgs {
     /// Runs the benchmark; `frames` renders the full-frame part headless.
-    pub fn run(&self, frames: FrameRunner<'_>) -> Result<BenchReport> {
+    pub fn run(&self, frames: FrameRunner<'_>, stop: &crate::stop::StopRequest) -> Result<BenchReport> {
         let args = self;
+        crate::output::check_optional(&args.json, crate::output::OutputKind::Data, "--json")?;
         let cpu = args.cuda.backend == BackendRequest::Cpu || !crate::cuda::driver::driver_library_present();
         let bodies = if !args.bodies.is_empty() {
             args.bodies.clone()
@@ -240,6 +256,7 @@ impl NBodyBenchArgs {
             },
             devices: args.devices.as_ref().map(|list| list.0.clone()),
             json: args.json.clone(),
+            stop: stop.clone(),
         };
         let mut report = bench::nbody(&options, frames)?;
         if let Some(path) = &args.json {

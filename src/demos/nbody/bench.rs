@@ -17,8 +17,10 @@ use super::{FLOPS_PER_INTERACTION, NBodySettings, sim};
 use crate::cuda::{DeviceBuffer, Event, Stream};
 use crate::demo::DemoSpec;
 use crate::demo::bench::{BenchReport, FrameRun, FrameRunner};
+use crate::progress::Progress;
 use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime};
 use crate::stats::Percentiles;
+use crate::stop::StopRequest;
 use crate::{Error, Result};
 
 /// What `bench nbody` measures.
@@ -55,6 +57,8 @@ pub struct NBodyBench {
     pub devices: Option<Vec<i32>>,
     /// Where to write the JSON.
     pub json: Option<PathBuf>,
+    /// Set by Ctrl-C: finish the variant being timed, then report what was measured.
+    pub stop: StopRequest,
 }
 
 /// One variant's measurement.
@@ -105,7 +109,7 @@ pub fn nbody(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
     };
     if let Some(path) = &options.json {
         let text = serde_json::to_string_pretty(&report.json).map_err(|e| Error::InvalidInput(e.to_string()))?;
-        std::fs::write(path, text + "\n").map_err(|e| Error::io(path, e))?;
+        crate::output::write(path, (text + "\n").as_bytes())?;
     }
     Ok(report)
 }
@@ -114,20 +118,27 @@ fn sweep(values: &[u32], default: &[u32]) -> Vec<u32> {
     if values.is_empty() { default.to_vec() } else { values.to_vec() }
 }
 
+/// The variants to time: the cross product of the flags (or a default sweep) and, when no
+/// variant flag is given, every variant the autotuner may pick.
 fn candidates(options: &NBodyBench) -> Vec<Variant> {
     let mut variants = Vec::new();
+    let by_hand = !(options.block_sizes.is_empty()
+        && options.tile_sizes.is_empty()
+        && options.unrolls.is_empty()
+        && options.bodies_per_thread.is_empty());
+    if !by_hand {
+        variants.extend(super::tune::candidates(options.precision));
+    }
     for &block_size in &sweep(&options.block_sizes, &[128, 256, 512]) {
         let tiles = if options.tile_sizes.is_empty() { vec![block_size] } else { options.tile_sizes.clone() };
         for &tile_size in &tiles {
             for &unroll in &sweep(&options.unrolls, &[4, 16]) {
                 for &bodies_per_thread in &sweep(&options.bodies_per_thread, &[1, 2, 4]) {
-                    variants.push(Variant {
-                        precision: options.precision,
-                        block_size,
-                        tile_size,
-                        unroll,
-                        bodies_per_thread,
-                    });
+                    let variant =
+                        Variant { precision: options.precision, block_size, tile_size, unroll, bodies_per_thread };
+                    if !variants.contains(&variant) {
+                        variants.push(variant);
+                    }
                 }
             }
         }
@@ -181,7 +192,12 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
         ));
     }
     let mut multi_tables = String::new();
+    let variants = candidates(options);
+    let progress = Progress::new("bench nbody", (options.bodies.len() * variants.len()) as u64, &options.stop);
     for &n in &options.bodies {
+        if progress.stopped() {
+            break;
+        }
         let bodies = options.preset.generate(n as usize, 1);
         let params = Params {
             dt: options.preset.default_dt(),
@@ -194,7 +210,11 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
         positions.upload(&stream, &to_vectors(&bodies, options.precision))?;
         let mut results: Vec<VariantResult> = Vec::new();
         let mut failures = Vec::new();
-        for variant in candidates(options) {
+        for &variant in &variants {
+            if progress.stopped() {
+                break;
+            }
+            progress.step(format!("{n} bodies, {}", variant.label()));
             let slice_counts = if options.slices.is_empty() {
                 vec![sim::auto_slices(device.multiprocessors, variant.bodies_per_block(), variant.tile_size, n)]
             } else {
@@ -211,7 +231,18 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
                 let slice_length = sim::slice_length(n, slices, variant.tile_size);
                 let slices = n.div_ceil(slice_length);
                 let partial = DeviceBuffer::new(&cuda.context, slices as usize * n as usize * vector)?;
-                match time_forces(&mut kernels, &stream, &positions, &partial, n, slice_length, &params, options) {
+                let timed = time_forces(
+                    &mut kernels,
+                    &stream,
+                    &positions,
+                    &partial,
+                    n,
+                    slice_length,
+                    &params,
+                    options.warmup,
+                    options.repeats,
+                );
+                match timed {
                     Ok(times) => {
                         let Some(forces_us) = Percentiles::of(times.into_iter()) else {
                             continue;
@@ -234,13 +265,22 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
                     }
                 }
             }
+            progress.done_one();
         }
         let Some(best) = results.iter().max_by(|a, b| a.interactions_per_s.total_cmp(&b.interactions_per_s)).cloned()
         else {
+            if progress.stopped() {
+                break;
+            }
             return Err(Error::Unavailable(format!("no forces variant ran for {n} bodies: {failures:?}")));
         };
         let step_us = time_step(cuda, &stream, &bodies, &best, &params, options)?;
-        let frame = if options.frames > 0 { Some(frame_benchmark(options, n, &best, frames)?) } else { None };
+        let frame = if options.frames > 0 && !progress.stopped() {
+            progress.step(format!("{n} bodies, {} full frames", options.frames));
+            Some(frame_benchmark(options, n, &best, frames)?)
+        } else {
+            None
+        };
         let multi_device = match &devices {
             Some(devices) => Some(multi_benchmark(cuda, &stream, &bodies, &best, &params, options, devices, step_us)?),
             None => None,
@@ -286,12 +326,17 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
         "method": format!("CUDA events around each forces launch, {} warm-up then {} timed, median; interactions counted as N²", options.warmup, options.repeats),
         "preset": options.preset,
         "sizes": sizes,
+        "interrupted": progress.stopped(),
     });
+    if progress.stopped() {
+        table.push_str("stopped (Ctrl-C): the table holds what was measured before\n");
+    }
     Ok(BenchReport { json, table })
 }
 
+/// Times `warmup` + `repeats` forces launches with CUDA events; the timed ones' µs.
 #[allow(clippy::too_many_arguments)]
-fn time_forces(
+pub(super) fn time_forces(
     kernels: &mut Kernels,
     stream: &Stream,
     positions: &DeviceBuffer,
@@ -299,14 +344,15 @@ fn time_forces(
     n: u32,
     slice_length: u32,
     params: &Params,
-    options: &NBodyBench,
+    warmup: u32,
+    repeats: u32,
 ) -> Result<Vec<f64>> {
-    for _ in 0..options.warmup {
+    for _ in 0..warmup {
         kernels.forces(stream, positions.span(), partial.span(), n, slice_length, params)?;
     }
     let context = stream.context();
-    let mut events = Vec::with_capacity(options.repeats as usize);
-    for _ in 0..options.repeats {
+    let mut events = Vec::with_capacity(repeats as usize);
+    for _ in 0..repeats {
         let (start, end) = (Event::new(context)?, Event::new(context)?);
         start.record(stream)?;
         kernels.forces(stream, positions.span(), partial.span(), n, slice_length, params)?;
@@ -587,7 +633,8 @@ fn frame_run(
     cuda: CudaOptions,
     frames: FrameRunner<'_>,
 ) -> Result<serde_json::Value> {
-    let measured = frames(&FrameRun { spec, frames: options.frames, size: options.size, cuda })?;
+    let measured =
+        frames(&FrameRun { spec, frames: options.frames, size: options.size, cuda, stop: options.stop.clone() })?;
     Ok(json!({
         "bodies": n,
         "frames": options.frames,

@@ -76,14 +76,19 @@ impl NBody {
                 }
                 Ok(())
             }
-            Change::Variant(variant) => self.set_variant(graphics, variant),
+            Change::Variant(variant) => {
+                // A variant chosen by hand wins over a tuning still running.
+                self.tuner = None;
+                self.set_variant(graphics, variant)
+            }
             Change::Slices(slices) => {
                 let settings = NBodySettings { slices, ..self.settings.clone() };
                 let bodies = self.read_bodies(graphics)?;
                 self.rebuild(graphics, settings, bodies, self.params, self.step)
             }
             Change::Save(path) => self.save(graphics, &path).map(|()| {
-                self.message = Some(format!("saved {} bodies to {}", self.len(), path.display()));
+                let path = std::path::absolute(&path).unwrap_or(path);
+                self.notice = Some(format!("saved {} bodies to {}", self.len(), path.display()));
             }),
             Change::Load(path) => {
                 let saved = state::load(&path)?;
@@ -91,7 +96,7 @@ impl NBody {
                 self.rebuild(graphics, settings, saved.bodies, saved.params, saved.step)?;
                 self.edit.params = self.params;
                 self.edit.bodies = self.len();
-                self.message = Some(format!("loaded {} bodies from {}", self.len(), path.display()));
+                self.notice = Some(format!("loaded {} bodies from {}", self.len(), path.display()));
                 Ok(())
             }
             Change::Energy => match &self.engine {

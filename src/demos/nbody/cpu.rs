@@ -142,6 +142,56 @@ pub fn accelerations<T: Real>(positions: &[[T; 4]], params: &Params, scratch: &m
     });
 }
 
+/// The longest CPU step accepted, seconds: the window answers input between steps, so a step
+/// longer than this would leave it unresponsive.
+pub const MAX_STEP_SECONDS: f64 = 0.5;
+
+/// Body-body interactions per second this machine's CPU computes in precision `T`, timed on a
+/// small problem (a few milliseconds).
+pub fn measured_rate<T: Real>() -> f64 {
+    const BODIES: usize = 2048;
+    let positions: Vec<[T; 4]> = (0..BODIES)
+        .map(|i| {
+            let t = i as f64;
+            [(t * 0.37).sin(), (t * 0.73).cos(), (t * 0.11).sin(), 1.0 / BODIES as f64].map(T::from_f64)
+        })
+        .collect();
+    let params = Params { dt: 0.01, softening: 0.05, gravity: 1.0, damping: 1.0 };
+    let (mut scratch, mut out) = (Scratch::default(), vec![[T::ZERO; 4]; BODIES]);
+    accelerations(&positions, &params, &mut scratch, &mut out); // warm-up: threads, pages
+    let started = std::time::Instant::now();
+    accelerations(&positions, &params, &mut scratch, &mut out);
+    (BODIES * BODIES) as f64 / started.elapsed().as_secs_f64().max(1e-9)
+}
+
+/// Refuses a CPU run of `n` bodies whose step would take longer than [`MAX_STEP_SECONDS`] here,
+/// with the estimate and the largest count that fits.
+pub fn check_step_time(n: usize, double: bool) -> crate::Result<()> {
+    if n <= 8192 {
+        return Ok(()); // well under a tenth of a second on any CPU the app runs on
+    }
+    let rate = if double { measured_rate::<f64>() } else { measured_rate::<f32>() };
+    let seconds = (n as f64) * (n as f64) / rate;
+    if seconds <= MAX_STEP_SECONDS {
+        return Ok(());
+    }
+    let largest = (MAX_STEP_SECONDS * rate).sqrt() as u64 / 1024 * 1024;
+    Err(crate::Error::InvalidInput(format!(
+        "{n} bodies on the CPU backend: about {} per step on this machine ({rate:.2e} interactions/s measured), \
+         so the window would answer once per step; the CPU steps at most about {largest} bodies in {MAX_STEP_SECONDS} s: \
+         use --bodies {largest} or fewer, or run on CUDA",
+        human_seconds(seconds)
+    )))
+}
+
+fn human_seconds(seconds: f64) -> String {
+    match seconds {
+        s if s < 120.0 => format!("{s:.1} s"),
+        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
+    }
+}
+
 /// First half of a step: `v += a·dt/2`, `x_out = x_in + v·dt` (mass carried over).
 pub fn drift<T: Real>(
     positions_in: &[[T; 4]],

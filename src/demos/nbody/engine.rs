@@ -65,6 +65,7 @@ pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, 
         ))),
         None => {
             let n = bodies.len();
+            cpu::check_step_time(n, settings.variant.precision == Precision::F64)?;
             let double = (settings.variant.precision == Precision::F64).then(|| CpuDouble {
                 positions: [bodies.positions.clone(), bodies.positions.clone()],
                 velocities: bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect(),

@@ -15,6 +15,7 @@ pub mod presets;
 mod settings;
 pub mod sim;
 pub mod state;
+pub mod tune;
 
 pub use self::settings::{
     DEFAULT_BODIES_CPU, DEFAULT_BODIES_CUDA, FLOPS_PER_INTERACTION, MAX_BODIES, NBodySettings, validate_bodies,
@@ -96,13 +97,20 @@ pub struct NBody {
     pending: Vec<Change>,
     edit: Edit,
     message: Option<String>,
+    /// What the last save or load did (not an error: shown in the normal colour).
+    notice: Option<String>,
     occupancy: OccupancyCache,
+    /// Autotuning in progress (the window, first run on a device): one candidate per frame.
+    tuner: Option<tune::Tuner>,
+    /// What autotuning found, when the variant came from it.
+    tuned: Option<tune::Tuned>,
 }
 
 impl NBody {
     /// Creates the demo: bodies from the preset (or `settings.load`), kernels for the variant.
     pub fn new(env: &DemoEnv<'_>, settings: NBodySettings) -> Result<Self> {
         let graphics = env.graphics;
+        let (settings, tuner, tuned) = choose_variant(env, settings);
         let mut pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
         let (bodies, params, step) = initial_state(&settings, env.cuda.is_some())?;
         let engine = make_engine(pipeline.cuda().map(|c| &**c), &settings, &bodies)?;
@@ -138,7 +146,10 @@ impl NBody {
             pending: Vec::new(),
             edit,
             message: None,
+            notice: None,
             occupancy: OccupancyCache::default(),
+            tuner,
+            tuned,
         };
         if let Err(error) = demo.initialise_accelerations(graphics) {
             Box::new(demo).destroy(graphics);
@@ -165,6 +176,35 @@ impl NBody {
     /// The physical parameters in use.
     pub fn params(&self) -> Params {
         self.params
+    }
+
+    /// One step of autotuning, when it runs: the GPU is idle first, so the candidate's timing
+    /// does not share it with the demo's own kernels. The winner is switched to when all are timed.
+    fn advance_tuning(&mut self, graphics: Graphics<'_>) -> Result<()> {
+        let (Some(tuner), Some(cuda)) = (&mut self.tuner, self.pipeline.cuda().cloned()) else { return Ok(()) };
+        self.pipeline.transfer().synchronize()?;
+        match tuner.advance(&cuda, false) {
+            Ok(None) => Ok(()),
+            Ok(Some(tuned)) => {
+                self.tuner = None;
+                if let Err(error) = self.set_variant(graphics, tuned.variant) {
+                    self.message = Some(format!("the tuned variant {} did not start: {error}", tuned.variant.label()));
+                }
+                self.edit.variant = self.settings.variant;
+                self.tuned = Some(tuned);
+                Ok(())
+            }
+            Err(error) => {
+                self.tuner = None;
+                self.message = Some(format!("autotuning stopped: {error}"));
+                Ok(())
+            }
+        }
+    }
+
+    /// Autotuning: candidates timed and how many (while it runs), and what it found.
+    pub fn tuning(&self) -> (Option<(usize, usize)>, Option<&tune::Tuned>) {
+        (self.tuner.as_ref().map(tune::Tuner::progress), self.tuned.as_ref())
     }
 
     /// The forces kernel variant in use (CUDA).
@@ -335,13 +375,16 @@ impl NBody {
         }
     }
 
-    fn steps_per_second(&self) -> f64 {
+    /// Steps per second over the recent steps; `None` when none was taken in the last second
+    /// (paused), so a stale figure is not shown as current.
+    fn steps_per_second(&self) -> Option<f64> {
         let steps = &self.readouts.steps;
         match (steps.front(), steps.back()) {
+            (Some(_), Some(last)) if last.elapsed().as_secs_f64() > 1.0 => None,
             (Some(first), Some(last)) if steps.len() > 1 => {
-                (steps.len() - 1) as f64 / last.duration_since(*first).as_secs_f64().max(1e-9)
+                Some((steps.len() - 1) as f64 / last.duration_since(*first).as_secs_f64().max(1e-9))
             }
-            _ => 0.0,
+            _ => None,
         }
     }
 
@@ -369,6 +412,47 @@ fn camera_distance(preset: Preset) -> f32 {
     }
 }
 
+/// The variant to start from. Chosen by hand: as given. Otherwise (`auto_variant`, on CUDA) the
+/// one tuned for this device; never tuned: the window starts a [`tune::Tuner`] and begins with the
+/// fastest variant known, a headless run tunes now, with a bar on the terminal.
+fn choose_variant(
+    env: &DemoEnv<'_>,
+    mut settings: NBodySettings,
+) -> (NBodySettings, Option<tune::Tuner>, Option<tune::Tuned>) {
+    let Some(cuda) = env.cuda.as_deref() else { return (settings, None, None) };
+    if !settings.auto_variant || settings.devices.len() > 1 {
+        return (settings, None, None);
+    }
+    let precision = settings.variant.precision;
+    let (variant, known) = tune::starting_variant(cuda, precision);
+    settings.variant = variant;
+    if known.is_some() {
+        return (settings, None, known);
+    }
+    if cuda.background_compiles {
+        return (settings, Some(tune::Tuner::start(cuda, precision)), None);
+    }
+    let candidates = tune::candidates(precision).len() as u64;
+    let progress = crate::progress::Progress::new("tuning n-body", candidates, &crate::stop::StopRequest::new());
+    match tune::tune_now(cuda, precision, &progress) {
+        Ok(tuned) => {
+            log::info!(
+                "tuned n-body on {}: {} ({:.3e} interactions/s at {} bodies)",
+                tuned.device,
+                tuned.variant.label(),
+                tuned.interactions_per_s,
+                tuned.bodies
+            );
+            settings.variant = tuned.variant;
+            (settings, None, Some(tuned))
+        }
+        Err(error) => {
+            log::warn!("n-body autotuning failed, starting from {}: {error}", variant.label());
+            (settings, None, None)
+        }
+    }
+}
+
 /// Bodies, parameters and step count to start from.
 fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bodies, Params, u64)> {
     settings.variant.validate()?;
@@ -381,6 +465,10 @@ fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bodies, Params
         None => {
             let n = settings.body_count(cuda);
             validate_bodies(n)?;
+            if !cuda {
+                // Before the bodies are made: 10 million of them take seconds to generate.
+                cpu::check_step_time(n as usize, settings.variant.precision == Precision::F64)?;
+            }
             let params = settings.params();
             validate_params(&params)?;
             Ok((settings.preset.generate(n as usize, settings.seed), params, 0))
@@ -451,6 +539,7 @@ impl Demo for NBody {
                 self.message = Some(error.to_string());
             }
         }
+        self.advance_tuning(graphics)?;
         let params = self.params;
         let step = self.step;
         let energy_due =

@@ -14,8 +14,10 @@ use super::{Change, FLOPS_PER_INTERACTION, MAX_BODIES, NBody, Readouts, validate
 pub(super) fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
     let n = demo.len();
     // Readouts first: what the user came to see.
-    let steps_per_second = demo.steps_per_second();
-    ui.label(format!("{} bodies, step {}, {:.1} steps/s", n, demo.step, steps_per_second));
+    match demo.steps_per_second() {
+        Some(rate) => ui.label(format!("{} bodies, step {}, {:.1} steps/s", n, demo.step, rate)),
+        None => ui.label(format!("{} bodies, step {}, not stepping (paused)", n, demo.step)),
+    };
     if let Some(forces_us) = demo.readouts.median_forces_us() {
         let interactions = f64::from(n) * f64::from(n) / (forces_us * 1e-6);
         let gflops = interactions * FLOPS_PER_INTERACTION / 1e9;
@@ -51,7 +53,10 @@ pub(super) fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
     ui.horizontal(|ui| {
         egui::ComboBox::new("nbody_preset", "preset").selected_text(demo.edit.preset.name()).show_ui(ui, |ui| {
             for preset in Preset::ALL {
-                ui.selectable_value(&mut demo.edit.preset, preset, preset.name());
+                // Choosing a preset starts it (with the body count and seed shown).
+                if ui.selectable_value(&mut demo.edit.preset, preset, preset.name()).clicked() {
+                    demo.pending.push(Change::Reset);
+                }
             }
         });
     });
@@ -113,6 +118,9 @@ pub(super) fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
             demo.pending.push(Change::Load(PathBuf::from(&demo.edit.path)));
         }
     });
+    if let Some(notice) = &demo.notice {
+        ui.label(notice);
+    }
     if let Some(message) = &demo.message {
         ui.colored_label(egui::Color32::LIGHT_RED, message);
     }
@@ -179,6 +187,26 @@ fn devices_readout(ui: &mut egui::Ui, multi: &MultiSimulation, readouts: &Readou
 fn variant_controls(demo: &mut NBody, ui: &mut egui::Ui) {
     let mut variant = demo.edit.variant;
     ui.label(egui::RichText::new("Forces kernel").strong());
+    match demo.tuning() {
+        (Some((done, total)), _) => {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label(format!("autotuning: {done} of {total} variants timed (first run on this device)"));
+            });
+            ui.add(egui::ProgressBar::new(done as f32 / total.max(1) as f32));
+        }
+        (None, Some(tuned)) => {
+            ui.label(format!(
+                "autotuned: {} at {:.3e} interactions/s ({} bodies, best of {})",
+                tuned.variant.label(),
+                tuned.interactions_per_s,
+                tuned.bodies,
+                tuned.candidates.len()
+            ))
+            .on_hover_text("timed once on this device; kept beside the kernel cache");
+        }
+        (None, None) => {}
+    }
     ui.horizontal(|ui| {
         ui.radio_value(&mut variant.precision, Precision::F32, "fp32");
         ui.radio_value(&mut variant.precision, Precision::F64, "fp64");

@@ -7,7 +7,8 @@ use super::NBody;
 use super::cpu::Params;
 use super::kernels::Variant;
 use super::presets::Preset;
-use crate::demo::{Demo, DemoEnv, Settings};
+use crate::demo::{Demo, DemoEnv, Output, Settings};
+use crate::output::OutputKind;
 use crate::{Error, Result};
 
 /// Flops per body-body interaction, by the convention of CUDA's nbody sample.
@@ -41,6 +42,9 @@ pub struct NBodySettings {
     pub gravity: f64,
     /// Forces kernel variant (its precision is the run's precision).
     pub variant: Variant,
+    /// Start from the variant tuned for this device (timing the candidates first if it was never
+    /// tuned) instead of `variant`, whose precision is kept.
+    pub auto_variant: bool,
     /// Slices of the j range (`None`: enough to fill the GPU).
     pub slices: Option<u32>,
     /// Sprite radius in world units.
@@ -71,6 +75,7 @@ impl Default for NBodySettings {
             damping: 1.0,
             gravity: 1.0,
             variant: Variant::default(),
+            auto_variant: false,
             slices: None,
             point_size: 0.006,
             brightness: 1.0,
@@ -136,6 +141,11 @@ impl Settings for NBodySettings {
 
     fn create(&self, env: &DemoEnv<'_>) -> Result<Box<dyn Demo>> {
         Ok(Box::new(NBody::new(env, self.clone())?))
+    }
+
+    fn outputs(&self) -> Vec<Output> {
+        let output = |path: &PathBuf| Output { path: path.clone(), kind: OutputKind::Data, flag: "--save" };
+        self.save.iter().map(output).collect()
     }
 
     /// The CPU computes all bodies itself: a split across CUDA devices is dropped.

@@ -90,7 +90,7 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<SavedState, String> {
 
 /// Writes `state` to `path`.
 pub fn save(path: &Path, state: &SavedState) -> Result<()> {
-    std::fs::write(path, encode(state)).map_err(|e| Error::io(path, e))
+    crate::output::write(path, &encode(state))
 }
 
 /// Reads a state from `path`.
