@@ -162,8 +162,10 @@ fn large_sigma_and_the_box_approximation() {
         (Filter::Recursive, 100.0, [64, 2], None),
         // Beyond PAIR_FORM_MAX_SIGMA: RGBA8 with the first-order complex walker.
         (Filter::Recursive, 150.0, [64, 2], None),
-        // The top of the advertised range, where auto picks the box cascade: no radius cap applies.
-        (Filter::Box, 2000.0, [64, 4], None),
+        // Beyond σ 100 auto picks the box cascade while its tile fits in shared memory, and the
+        // recursive filter above that, to the top of the advertised range (no radius cap applies).
+        (Filter::Box, 150.0, [64, 4], None),
+        (Filter::Recursive, 2000.0, [64, 2], None),
         (Filter::Recursive, 25.0, [32, 2], None),
         (Filter::Recursive, 10.0, [64, 4], None),
         // Segments set by hand: short ones under a long warm-up, and one beyond the automatic budget.

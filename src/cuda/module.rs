@@ -146,6 +146,7 @@ impl Compiler {
         }
         let started = Instant::now();
         let (image, log) = compile_with_nvrtc(name, source, &target, options, self.nvrtc_version)?;
+        log::info!("NVRTC compiled {name} {} for {target} in {} ms", options.join(" "), started.elapsed().as_millis());
         let compiled = CompiledModule {
             origin: origin.to_owned(),
             image,

@@ -27,6 +27,10 @@ pub struct DoctorArgs {
     /// Backend and device to examine.
     #[command(flatten)]
     pub cuda: CudaArgs,
+    /// Probe only the headless context and print it as JSON (doctor runs itself with this so
+    /// that the window's probe and the headless one are in processes of their own).
+    #[arg(long, hide = true)]
+    pub headless_probe: bool,
 }
 
 impl DoctorArgs {
@@ -34,8 +38,14 @@ impl DoctorArgs {
     pub fn run(&self) -> (String, u8) {
         let options = self.cuda.options();
         let query_cuda = options.backend != BackendRequest::Cpu && crate::cuda::driver::driver_library_present();
+        if self.headless_probe {
+            let device = query_cuda.then(|| options.device.unwrap_or(0));
+            let check = check_headless(device, query_cuda && driver::load().is_ok());
+            return (serde_json::to_string(&check).map(|text| text + "\n").unwrap_or_default(), 0);
+        }
         let window_check = move || probe_window_context(query_cuda);
-        let report = examine(&options, Some(&window_check));
+        let headless_elsewhere = move |device: Option<i32>| headless_in_child(device, &options_for_child(self));
+        let report = examine(&options, Some(&window_check), Some(&headless_elsewhere));
         let text = if self.json {
             match serde_json::to_string_pretty(&report) {
                 Ok(text) => text + "\n",
@@ -51,6 +61,47 @@ impl DoctorArgs {
     }
 }
 
+/// The flags a child doctor gets to probe the same backend and device.
+fn options_for_child(args: &DoctorArgs) -> Vec<String> {
+    let mut flags = vec!["--backend".to_owned(), format!("{:?}", args.cuda.backend).to_lowercase()];
+    if args.cuda.no_cache {
+        flags.push("--no-cache".to_owned());
+    }
+    flags
+}
+
+/// The headless context probed by a child process of this program (`doctor --headless-probe`).
+/// Measured on an H200 machine under Xvfb with NVIDIA's GLX: in one process, cuGLGetDevices
+/// answers for contexts of the first GL platform used (GLX or EGL) and refuses the other's with
+/// CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, in either order, on any thread. The app uses one platform
+/// per process, so doctor probes each in a process of its own to report what the app would get.
+fn headless_in_child(device: Option<i32>, flags: &[String]) -> GlCheck {
+    let failed = |error: String| GlCheck {
+        kind: "headless (EGL device)".to_owned(),
+        info: None,
+        cuda_devices: None,
+        error: Some(error),
+    };
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(error) => return failed(format!("the headless probe could not start: {error}")),
+    };
+    let mut command = std::process::Command::new(exe);
+    command.args(["doctor", "--headless-probe"]).args(flags);
+    if let Some(device) = device {
+        command.args(["--device", &device.to_string()]);
+    }
+    match command.output() {
+        Ok(output) => serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+            failed(format!(
+                "the headless probe said nothing readable ({error}): {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ))
+        }),
+        Err(error) => failed(format!("the headless probe could not start: {error}")),
+    }
+}
+
 /// One problem and what to do about it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Problem {
@@ -61,7 +112,7 @@ pub struct Problem {
 }
 
 /// A GL context the app can make, and which CUDA devices it runs on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct GlCheck {
     /// "headless (EGL device)" or "window (X11)", ...
     pub kind: String,
@@ -136,8 +187,14 @@ const ENVIRONMENT: &[&str] = &[
 const PRIME_FIX: &str = "on a laptop with an integrated GPU, start the app on the NVIDIA GPU: \
      `__NV_PRIME_RENDER_OFFLOAD=1 __GLX_VENDOR_LIBRARY_NAME=nvidia interop-lab`; the app falls back to host copy meanwhile";
 
-/// Examines the machine. `window_check` opens an invisible window when a display is present.
-pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>) -> Report {
+/// Examines the machine. `window_check` opens an invisible window when a display is present;
+/// `headless_elsewhere`, when given, probes the headless context for a CUDA device in another
+/// process (used when the window is probed too: see [`headless_in_child`]).
+pub fn examine(
+    options: &CudaOptions,
+    window_check: Option<&dyn Fn() -> GlCheck>,
+    headless_elsewhere: Option<&dyn Fn(Option<i32>) -> GlCheck>,
+) -> Report {
     let mut problems = Vec::new();
     let problem = |problems: &mut Vec<Problem>, problem: String, fix: &str| {
         problems.push(Problem { problem, fix: fix.to_owned() })
@@ -188,26 +245,18 @@ pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>
         );
     }
 
-    // The window's context on this thread (winit wants the main thread), the headless one on a
-    // thread of its own: a thread keeps its current GL context, and the driver's cuGLGetDevices
-    // asks about the one current on the calling thread, so probing both on one thread mixes them
-    // up (GLX also refuses a context on a thread where an EGL context was current).
+    // With a display, the window's context is probed here and the headless one in a process of
+    // its own (the driver answers cuGLGetDevices for one GL platform per process: see
+    // `headless_in_child`); without one, the headless context on a thread of its own.
     let display_present = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
-    let window_gl = if display_present { window_check.map(|check| check()) } else { None };
     let egl_devices = headless::list_devices().unwrap_or_default();
     let preferred = devices.first().map(|d| options.device.unwrap_or(d.ordinal));
     let query_cuda = driver.is_some();
-    let headless_gl = std::thread::Builder::new()
-        .name("doctor headless GL".to_owned())
-        .spawn(move || check_headless(preferred, query_cuda))
-        .map_err(|e| e.to_string())
-        .and_then(|probe| probe.join().map_err(|_| "the headless GL probe panicked".to_owned()))
-        .unwrap_or_else(|error| GlCheck {
-            kind: "headless (EGL device)".to_owned(),
-            info: None,
-            cuda_devices: None,
-            error: Some(error),
-        });
+    let window_gl = if display_present { window_check.map(|check| check()) } else { None };
+    let headless_gl = match (window_gl.is_some(), headless_elsewhere) {
+        (true, Some(probe)) => probe(preferred),
+        _ => probe_headless_here(preferred, query_cuda),
+    };
     match (&headless_gl.info, &headless_gl.error) {
         (None, Some(error)) => problem(
             &mut problems,
@@ -303,6 +352,22 @@ pub fn examine(options: &CudaOptions, window_check: Option<&dyn Fn() -> GlCheck>
         problems,
         exit_code,
     }
+}
+
+/// The headless context probed in this process, on a thread of its own (a thread keeps its
+/// current context; the probe's must not stay current on the caller's).
+fn probe_headless_here(cuda_device: Option<i32>, cuda: bool) -> GlCheck {
+    std::thread::Builder::new()
+        .name("doctor headless GL".to_owned())
+        .spawn(move || check_headless(cuda_device, cuda))
+        .map_err(|e| e.to_string())
+        .and_then(|probe| probe.join().map_err(|_| "the headless GL probe panicked".to_owned()))
+        .unwrap_or_else(|error| GlCheck {
+            kind: "headless (EGL device)".to_owned(),
+            info: None,
+            cuda_devices: None,
+            error: Some(error),
+        })
 }
 
 fn check_headless(cuda_device: Option<i32>, cuda: bool) -> GlCheck {

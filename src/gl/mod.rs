@@ -26,7 +26,7 @@ pub use self::texture::{Texture, max_texture_size};
 pub use self::timer::TimerQueries;
 
 /// Vendor, renderer and version strings of a GL context.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct GlInfo {
     /// `GL_VENDOR`, e.g. "NVIDIA Corporation" or "Mesa".
     pub vendor: String,

@@ -58,11 +58,13 @@ impl Filter {
 
     /// The fastest filter whose accuracy bound (6 levels of 255 at most, 1.5 on average, against
     /// the sampled Gaussian) holds at `sigma`. Measured on an H200, 4K RGBA8
-    /// (docs/blur-performance.md): at σ = 2 the separable filter takes 233 µs, the box cascade
-    /// 444; at σ = 5 the recursive 128, separable 298, box 457; at σ = 100 recursive 457, box
-    /// 1530, separable 4980. The recursive filter holds the bound from σ = 4 to 100; beyond, its
-    /// edges drift (up to 21 levels at σ 500 on small images: the CPU tests), and the box cascade,
-    /// within bound up to σ 2000, is the fastest that holds it.
+    /// (docs/blur-performance.md): at σ = 2 the separable filter takes 232 µs, the box cascade
+    /// 444; at σ = 5 the recursive 123, separable 295, box 457; at σ = 100 recursive 297 (block
+    /// 64×2), box 1529, separable 4973. The recursive filter holds the bound from σ = 4 to 100;
+    /// beyond, its edges drift (up to 21 levels at σ 500 on small images: the CPU tests), and the
+    /// box cascade, within bound up to σ 2000, is the fastest that holds it — on the GPU while its
+    /// tile fits in shared memory (it stages 2·reach pixels a row; the blur demo falls back to the
+    /// recursive filter beyond, and says so).
     pub fn fastest_for(sigma: f64) -> Filter {
         if sigma < super::cpu::MIN_RECURSIVE_SIGMA {
             Filter::Separable

@@ -81,8 +81,9 @@ pub struct Blur {
     path: String,
     pass_us: Vec<[f64; 2]>,
     message: Option<String>,
-    /// Where the last save went (not an error: shown in the normal colour).
-    saved: Option<String>,
+    /// What the user should know that is not an error (where a save went, what auto chose),
+    /// shown in the normal colour.
+    notice: Option<String>,
     occupancy: OccupancyCache,
 }
 
@@ -98,8 +99,10 @@ impl Blur {
         let pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
         let mut pipeline = pipeline;
         let engine = make_engine(&pipeline, &settings, &source)?;
+        let mut settings = settings;
+        let mut auto_note = None;
         if let Engine::Cuda { kernels, .. } = &engine {
-            kernels.validate(&settings.job([source.width, source.height]))?;
+            (settings, auto_note) = settle_filter(settings, kernels, [source.width, source.height])?;
         }
         let original = Guard::new(
             Image::new(graphics, [source.width, source.height], settings.format, source.bytes(settings.format))?,
@@ -123,7 +126,7 @@ impl Blur {
             path,
             pass_us: Vec::new(),
             message: None,
-            saved: None,
+            notice: auto_note,
             occupancy: OccupancyCache::default(),
         })
     }
@@ -185,7 +188,7 @@ impl Blur {
             Change::Save(path) => {
                 let bytes = self.read_output(graphics)?;
                 image::save(&path, self.size(), self.settings.format, &bytes)?;
-                self.saved = Some(format!("saved {}", path.display()));
+                self.notice = Some(format!("saved {}", path.display()));
                 Ok(())
             }
         }
@@ -194,6 +197,7 @@ impl Blur {
     /// Rebuilds what the new settings need; on failure everything stays as it was.
     fn rebuild(&mut self, graphics: Graphics<'_>, settings: BlurSettings, source: Option<SourceImage>) -> Result<()> {
         settings.validate()?;
+        let mut settings = settings;
         let new_image = source.is_some();
         let source_ref = source.as_ref().unwrap_or(&self.source);
         let engine_changes = new_image
@@ -205,12 +209,14 @@ impl Blur {
             new_image || settings.format != self.settings.format || settings.route != self.settings.route;
         self.pipeline.transfer().synchronize()?;
         let engine = if engine_changes { Some(make_engine(&self.pipeline, &settings, source_ref)?) } else { None };
+        let size = [source_ref.width, source_ref.height];
+        let mut auto_note = None;
         if let (Engine::Cuda { kernels, .. }, None) = (&self.engine, &engine) {
-            kernels.validate(&settings.job([source_ref.width, source_ref.height]))?;
+            (settings, auto_note) = settle_filter(settings, kernels, size)?;
+        } else if let Some(Engine::Cuda { kernels, .. }) = &engine {
+            (settings, auto_note) = settle_filter(settings, kernels, size)?;
         }
-        if let Some(Engine::Cuda { kernels, .. }) = &engine {
-            kernels.validate(&settings.job([source_ref.width, source_ref.height]))?;
-        }
+        self.notice = auto_note;
         let target = Guard::new(
             if target_changes { Some(make_target(&mut self.pipeline, graphics, &settings, source_ref)?) } else { None },
             |target: Option<SharedImage>| target.into_iter().for_each(|target| target.destroy(graphics)),
@@ -249,13 +255,15 @@ impl Blur {
             let cuda = self.pipeline.cuda().ok_or_else(mismatch)?;
             let format = self.settings.format;
             let kernels = BlurKernels::from_compiled(cuda, format, self.settings.pixels_per_thread, &compiled)?;
-            kernels.validate(&self.settings.job(self.size()))?;
+            let (settings, note) = settle_filter(self.settings.clone(), &kernels, self.size())?;
             log::info!("{} compiled in {:.2} s", KERNEL.name, compiled.compile_time.as_secs_f64());
-            cuda_engine(cuda, &self.settings, &self.source, kernels)
+            Ok((cuda_engine(cuda, &settings, &self.source, kernels)?, settings, note))
         });
         match ready {
-            Ok(engine) => {
+            Ok((engine, settings, note)) => {
                 self.engine = engine;
+                self.settings = settings;
+                self.notice = note;
                 true
             }
             Err(error) => {
@@ -277,6 +285,33 @@ impl Blur {
         let [w, h] = self.size();
         (view.size[0] as f32 / w as f32).min(view.size[1] as f32 / h as f32)
     }
+}
+
+/// Checks that `settings` can launch with `kernels` on an image of `size`. With the filter picked
+/// automatically, a box cascade whose tile does not fit in this device's shared memory (large σ:
+/// it stages 2·reach pixels per row) gives way to the recursive filter, and the note says so.
+fn settle_filter(
+    settings: BlurSettings,
+    kernels: &BlurKernels,
+    size: [u32; 2],
+) -> Result<(BlurSettings, Option<String>)> {
+    let refused = match kernels.validate(&settings.job(size)) {
+        Ok(()) => return Ok((settings, None)),
+        Err(error) => error,
+    };
+    if !(settings.auto_filter && settings.filter == Filter::Box) {
+        return Err(refused);
+    }
+    let recursive = BlurSettings { filter: Filter::Recursive, ..settings };
+    kernels.validate(&recursive.job(size))?;
+    let note = format!(
+        "auto: at σ {} the box cascade's tile does not fit in this GPU's shared memory, so the recursive filter \
+         runs; beyond σ {} its edges drift from the exact Gaussian (docs/blur.md)",
+        recursive.sigma,
+        kernels::RECURSIVE_MAX_SIGMA
+    );
+    log::info!("{note}");
+    Ok((recursive, Some(note)))
 }
 
 /// Kernels and device buffers for CUDA (source uploaded, weights computed), or the float image

@@ -100,8 +100,8 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
     if picked_block {
         edit.block = None;
     }
-    if edit.auto_filter {
-        ui.label(format!("auto: {} at σ {:.2}", edit.filter.name(), edit.sigma));
+    if edit.auto_filter && demo.settings.auto_filter {
+        ui.label(format!("auto: {} at σ {:.2}", demo.settings.filter.name(), demo.settings.sigma));
     }
     ui.horizontal(|ui| {
         ui.radio_value(&mut edit.format, PixelFormat::Rgba8, "RGBA8");
@@ -148,7 +148,14 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
         });
     }
     ui.add(egui::Slider::new(&mut edit.split, 0.0..=1.0).text("before | after"));
-    if *edit != demo.settings {
+    // With the filter picked automatically, the one running may differ from the one σ alone
+    // picks (a box tile too large for the GPU gives way to the recursive filter): not a change.
+    let differs = if edit.auto_filter && demo.settings.auto_filter {
+        BlurSettings { filter: demo.settings.filter, ..edit.clone() } != demo.settings
+    } else {
+        *edit != demo.settings
+    };
+    if differs {
         let candidate = edit.clone();
         let valid = candidate.validate().and_then(|()| match &demo.engine {
             // Launch limits are checked now when the kernels stay, so the panel can say at once.
@@ -201,8 +208,8 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
         ui.label(egui::RichText::new(format!("to {}", save_to.display())).small());
     });
     ui.label(egui::RichText::new("Drop a PNG or JPEG on the window to open it.").small());
-    if let Some(saved) = &demo.saved {
-        ui.label(saved);
+    if let Some(notice) = &demo.notice {
+        ui.label(notice);
     }
     if let Some(message) = &demo.message {
         ui.colored_label(egui::Color32::LIGHT_RED, message);

@@ -110,7 +110,7 @@ impl NBody {
     /// Creates the demo: bodies from the preset (or `settings.load`), kernels for the variant.
     pub fn new(env: &DemoEnv<'_>, settings: NBodySettings) -> Result<Self> {
         let graphics = env.graphics;
-        let (settings, tuner, tuned) = choose_variant(env, settings);
+        let (settings, start_tuner, tuned) = choose_variant(env, settings);
         let mut pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
         let (bodies, params, step) = initial_state(&settings, env.cuda.is_some())?;
         let engine = make_engine(pipeline.cuda().map(|c| &**c), &settings, &bodies)?;
@@ -148,9 +148,13 @@ impl NBody {
             message: None,
             notice: None,
             occupancy: OccupancyCache::default(),
-            tuner,
+            // Started once the demo's own kernels are loaded: its compiles must not delay the first frame.
+            tuner: None,
             tuned,
         };
+        if let (true, Some(cuda)) = (start_tuner, demo.pipeline.cuda()) {
+            demo.tuner = Some(tune::Tuner::start(cuda, demo.settings.variant.precision));
+        }
         if let Err(error) = demo.initialise_accelerations(graphics) {
             Box::new(demo).destroy(graphics);
             return Err(error);
@@ -413,24 +417,21 @@ fn camera_distance(preset: Preset) -> f32 {
 }
 
 /// The variant to start from. Chosen by hand: as given. Otherwise (`auto_variant`, on CUDA) the
-/// one tuned for this device; never tuned: the window starts a [`tune::Tuner`] and begins with the
-/// fastest variant known, a headless run tunes now, with a bar on the terminal.
-fn choose_variant(
-    env: &DemoEnv<'_>,
-    mut settings: NBodySettings,
-) -> (NBodySettings, Option<tune::Tuner>, Option<tune::Tuned>) {
-    let Some(cuda) = env.cuda.as_deref() else { return (settings, None, None) };
+/// one tuned for this device; never tuned: the window begins with the fastest variant known and
+/// asks for a [`tune::Tuner`] (the `bool`), a headless run tunes now, with a bar on the terminal.
+fn choose_variant(env: &DemoEnv<'_>, mut settings: NBodySettings) -> (NBodySettings, bool, Option<tune::Tuned>) {
+    let Some(cuda) = env.cuda.as_deref() else { return (settings, false, None) };
     if !settings.auto_variant || settings.devices.len() > 1 {
-        return (settings, None, None);
+        return (settings, false, None);
     }
     let precision = settings.variant.precision;
     let (variant, known) = tune::starting_variant(cuda, precision);
     settings.variant = variant;
     if known.is_some() {
-        return (settings, None, known);
+        return (settings, false, known);
     }
     if cuda.background_compiles {
-        return (settings, Some(tune::Tuner::start(cuda, precision)), None);
+        return (settings, true, None);
     }
     let candidates = tune::candidates(precision).len() as u64;
     let progress = crate::progress::Progress::new("tuning n-body", candidates, &crate::stop::StopRequest::new());
@@ -444,11 +445,11 @@ fn choose_variant(
                 tuned.bodies
             );
             settings.variant = tuned.variant;
-            (settings, None, Some(tuned))
+            (settings, false, Some(tuned))
         }
         Err(error) => {
             log::warn!("n-body autotuning failed, starting from {}: {error}", variant.label());
-            (settings, None, None)
+            (settings, false, None)
         }
     }
 }
