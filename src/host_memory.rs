@@ -56,8 +56,12 @@ fn address_space_room() -> Option<u64> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
     let line = limits.lines().find(|line| line.starts_with("Max address space"))?;
     let soft: u64 = line.split_whitespace().nth(3)?.parse().ok()?; // "unlimited" does not parse
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    Some(soft.saturating_sub(kib_field(&status, "VmSize:")?))
+    Some(soft.saturating_sub(status_bytes("VmSize:")?))
+}
+
+/// A `kB` field of `/proc/self/status` (e.g. `VmRSS:`), in bytes.
+pub fn status_bytes(name: &str) -> Option<u64> {
+    kib_field(&std::fs::read_to_string("/proc/self/status").ok()?, name)
 }
 
 #[cfg(test)]

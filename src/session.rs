@@ -183,8 +183,10 @@ impl Session {
         let drawn = self.renderer.draw(Graphics::Gl(gl), &demo.scene(&view), &view);
         self.draw_timer.end(gl);
         stages.set_host(Stage::Draw, draw_started.elapsed().as_secs_f64() * 1e6);
-        drop(watch);
-        self.leave_a_stalled_path(gl);
+        if watch.is_some() {
+            drop(watch);
+            self.leave_a_stalled_path(gl);
+        }
         match drawn {
             Err(error) if error.is_context_lost() => {
                 self.recover(gl, &error);

@@ -443,14 +443,7 @@ fn footprint(gl: &glow::Context, cuda: Option<&Rc<CudaRuntime>>) -> Result<Footp
 
 /// Resident set size of this process (`VmRSS` in /proc/self/status).
 pub fn resident_bytes() -> Result<u64> {
-    let path = std::path::Path::new("/proc/self/status");
-    let status = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.trim().strip_suffix("kB"))
-        .and_then(|kb| kb.trim().parse::<u64>().ok())
-        .map(|kb| kb * 1024)
+    crate::host_memory::status_bytes("VmRSS:")
         .ok_or_else(|| Error::Unavailable("no VmRSS line in /proc/self/status".to_owned()))
 }
 

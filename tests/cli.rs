@@ -8,19 +8,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The binary cargo built, or `INTEROP_LAB_BIN` (the GPU machine runs a copied binary).
-fn binary() -> Command {
-    match std::env::var_os("INTEROP_LAB_BIN") {
-        Some(path) => Command::new(path),
-        None => Command::new(env!("CARGO_BIN_EXE_interop-lab")),
-    }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("interop-lab-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
+use common::{binary, temp_dir};
 
 fn lit_fraction(path: &std::path::Path, x_range: std::ops::Range<u32>) -> f64 {
     let image = image::open(path).expect("PNG").to_rgba8();

@@ -11,18 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-fn binary() -> Command {
-    match std::env::var_os("INTEROP_LAB_BIN") {
-        Some(path) => Command::new(path),
-        None => Command::new(env!("CARGO_BIN_EXE_interop-lab")),
-    }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("interop-lab-first-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
+use common::{binary, temp_dir};
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()

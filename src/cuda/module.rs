@@ -84,15 +84,7 @@ impl Compiler {
     pub fn cached(&self, file: &SourceFile, options: &[String]) -> Result<Option<CompiledModule>> {
         let (source, origin) = file.read(self.kernels_dir.as_deref())?;
         let (target, kind, cache_path) = self.cache_entry(file.name, &source, options)?;
-        Ok(read_cached(cache_path.as_deref()).map(|image| CompiledModule {
-            origin,
-            image,
-            kind,
-            target,
-            from_cache: true,
-            compile_time: Duration::ZERO,
-            log: String::new(),
-        }))
+        Ok(read_cached(cache_path.as_deref()).map(|image| from_cache(&origin, image, kind, target)))
     }
 
     /// [`Self::compile`] on a thread of its own: NVRTC needs no CUDA context, so a window keeps
@@ -134,15 +126,7 @@ impl Compiler {
     pub fn compile_source(&self, name: &str, source: &str, origin: &str, options: &[String]) -> Result<CompiledModule> {
         let (target, kind, cache_path) = self.cache_entry(name, source, options)?;
         if let Some(image) = read_cached(cache_path.as_deref()) {
-            return Ok(CompiledModule {
-                origin: origin.to_owned(),
-                image,
-                kind,
-                target,
-                from_cache: true,
-                compile_time: Duration::ZERO,
-                log: String::new(),
-            });
+            return Ok(from_cache(origin, image, kind, target));
         }
         let started = Instant::now();
         let (image, log) = compile_with_nvrtc(name, source, &target, options, self.nvrtc_version)?;
@@ -182,6 +166,19 @@ impl Compiler {
                 ))
             },
         )
+    }
+}
+
+/// A module read from the cache.
+fn from_cache(origin: &str, image: Vec<u8>, kind: ImageKind, target: String) -> CompiledModule {
+    CompiledModule {
+        origin: origin.to_owned(),
+        image,
+        kind,
+        target,
+        from_cache: true,
+        compile_time: Duration::ZERO,
+        log: String::new(),
     }
 }
 

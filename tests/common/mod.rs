@@ -4,6 +4,21 @@
 use interop_lab::gl::context::headless::HeadlessGl;
 use interop_lab::runtime::{self, CudaOptions, Selection};
 
+/// The binary cargo built, or `INTEROP_LAB_BIN` (the GPU machine runs a copied binary).
+pub fn binary() -> std::process::Command {
+    match std::env::var_os("INTEROP_LAB_BIN") {
+        Some(path) => std::process::Command::new(path),
+        None => std::process::Command::new(env!("CARGO_BIN_EXE_interop-lab")),
+    }
+}
+
+/// A fresh folder for test `name` of this process.
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("interop-lab-test-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
 /// Whether a test that needs `what` may run. When it is missing the test is skipped with a
 /// message, unless `require_var` is set (CI sets it after installing `what`): then it fails.
 pub fn available(present: bool, what: &str, require_var: &str) -> bool {

@@ -95,11 +95,7 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
             }
         }
     });
-    let picked_block = edit.block.is_none();
-    *edit = edit.clone().resolved();
-    if picked_block {
-        edit.block = None;
-    }
+    edit.resolve();
     if edit.auto_filter && demo.settings.auto_filter {
         ui.label(format!("auto: {} at σ {:.2}", demo.settings.filter.name(), demo.settings.sigma));
     }

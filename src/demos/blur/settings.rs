@@ -98,11 +98,16 @@ impl BlurSettings {
         Self { auto_filter: true, ..Self::default() }.resolved()
     }
 
-    /// These settings with the filter picked by σ when `auto_filter` is on.
-    pub fn resolved(mut self) -> Self {
+    /// Picks the filter by σ when `auto_filter` is on.
+    pub fn resolve(&mut self) {
         if self.auto_filter {
             self.filter = Filter::fastest_for(self.sigma);
         }
+    }
+
+    /// These settings with the filter picked by σ when `auto_filter` is on.
+    pub fn resolved(mut self) -> Self {
+        self.resolve();
         self
     }
 

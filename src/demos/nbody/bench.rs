@@ -16,7 +16,7 @@ use super::sim::StepBuffers;
 use super::{FLOPS_PER_INTERACTION, NBodySettings, sim};
 use crate::cuda::{DeviceBuffer, Event, Stream};
 use crate::demo::DemoSpec;
-use crate::demo::bench::{BenchReport, FrameRun, FrameRunner};
+use crate::demo::bench::{BenchReport, FrameRun, FrameRunner, write_json};
 use crate::progress::Progress;
 use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime};
 use crate::stats::Percentiles;
@@ -107,10 +107,7 @@ pub fn nbody(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
         }
         Err(error) => return Err(error),
     };
-    if let Some(path) = &options.json {
-        let text = serde_json::to_string_pretty(&report.json).map_err(|e| Error::InvalidInput(e.to_string()))?;
-        crate::output::write(path, (text + "\n").as_bytes())?;
-    }
+    write_json(&options.json, &report.json)?;
     Ok(report)
 }
 

@@ -185,8 +185,12 @@ impl NBody {
     /// One step of autotuning, when it runs: the GPU is idle first, so the candidate's timing
     /// does not share it with the demo's own kernels. The winner is switched to when all are timed.
     fn advance_tuning(&mut self, graphics: Graphics<'_>) -> Result<()> {
-        let (Some(tuner), Some(cuda)) = (&mut self.tuner, self.pipeline.cuda().cloned()) else { return Ok(()) };
+        if self.tuner.is_none() {
+            return Ok(());
+        }
+        let Some(cuda) = self.pipeline.cuda().cloned() else { return Ok(()) };
         self.pipeline.transfer().synchronize()?;
+        let Some(tuner) = self.tuner.as_mut() else { return Ok(()) };
         match tuner.advance(&cuda, false) {
             Ok(None) => Ok(()),
             Ok(Some(tuned)) => {
