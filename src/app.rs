@@ -240,7 +240,9 @@ impl Running {
         let options = &options;
         let window = WindowGl::new(event_loop, &title, options.size, options.vsync, true)?;
         let gl = window.gl().clone();
+        crate::stats::log_start_phase("window and GL context made");
         let selection = runtime::select(&options.cuda, &gl, &|name| window.proc_address(name));
+        crate::stats::log_start_phase(&format!("backend chosen ({:?})", selection.transfer));
         let mut session = Guard::new(
             Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())?,
             |session: Session| session.destroy(&gl),
@@ -254,6 +256,7 @@ impl Running {
         let painter = egui_glow::Painter::new(gl.clone(), "", None, false)
             .map_err(|error| Error::Gl(format!("egui painter: {error}")))?;
         let session = session.keep();
+        crate::stats::log_start_phase("egui painter made");
         let context = egui::Context::default();
         let state = egui_winit::State::new(
             context.clone(),

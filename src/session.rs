@@ -85,6 +85,7 @@ impl Session {
             let _watch = watchdog.watch("setting up the demo (compiling kernels, registering buffers with CUDA)");
             create(&env, spec, &mut renderer)?
         };
+        crate::stats::log_start_phase("demo set up");
         let (renderer, draw_timer) = (renderer.keep(), draw_timer.keep());
         // Kernels read from a folder are watched, so edits there reload live.
         let watcher = selection

@@ -114,7 +114,10 @@ impl SoakArgs {
         for note in &report.notes {
             let _ = writeln!(out, "{note}");
         }
-        if report.exceeded.is_empty() {
+        if report.phases.iter().all(|phase| phase.count == 0) {
+            let _ = writeln!(out, "no verdict: stopped before any measured phase ran");
+            Ok((out, true))
+        } else if report.exceeded.is_empty() {
             let _ = writeln!(
                 out,
                 "within bounds: device memory −{} MiB, host RSS +{} MiB, GL objects +{}",
@@ -279,19 +282,20 @@ fn soak(
     }
     let total = 200 + options.warmup_reallocations + options.frames + options.reallocations + recompiles;
     let progress = Progress::new("soak", u64::from(total), &options.stop);
-    let mut run_frames = |wave: &mut Wave, count: u32| -> Result<()> {
-        for _ in 0..count {
-            if progress.stopped() {
-                break;
-            }
+    // Runs up to `count` frames (fewer after Ctrl-C); returns how many ran.
+    let mut run_frames = |wave: &mut Wave, count: u32| -> Result<u32> {
+        let mut ran = 0;
+        while ran < count && !progress.stopped() {
             progress.done_one();
             framebuffer.bind(gl);
             wave.step(graphics, frame, 1.0 / 60.0)?;
             renderer.draw(graphics, &wave.scene(&view), &view)?;
             wave.pipeline_mut().transfer().poll_gpu_times()?;
             frame += 1;
+            ran += 1;
         }
-        wave.finish(graphics)
+        wave.finish(graphics)?;
+        Ok(ran)
     };
     // Warm-up: caches, the driver's lazily created state, the allocators' first arenas, GL's
     // buffer heap at its working size (re-allocations drawn from another seed than the measured ones).
@@ -313,8 +317,8 @@ fn soak(
     let mut phases = Vec::new();
 
     let started = Instant::now();
-    run_frames(wave, options.frames)?;
-    phases.push(Phase { name: "frames", count: options.frames, seconds: secs(started), after: measure()? });
+    let frames = run_frames(wave, options.frames)?;
+    phases.push(Phase { name: "frames", count: frames, seconds: secs(started), after: measure()? });
 
     // Re-allocations in four quarters, each measured, so growth that levels off (a driver's heap
     // reaching its working size) is told from growth that goes on (a leak).
@@ -323,6 +327,7 @@ fn soak(
     for quarter in 1..=4u32 {
         let started = Instant::now();
         let until = (u64::from(options.reallocations) * u64::from(quarter) / 4) as u32;
+        let mut count = 0;
         for _ in done..until {
             if options.stop.requested() {
                 break;
@@ -330,6 +335,7 @@ fn soak(
             let [width, height] = random_grid(&mut random);
             wave.set_vertices(graphics, width, height)?;
             run_frames(wave, 1)?;
+            count += 1;
         }
         if quarter == 4 {
             wave.set_vertices(graphics, original[0], original[1])?;
@@ -341,7 +347,7 @@ fn soak(
             } else {
                 "re-allocations"
             },
-            count: until - done,
+            count,
             seconds: secs(started),
             after: measure()?,
         });
@@ -353,6 +359,7 @@ fn soak(
     let builds = wave.kernel_builds();
     let options_for_wave =
         builds.iter().find(|(file, _)| file.name == wave::KERNEL.name).map(|(_, o)| o.clone()).unwrap_or_default();
+    let mut recompiled = 0;
     for index in 0..recompiles {
         let Some(cuda) = cuda else { break };
         if options.stop.requested() {
@@ -363,17 +370,18 @@ fn soak(
         let compiled = cuda.compiler.compile_source(wave::KERNEL.name, &text, &origin, &options_for_wave)?;
         wave.swap_kernels(wave::KERNEL.name, &options_for_wave, &compiled)?;
         run_frames(wave, 1)?;
+        recompiled += 1;
     }
     if recompiles > 0 {
         phases.push(Phase {
             name: "kernel recompiles and module swaps",
-            count: recompiles,
+            count: recompiled,
             seconds: secs(started),
             after: measure()?,
         });
     }
     if options.stop.requested() {
-        notes.push("stopped (Ctrl-C): the counts are those run before".to_owned());
+        notes.push("stopped (Ctrl-C): the counts are those that ran; the verdict covers only them".to_owned());
     }
 
     let errors = cuda.map(|cuda| cuda.context.take_errors()).unwrap_or_default();

@@ -243,6 +243,16 @@ pub fn since_process_start() -> Option<std::time::Duration> {
     Some(std::time::Duration::from_secs_f64((uptime - start_ticks / CLOCK_TICKS_PER_SECOND).max(0.0)))
 }
 
+/// Logs (at debug level) that a phase of the start has ended, with the time since the process
+/// started: `RUST_LOG=interop_lab=debug` shows where a slow start goes.
+pub fn log_start_phase(phase: &str) {
+    if log::log_enabled!(log::Level::Debug)
+        && let Some(age) = since_process_start()
+    {
+        log::debug!("start: {phase} at {:.2} s", age.as_secs_f64());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

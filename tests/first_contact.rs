@@ -380,3 +380,59 @@ fn a_stalling_driver_is_said_within_seconds_and_the_run_moves_to_host_copy() {
     assert!(a == b, "after moving paths the frame is what host copy draws");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn ctrl_c_in_bench_and_soak_stops_and_reports_what_ran() {
+    let dir = temp_dir("interrupt-bench-soak");
+    // bench blur on the CPU: one 4K filter takes ~0.5 s on two cores, the whole sweep minutes.
+    let json = dir.join("bench.json");
+    let mut command = binary();
+    command.args(["bench", "blur", "--backend", "cpu", "--json"]).arg(&json).env_remove("DISPLAY");
+    let output = interrupt(command, Duration::from_secs(3));
+    assert!(output.status.success(), "exit 0 after writing: {}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("bench JSON")).expect("JSON");
+    assert_eq!(report["interrupted"], true, "{report:#}");
+    let timed = report["kernels"].as_array().expect("kernels").iter().filter(|k| k["total_us"].is_object()).count();
+    assert!(timed >= 1, "the filters timed before Ctrl-C are kept: {report:#}");
+    // soak on the CPU path: stopped in its frames phase, the table counts the frames that ran.
+    let json = dir.join("soak.json");
+    let mut command = binary();
+    command.args(["soak", "--transfer", "cpu", "--warmup-reallocations", "2", "--frames", "100000000", "--json"]);
+    command.arg(&json).env_remove("DISPLAY");
+    // Its warm-up (200 frames, two re-allocations) takes ~3 s here; the frames phase follows.
+    let output = interrupt(command, Duration::from_secs(9));
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(matches!(output.status.code(), Some(0 | 1)), "a verdict, not a crash: {table}\n{}", stderr(&output));
+    assert!(table.contains("stopped (Ctrl-C)"), "{table}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("soak JSON")).expect("JSON");
+    let frames = report["phases"][0]["count"].as_u64().expect("frames count");
+    assert!((1..100_000_000).contains(&frames), "the frames that ran, not those asked for: {report:#}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn record_writes_every_frame_as_a_numbered_png_and_says_how_to_make_a_video() {
+    let dir = temp_dir("record");
+    let (frames_dir, shot) = (dir.join("frames"), dir.join("last.png"));
+    let output = cpu_headless("wave")
+        .args(["--frames", "12", "--record"])
+        .arg(&frames_dir)
+        .arg("--screenshot")
+        .arg(&shot)
+        .output()
+        .expect("run");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), stderr(&output));
+    // Twelve frames never fill the encoders' 48-frame queue: none is dropped, whatever the speed.
+    let written: Vec<_> =
+        std::fs::read_dir(&frames_dir).expect("frames folder").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(written.len(), 12, "{written:?}");
+    assert!(said.contains("recorded 12 frames"), "{said}");
+    assert!(said.contains("ffmpeg -framerate 60 -i") && said.contains("frame-%06d.png"), "{said}");
+    assert_eq!(
+        image::open(frames_dir.join("frame-000012.png")).expect("last frame").to_rgba8(),
+        image::open(&shot).expect("screenshot").to_rgba8(),
+        "the last recorded frame is the frame the screenshot shows"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -240,3 +240,43 @@ fn cuda_and_cpu_backends_agree_and_bad_launches_are_named() {
     assert!(refused.contains("shared memory") && refused.contains("lower --segment"), "{refused}");
     Box::new(gpu).destroy(Graphics::Gl(&gl));
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_background_compile_shows_the_image_then_blurs_like_the_reference() {
+    // As the window starts: blur.cu not cached (no cache at all here), compiled on a thread.
+    let options = CudaOptions {
+        backend: BackendRequest::Cuda,
+        no_cache: true,
+        background_compiles: true,
+        ..CudaOptions::default()
+    };
+    let (context, selection) = common::gpu_setup(&options);
+    let gl = context.gl().clone();
+    let mut random = common::Random::new();
+    let dir = common::temp_dir("gpu-blur-background");
+    let path = dir.join("in.png");
+    let source = random_image(203, 131, &mut random, &path);
+    let settings = BlurSettings { image: Some(path), sigma: 6.0, ..BlurSettings::default() };
+    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+    let mut blur = Blur::new(&env, settings).expect("blur");
+    assert!(blur.compiling().is_some(), "the kernels compile in the background");
+    let started = std::time::Instant::now();
+    let mut waiting_frames = 0u64;
+    while blur.compiling().is_some() {
+        assert!(started.elapsed().as_secs() < 120, "the background compile did not finish in 120 s");
+        blur.step(Graphics::Gl(&gl), waiting_frames, 0.0).expect("a frame while compiling");
+        waiting_frames += 1;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    eprintln!("{waiting_frames} frames drawn while compiling ({:.2} s)", started.elapsed().as_secs_f64());
+    // σ 6 with the filter left to auto: the recursive filter, on its own default block.
+    let settings = blur.settings().clone();
+    assert_eq!(settings.filter, Filter::Recursive);
+    let out = blur_once(&gl, &mut blur);
+    let (max, mean) = errors(&out, &reference(&source, &settings));
+    let (max_bound, mean_bound) = bounds(settings.format, settings.filter);
+    assert!(max <= max_bound && mean <= mean_bound, "max {max:e} mean {mean:e}");
+    Box::new(blur).destroy(Graphics::Gl(&gl));
+    std::fs::remove_dir_all(&dir).ok();
+}

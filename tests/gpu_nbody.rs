@@ -312,3 +312,55 @@ fn more_bodies_than_free_device_memory_are_refused_and_fewer_then_run() {
         NBody::new(&env, NBodySettings { bodies: Some(n), ..NBodySettings::default() }).expect("runs once freed");
     Box::new(nbody).destroy(Graphics::Gl(&gl));
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_background_compile_draws_still_bodies_then_steps_like_the_reference() {
+    // As the window starts: kernels not cached (no cache at all here), compiled on a thread.
+    let options = CudaOptions {
+        backend: BackendRequest::Cuda,
+        no_cache: true,
+        background_compiles: true,
+        ..CudaOptions::default()
+    };
+    let (context, selection) = common::gpu_setup(&options);
+    let gl = context.gl().clone();
+    let seed = common::Random::new().next_u64();
+    let n = 2048;
+    let settings = NBodySettings {
+        bodies: Some(n),
+        preset: Preset::Plummer,
+        seed,
+        auto_variant: false,
+        energy_every: 0,
+        ..NBodySettings::default()
+    };
+    let params = settings.params();
+    let initial = Preset::Plummer.generate(n as usize, seed);
+    let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings);
+    assert!(nbody.compiling().is_some(), "the kernels compile in the background");
+    // Frames go on while NVRTC works: each leaves the bodies where they started.
+    let started = std::time::Instant::now();
+    let mut waiting_frames = 0u64;
+    while nbody.compiling().is_some() {
+        assert!(started.elapsed().as_secs() < 120, "the background compile did not finish in 120 s");
+        nbody.step(Graphics::Gl(&gl), waiting_frames, 0.0).expect("a frame while compiling");
+        if nbody.compiling().is_some() {
+            assert_eq!(nbody.steps(), 0, "no step before the kernels arrive");
+            assert_eq!(nbody.read_bodies(Graphics::Gl(&gl)).expect("read"), initial);
+        }
+        waiting_frames += 1;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    eprintln!("{waiting_frames} frames drawn while compiling ({:.2} s)", started.elapsed().as_secs_f64());
+    // The frame that took the kernels stepped once; step on to 10 and compare.
+    let steps = 10;
+    let remaining = steps - nbody.steps();
+    run(&gl, &mut nbody, remaining);
+    assert_eq!(nbody.steps(), steps);
+    let result = nbody.read_bodies(Graphics::Gl(&gl)).expect("read bodies");
+    let (position_error, velocity_error) = errors(&result, &cpu::reference_steps(&initial, &params, steps as usize));
+    eprintln!("after {steps} steps: position error {position_error:e}, velocity error {velocity_error:e}");
+    assert!(position_error < 1e-5 && velocity_error < 1e-4, "{position_error:e} {velocity_error:e}");
+    Box::new(nbody).destroy(Graphics::Gl(&gl));
+}

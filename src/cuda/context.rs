@@ -155,7 +155,7 @@ impl Context {
         // SAFETY: valid out-pointer and device handles.
         self.trace.call(
             "cuDeviceCanAccessPeer",
-            || format!("device {} → device {}", self.device, peer.device),
+            || format!("device {} -> device {}", self.device, peer.device),
             || unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.device, peer.device) },
         )?;
         Ok(can != 0)
@@ -168,7 +168,7 @@ impl Context {
         // SAFETY: both contexts are live; flags must be 0.
         self.trace.call(
             "cuCtxEnablePeerAccess",
-            || format!("device {} → device {}", self.device, peer.device),
+            || format!("device {} -> device {}", self.device, peer.device),
             || match unsafe { sys::cuCtxEnablePeerAccess(peer.raw, 0) } {
                 sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => sys::CUresult::CUDA_SUCCESS,
                 other => other,

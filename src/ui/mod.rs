@@ -478,3 +478,46 @@ fn kernel_sources(ui: &mut egui::Ui, input: &mut PanelInput<'_>, state: &mut Pan
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    /// The characters of every string literal under `src/` outside comments: panel labels, and the
+    /// messages the panel shows come from all over the crate.
+    fn literal_chars() -> std::collections::BTreeMap<char, String> {
+        let mut found = std::collections::BTreeMap::new();
+        let mut stack = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))];
+        while let Some(path) = stack.pop() {
+            if path.is_dir() {
+                stack.extend(std::fs::read_dir(&path).expect("src folder").flatten().map(|e| e.path()));
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("source file");
+            for (number, line) in text.lines().enumerate() {
+                let code = line.trim_start();
+                if code.starts_with("//") {
+                    continue;
+                }
+                // Between the first and last quote of the line: literals, and little else.
+                let (Some(first), Some(last)) = (code.find('"'), code.rfind('"')) else { continue };
+                for c in code[first..last].chars().filter(|c| !c.is_ascii()) {
+                    found.entry(c).or_insert_with(|| format!("{}:{}", path.display(), number + 1));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn every_character_the_app_says_is_in_the_panel_font() {
+        let mut fonts = egui::epaint::text::Fonts::new(Default::default(), egui::FontDefinitions::default());
+        let font = egui::FontId::proportional(14.0);
+        let chars = literal_chars();
+        assert!(chars.contains_key(&'σ'), "the scan finds the literals (σ is in the blur panel)");
+        let missing: Vec<_> =
+            chars.iter().filter(|(c, _)| !fonts.has_glyph(&font, **c)).map(|(c, at)| format!("{c:?} ({at})")).collect();
+        assert!(missing.is_empty(), "drawn as boxes by egui's default fonts: {missing:?}");
+    }
+}

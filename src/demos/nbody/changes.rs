@@ -53,6 +53,9 @@ impl NBody {
         self.current = 0;
         self.speed_reference = bodies.rms_speed().max(1e-6) as f32;
         self.readouts = Readouts::default();
+        if matches!(self.engine, Engine::Compiling(_)) {
+            return Ok(()); // initialised when the kernels arrive
+        }
         self.initialise_accelerations(graphics)
     }
 
@@ -102,6 +105,9 @@ impl NBody {
             Change::Energy => match &self.engine {
                 Engine::Cpu(_) => self.cpu_energy(graphics),
                 Engine::Cuda { .. } => self.request_cuda_energy(graphics),
+                Engine::Compiling(_) => {
+                    Err(crate::Error::Unavailable("the energy is measured once the kernels have compiled".to_owned()))
+                }
             },
         }
     }

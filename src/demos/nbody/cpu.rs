@@ -400,12 +400,12 @@ mod tests {
             .map(|(p, v)| p[3] * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt())
             .sum();
         for axis in 0..3 {
-            assert!((p1[axis] - p0[axis]).abs() < 1e-13 * scale, "axis {axis}: {} → {}", p0[axis], p1[axis]);
+            assert!((p1[axis] - p0[axis]).abs() < 1e-13 * scale, "axis {axis}: {} -> {}", p0[axis], p1[axis]);
         }
         let after32 = simulate::<f32>(&bodies, &params(), 100);
         let p32 = after32.momentum();
         for axis in 0..3 {
-            assert!((p32[axis] - p0[axis]).abs() < 1e-5 * scale, "f32 axis {axis}: {} → {}", p0[axis], p32[axis]);
+            assert!((p32[axis] - p0[axis]).abs() < 1e-5 * scale, "f32 axis {axis}: {} -> {}", p0[axis], p32[axis]);
         }
     }
 

@@ -10,6 +10,7 @@ use super::kernels::{Kernels, Precision, Variant};
 use super::multi::MultiSimulation;
 use super::presets::Bodies;
 use super::sim::Simulation;
+use crate::cuda::module::PendingCompile;
 use crate::runtime::CudaRuntime;
 use crate::{Error, Result};
 
@@ -25,6 +26,17 @@ pub(super) enum Engine {
         multi: Option<Box<MultiSimulation>>,
     },
     Cpu(Box<CpuEngine>),
+    /// CUDA, while NVRTC compiles the kernels on a thread of its own (the window's first run of
+    /// this variant on this device): the bodies are drawn where they start until the kernels arrive.
+    Compiling(Box<Compiling>),
+}
+
+/// What the CUDA engine is built from once its kernels have compiled.
+pub(super) struct Compiling {
+    /// The compile; `None` once it has failed (said in the panel, the bodies stay still).
+    pub(super) pending: Option<PendingCompile>,
+    /// The starting state, uploaded to the device when the simulation is made.
+    pub(super) bodies: Bodies,
 }
 
 /// CPU-side state beyond the GL buffers.
@@ -47,6 +59,19 @@ pub(super) struct CpuDouble {
 pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, bodies: &Bodies) -> Result<Engine> {
     match cuda {
         Some(cuda) => {
+            let options = settings.variant.options();
+            if cuda.background_compiles
+                && settings.devices.len() <= 1
+                && cuda.compiler.cached(&super::KERNEL, &options)?.is_none()
+            {
+                settings.variant.validate()?;
+                log::info!(
+                    "compiling {} in the background (first run of this variant on this device)",
+                    super::KERNEL.name
+                );
+                let pending = Some(cuda.compiler.compile_in_background(&super::KERNEL, &options));
+                return Ok(Engine::Compiling(Box::new(Compiling { pending, bodies: bodies.clone() })));
+            }
             let kernels = Kernels::load(cuda, settings.variant)?;
             let simulation = Simulation::new(&cuda.context, kernels, bodies, settings.slices)?;
             let multi = if settings.devices.len() > 1 {

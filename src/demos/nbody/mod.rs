@@ -34,7 +34,7 @@ use self::presets::{Bodies, Preset};
 use self::sim::StepBuffers;
 use self::state::SavedState;
 use crate::camera::OrbitCamera;
-use crate::cuda::module::CompiledModule;
+use crate::cuda::module::{CompiledModule, PendingCompile};
 use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
 use crate::guard::Guard;
 use crate::render::{Graphics, Scene, Sprites};
@@ -104,6 +104,8 @@ pub struct NBody {
     tuner: Option<tune::Tuner>,
     /// What autotuning found, when the variant came from it.
     tuned: Option<tune::Tuned>,
+    /// Autotuning waits for the demo's own kernels, which are still compiling.
+    tune_when_compiled: bool,
 }
 
 impl NBody {
@@ -151,10 +153,12 @@ impl NBody {
             // Started once the demo's own kernels are loaded: its compiles must not delay the first frame.
             tuner: None,
             tuned,
+            tune_when_compiled: start_tuner,
         };
-        if let (true, Some(cuda)) = (start_tuner, demo.pipeline.cuda()) {
-            demo.tuner = Some(tune::Tuner::start(cuda, demo.settings.variant.precision));
+        if matches!(demo.engine, Engine::Compiling(_)) {
+            return Ok(demo); // the first frame shows the bodies; the rest starts with the kernels
         }
+        demo.start_tuner();
         if let Err(error) = demo.initialise_accelerations(graphics) {
             Box::new(demo).destroy(graphics);
             return Err(error);
@@ -180,6 +184,49 @@ impl NBody {
     /// The physical parameters in use.
     pub fn params(&self) -> Params {
         self.params
+    }
+
+    /// Starts autotuning when it was asked for and has not started.
+    fn start_tuner(&mut self) {
+        if let (true, Some(cuda)) = (std::mem::take(&mut self.tune_when_compiled), self.pipeline.cuda()) {
+            self.tuner = Some(tune::Tuner::start(cuda, self.settings.variant.precision));
+        }
+    }
+
+    /// Takes the background compile's result when it has arrived and builds the CUDA engine;
+    /// returns whether it runs. A failed compile is said in the panel and the bodies stay still.
+    fn finish_compile(&mut self, graphics: Graphics<'_>) -> Result<bool> {
+        let Engine::Compiling(compiling) = &mut self.engine else { return Ok(true) };
+        let Some(result) = compiling.pending.as_ref().and_then(PendingCompile::poll) else { return Ok(false) };
+        compiling.pending = None;
+        let (variant, slices) = (self.settings.variant, self.settings.slices);
+        let built = result.and_then(|compiled| {
+            let cuda = self.pipeline.cuda().ok_or_else(mismatch)?;
+            log::info!("{} compiled in {:.2} s", KERNEL.name, compiled.compile_time.as_secs_f64());
+            let kernels = Kernels::from_compiled(cuda, variant, &compiled)?;
+            sim::Simulation::new(&cuda.context, kernels, &compiling.bodies, slices)
+        });
+        match built {
+            Ok(simulation) => {
+                let compiled = std::collections::HashMap::new();
+                self.engine = Engine::Cuda { simulation: Box::new(simulation), compiled, multi: None };
+                self.initialise_accelerations(graphics)?;
+                self.start_tuner();
+                Ok(true)
+            }
+            Err(error) => {
+                self.message = Some(format!("the n-body kernels are not running: {error}"));
+                Ok(false)
+            }
+        }
+    }
+
+    /// While the kernels compile in the background: which file, and for how long so far.
+    pub fn compiling(&self) -> Option<(&'static str, std::time::Duration)> {
+        match &self.engine {
+            Engine::Compiling(compiling) => compiling.pending.as_ref().map(|p| (p.file(), p.elapsed())),
+            _ => None,
+        }
     }
 
     /// One step of autotuning, when it runs: the GPU is idle first, so the candidate's timing
@@ -219,7 +266,7 @@ impl NBody {
     pub fn variant(&self) -> Option<Variant> {
         match &self.engine {
             Engine::Cuda { simulation, .. } => Some(simulation.kernels().variant),
-            Engine::Cpu(_) => None,
+            Engine::Cpu(_) | Engine::Compiling(_) => None,
         }
     }
 
@@ -227,7 +274,7 @@ impl NBody {
     pub fn slices(&self) -> Option<u32> {
         match &self.engine {
             Engine::Cuda { simulation, .. } => Some(simulation.slices()),
-            Engine::Cpu(_) => None,
+            Engine::Cpu(_) | Engine::Compiling(_) => None,
         }
     }
 
@@ -262,6 +309,7 @@ impl NBody {
                 }),
                 None => from_gl(self.pipeline.transfer(), &self.positions[self.current], &self.velocities),
             },
+            Engine::Compiling(compiling) => Ok(compiling.bodies.clone()),
         }
     }
 
@@ -368,6 +416,7 @@ impl NBody {
                     self.readouts.forces_us.push_back(microseconds);
                 }
             }
+            Engine::Compiling(_) => {}
         }
         while self.readouts.forces_us.len() > 60 {
             self.readouts.forces_us.pop_front();
@@ -544,6 +593,9 @@ impl Demo for NBody {
                 self.message = Some(error.to_string());
             }
         }
+        if !self.finish_compile(graphics)? {
+            return Ok(StageTimes::default()); // the bodies stand still until the kernels arrive
+        }
         self.advance_tuning(graphics)?;
         let params = self.params;
         let step = self.step;
@@ -675,14 +727,14 @@ impl LiveKernels for NBody {
                     occupancy: self.occupancy.get(kernels.forces_function(), &launch),
                 })
             }
-            Engine::Cpu(_) => None,
+            Engine::Cpu(_) | Engine::Compiling(_) => None,
         }
     }
 
     fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
         match &self.engine {
             Engine::Cuda { simulation, .. } => vec![(KERNEL, simulation.kernels().variant.options())],
-            Engine::Cpu(_) => Vec::new(),
+            Engine::Cpu(_) | Engine::Compiling(_) => Vec::new(),
         }
     }
 

@@ -187,6 +187,16 @@ fn devices_readout(ui: &mut egui::Ui, multi: &MultiSimulation, readouts: &Readou
 fn variant_controls(demo: &mut NBody, ui: &mut egui::Ui) {
     let mut variant = demo.edit.variant;
     ui.label(egui::RichText::new("Forces kernel").strong());
+    if let Some((file, since)) = demo.compiling() {
+        ui.horizontal(|ui| {
+            ui.spinner();
+            ui.label(format!(
+                "NVRTC is compiling {file} ({:.1} s): the first start of this variant on this device; the bodies \
+                 move once it is done",
+                since.as_secs_f64()
+            ));
+        });
+    }
     match demo.tuning() {
         (Some((done, total)), _) => {
             ui.horizontal(|ui| {

@@ -360,7 +360,7 @@ impl MultiSimulation {
         for (from, row) in self.routes.iter().enumerate() {
             for (to, route) in row.iter().enumerate() {
                 if from != to {
-                    pairs.push(format!("{from}→{to}"));
+                    pairs.push(format!("{from}->{to}"));
                     if !seen.contains(route) {
                         seen.push(*route);
                     }
@@ -375,7 +375,7 @@ impl MultiSimulation {
                 for (from, row) in self.routes.iter().enumerate() {
                     for (to, route) in row.iter().enumerate() {
                         if from != to {
-                            parts.push(format!("{from}→{to} {}", route.label()));
+                            parts.push(format!("{from}->{to} {}", route.label()));
                         }
                     }
                 }
