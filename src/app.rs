@@ -16,7 +16,7 @@ use crate::gl::context::window::{WindowGl, catch_window_panics, winit_error_text
 use crate::guard::Guard;
 use crate::record::{RecordReport, Recorder};
 use crate::runtime::{self, CudaOptions};
-use crate::session::Session;
+use crate::session::{RunFacts, Session};
 use crate::transfer::WhatIf;
 use crate::ui::{self, PanelAction};
 use crate::{Error, Result};
@@ -46,6 +46,8 @@ pub struct WindowOptions {
     pub stop: crate::stop::StopRequest,
     /// Record from the first frame into this folder.
     pub record: Option<PathBuf>,
+    /// Write per-stage timings (present included) as JSON when closing.
+    pub stats: Option<PathBuf>,
 }
 
 /// What a window run leaves behind.
@@ -100,6 +102,8 @@ struct Running {
     recorder: Option<Recorder>,
     /// Recordings finished while the window ran.
     recordings: Vec<RecordReport>,
+    /// Where `--stats` goes, and when the first frame started.
+    stats: Option<(PathBuf, Option<Instant>)>,
     window: WindowGl,
 }
 
@@ -213,15 +217,24 @@ impl ApplicationHandler for App {
 
     fn exiting(&mut self, _event_loop: &ActiveEventLoop) {
         if let Some(running) = self.running.take() {
-            self.recordings.extend(running.shut_down());
+            self.shut_down(running);
         }
     }
 }
 
 impl App {
+    fn shut_down(&mut self, running: Running) {
+        let (recordings, failure) = running.shut_down();
+        self.recordings.extend(recordings);
+        if let Some(error) = failure {
+            log::error!("{error}");
+            self.error.get_or_insert(error);
+        }
+    }
+
     fn close(&mut self, event_loop: &ActiveEventLoop) {
         if let Some(running) = self.running.take() {
-            self.recordings.extend(running.shut_down());
+            self.shut_down(running);
         }
         event_loop.exit();
     }
@@ -275,11 +288,15 @@ impl Running {
             relaunch: false,
             recorder,
             recordings: Vec::new(),
+            stats: options.stats.clone().map(|path| (path, None)),
             window,
         })
     }
 
     fn redraw(&mut self, screenshot: Option<&std::path::Path>) -> Result<()> {
+        if let Some((_, first_frame @ None)) = &mut self.stats {
+            *first_frame = Some(Instant::now());
+        }
         let gl = self.window.gl().clone();
         let size = self.window.size();
         let now = Instant::now();
@@ -293,14 +310,17 @@ impl Running {
         let view = View { origin: [panel_px, 0], size: [size[0] - panel_px, size[1]] };
         self.session.frame(&gl, view, dt);
 
-        let raw_input = self.egui.state.take_egui_input(self.window.window());
-        let session = &mut self.session;
-        let mut actions = Vec::new();
-        let output = self.egui.context.run_ui(raw_input, |ui| actions = session.panel(ui, &gl));
-        self.egui.state.handle_platform_output(self.window.window(), output.platform_output);
-        let primitives = self.egui.context.tessellate(output.shapes, output.pixels_per_point);
-        let mut textures = output.textures_delta;
-        self.egui.painter.paint_and_update_textures(size, output.pixels_per_point, &primitives, &mut textures);
+        let (egui, window) = (&mut self.egui, &self.window);
+        let (actions, platform_output) = self.session.time_panel(&gl, |session| {
+            let raw_input = egui.state.take_egui_input(window.window());
+            let mut actions = Vec::new();
+            let output = egui.context.run_ui(raw_input, |ui| actions = session.panel(ui, &gl));
+            let primitives = egui.context.tessellate(output.shapes, output.pixels_per_point);
+            let mut textures = output.textures_delta;
+            egui.painter.paint_and_update_textures(size, output.pixels_per_point, &primitives, &mut textures);
+            (actions, output.platform_output)
+        });
+        egui.state.handle_platform_output(window.window(), platform_output);
 
         for action in actions {
             match action {
@@ -322,7 +342,10 @@ impl Running {
                 self.session.panel.recording = Some((recorder.dir().to_owned(), frames, dropped));
             }
         }
-        self.window.swap_buffers()
+        let presenting = Instant::now();
+        self.window.swap_buffers()?;
+        self.session.add_host_time(crate::stats::Stage::Present, presenting);
+        Ok(())
     }
 
     /// Starts a recording into a new folder of the working directory, or ends the one running.
@@ -400,9 +423,22 @@ impl Running {
 
     /// Releases GL objects while the context is current, then the context and window; ends a
     /// recording still running. Returns the recordings made.
-    fn shut_down(mut self) -> Vec<RecordReport> {
-        if let Err(error) = self.session.finish(self.window.gl()) {
-            log::error!("{error}");
+    /// Finishes the GPU work, writes `--stats`, frees everything; returns the recordings made and
+    /// the first error met.
+    fn shut_down(mut self) -> (Vec<RecordReport>, Option<Error>) {
+        let mut failure = self.session.finish(self.window.gl()).err();
+        if let Some((path, Some(first_frame))) = &self.stats {
+            let run = RunFacts {
+                size: self.window.size(),
+                frames: self.session.frames(),
+                frames_asked: None,
+                wall_seconds: first_frame.elapsed().as_secs_f64(),
+            };
+            let written = self.session.stats_json(&run).and_then(|json| {
+                let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
+                crate::output::write(path, (text + "\n").as_bytes())
+            });
+            failure = failure.or(written.err());
         }
         self.session.destroy(self.window.gl());
         self.egui.painter.destroy();
@@ -412,6 +448,6 @@ impl Running {
                 Err(error) => log::error!("{error}"),
             }
         }
-        self.recordings
+        (self.recordings, failure)
     }
 }

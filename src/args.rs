@@ -39,7 +39,7 @@ pub struct RunArgs {
     /// Write the last frame as PNG.
     #[arg(long, value_name = "FILE.png")]
     pub screenshot: Option<PathBuf>,
-    /// Write per-stage timings (median / p90, µs) as JSON (headless).
+    /// Write per-stage timings (median / p90, µs) as JSON when the run ends.
     #[arg(long, value_name = "FILE.json")]
     pub stats: Option<PathBuf>,
     /// Record every frame into this folder as a numbered PNG sequence (window or headless); the

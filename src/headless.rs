@@ -4,15 +4,13 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use serde_json::json;
-
 use crate::demo::{DemoSpec, View};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{self, Framebuffer};
 use crate::guard::Guard;
 use crate::record::{RecordReport, Recorder};
 use crate::runtime::{self, CudaOptions};
-use crate::session::Session;
+use crate::session::{RunFacts, Session};
 use crate::stats::Summary;
 use crate::stop::StopRequest;
 use crate::transfer::WhatIf;
@@ -123,7 +121,7 @@ fn render(
             View { origin: [panel_px.min(size[0] - 1), 0], size: [size[0].saturating_sub(panel_px).max(1), size[1]] };
         session.frame(gl, view, options.dt);
         if let Some(overlay) = overlay.as_deref_mut() {
-            overlay.paint(gl, session, size);
+            session.time_panel(gl, |session| overlay.paint(gl, session, size));
         }
         if let Some(recorder) = recorder.as_mut() {
             recorder.frame(size, framebuffer.read_rgba(gl)?);
@@ -147,62 +145,15 @@ fn render(
     if frames < options.frames {
         log::warn!("stopped after {frames} of {} frames; writing what was asked for", options.frames);
     }
-    let json = report_json(session, options, frames, &summary, wall, frames_per_second, egl_device)?;
+    let run = RunFacts { size, frames: u64::from(frames), frames_asked: Some(options.frames), wall_seconds: wall };
+    let mut json = session.stats_json(&run)?;
+    json["egl_device"] = serde_json::to_value(egl_device).map_err(|e| Error::InvalidInput(e.to_string()))?;
     if let Some(path) = &options.stats {
         let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
         crate::output::write(path, (text + "\n").as_bytes())?;
     }
     let recording = recorder.map(Recorder::finish).transpose()?;
     Ok(HeadlessReport { json, summary, pixels, frames_per_second, frames, recording })
-}
-
-fn report_json(
-    session: &mut Session,
-    options: &HeadlessOptions,
-    frames: u32,
-    summary: &Summary,
-    wall: f64,
-    frames_per_second: f64,
-    egl_device: &crate::gl::context::headless::EglDeviceInfo,
-) -> Result<serde_json::Value> {
-    let selection = session.selection();
-    let device = selection.cuda.as_ref().map(|cuda| cuda.context.device().clone());
-    let gl_info = session.gl_info().clone();
-    let reason = selection.reason.clone();
-    let demo = session.demo()?;
-    let what_if_report = demo.pipeline().what_if_report();
-    let kernel = demo.live_kernels().and_then(|kernels| kernels.kernel_info()).map(|k| {
-        json!({
-            "name": k.name,
-            "source": k.origin,
-            "grid": k.launch.grid,
-            "block": k.launch.block,
-            "shared_memory_bytes": k.launch.shared_memory_bytes,
-            "attributes": k.attributes,
-        })
-    });
-    Ok(json!({
-        "demo": demo.name(),
-        "backend": if device.is_some() { "cuda" } else { "cpu" },
-        "transfer": demo.pipeline().kind(),
-        "reason": reason,
-        "device": device,
-        "gl": gl_info,
-        "egl_device": egl_device,
-        "size": options.size,
-        "frames": frames,
-        "frames_asked": options.frames,
-        "wall_seconds": wall,
-        "frames_per_second": frames_per_second,
-        "recoveries": session.recoveries(),
-        "kernel": kernel,
-        "what_if": {
-            "register_every_frame": options.what_if.register_every_frame,
-            "skip_copy_sync": options.what_if.skip_copy_sync,
-            "report": what_if_report,
-        },
-        "timings_us": summary,
-    }))
 }
 
 /// The side panel painted into offscreen frames (for screenshots of the whole app).

@@ -134,9 +134,6 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
         }
         return Ok(ExitCode::SUCCESS);
     }
-    if run.stats.is_some() {
-        return Err(Error::InvalidInput("--stats is written by headless runs: add --headless".to_owned()));
-    }
     let report = app::run(app::WindowOptions {
         spec,
         cuda: run.cuda.options(),
@@ -149,6 +146,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
         open_sections: run.panel_open.clone(),
         stop: stop.clone(),
         record: run.record.clone(),
+        stats: run.stats.clone(),
     })?;
     for recording in &report.recordings {
         print_recording(recording, 60);

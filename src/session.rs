@@ -54,6 +54,8 @@ pub struct Session {
     selection: Selection,
     history: FrameHistory,
     draw_timer: TimerQueries,
+    /// GPU time of the side panel's paint, when the caller times it ([`Self::time_panel`]).
+    panel_timer: TimerQueries,
     renderer: GlRenderer,
     gl_info: GlInfo,
     frame: u64,
@@ -77,6 +79,7 @@ impl Session {
     ) -> Result<Self> {
         let gl_info = GlInfo::query(gl);
         let draw_timer = Guard::new(TimerQueries::new(gl)?, |mut timer: TimerQueries| timer.destroy(gl));
+        let panel_timer = Guard::new(TimerQueries::new(gl)?, |mut timer: TimerQueries| timer.destroy(gl));
         let mut renderer =
             Guard::new(GlRenderer::new(shaders_dir), |mut renderer: GlRenderer| renderer.destroy(Graphics::Gl(gl)));
         let env = DemoEnv { graphics: Graphics::Gl(gl), cuda: selection.cuda.clone(), transfer: selection.transfer };
@@ -86,7 +89,7 @@ impl Session {
             create(&env, spec, &mut renderer)?
         };
         crate::stats::log_start_phase("demo set up");
-        let (renderer, draw_timer) = (renderer.keep(), draw_timer.keep());
+        let (renderer, draw_timer, panel_timer) = (renderer.keep(), draw_timer.keep(), panel_timer.keep());
         // Kernels read from a folder are watched, so edits there reload live.
         let watcher = selection
             .cuda
@@ -98,6 +101,7 @@ impl Session {
             selection,
             history: FrameHistory::new(HISTORY_FRAMES),
             draw_timer,
+            panel_timer,
             renderer,
             gl_info,
             frame: 0,
@@ -235,10 +239,12 @@ impl Session {
                 }
             }
         }
-        while let Some((frame, microseconds)) = self.draw_timer.poll(gl) {
-            let mut times = StageTimes::default();
-            times.set_gpu(Stage::Draw, microseconds);
-            self.history.add_late(LateGpuTimes { frame, times });
+        for (timer, stage) in [(&mut self.draw_timer, Stage::Draw), (&mut self.panel_timer, Stage::Panel)] {
+            while let Some((frame, microseconds)) = timer.poll(gl) {
+                let mut times = StageTimes::default();
+                times.set_gpu(stage, microseconds);
+                self.history.add_late(LateGpuTimes { frame, times });
+            }
         }
         lost
     }
@@ -418,6 +424,85 @@ impl Session {
         }
         self.renderer.destroy(Graphics::Gl(gl));
         self.draw_timer.destroy(gl);
+        self.panel_timer.destroy(gl);
+    }
+
+    /// Runs `paint` (the side panel's egui paint, after [`Self::frame`]) and records its host and
+    /// GPU time as the last frame's [`Stage::Panel`].
+    pub fn time_panel<R>(&mut self, gl: &glow::Context, paint: impl FnOnce(&mut Self) -> R) -> R {
+        let frame = self.frame.saturating_sub(1);
+        let started = Instant::now();
+        self.panel_timer.begin(gl, frame);
+        let result = paint(self);
+        self.panel_timer.end(gl);
+        self.add_host_time(Stage::Panel, started);
+        result
+    }
+
+    /// Records the host time since `started` as the last frame's `stage` (a stage that runs after
+    /// [`Self::frame`], such as presenting it).
+    pub fn add_host_time(&mut self, stage: Stage, started: Instant) {
+        let mut times = StageTimes::default();
+        times.set_host(stage, started.elapsed().as_secs_f64() * 1e6);
+        self.history.add_late(LateGpuTimes { frame: self.frame.saturating_sub(1), times });
+    }
+}
+
+/// What a run did, for [`Session::stats_json`].
+#[derive(Debug, Clone, Copy)]
+pub struct RunFacts {
+    /// Framebuffer or window size, pixels.
+    pub size: [u32; 2],
+    /// Frames drawn.
+    pub frames: u64,
+    /// Frames asked for (`--frames`), if any.
+    pub frames_asked: Option<u32>,
+    /// Wall time of the frames, seconds.
+    pub wall_seconds: f64,
+}
+
+impl Session {
+    /// The run as `--stats` writes it: backend, path, device, GL, kernel, switches, and the
+    /// median and p90 of every stage over the frames kept.
+    pub fn stats_json(&mut self, run: &RunFacts) -> Result<serde_json::Value> {
+        let summary = self.history.summary(None);
+        let selection = &self.selection;
+        let device = selection.cuda.as_ref().map(|cuda| cuda.context.device().clone());
+        let reason = selection.reason.clone();
+        let (gl_info, recoveries, what_if) = (self.gl_info.clone(), self.recoveries.clone(), self.panel.what_if);
+        let demo = self.demo()?;
+        let what_if_report = demo.pipeline().what_if_report();
+        let kernel = demo.live_kernels().and_then(|kernels| kernels.kernel_info()).map(|k| {
+            serde_json::json!({
+                "name": k.name,
+                "source": k.origin,
+                "grid": k.launch.grid,
+                "block": k.launch.block,
+                "shared_memory_bytes": k.launch.shared_memory_bytes,
+                "attributes": k.attributes,
+            })
+        });
+        Ok(serde_json::json!({
+            "demo": demo.name(),
+            "backend": if device.is_some() { "cuda" } else { "cpu" },
+            "transfer": demo.pipeline().kind(),
+            "reason": reason,
+            "device": device,
+            "gl": gl_info,
+            "size": run.size,
+            "frames": run.frames,
+            "frames_asked": run.frames_asked,
+            "wall_seconds": run.wall_seconds,
+            "frames_per_second": run.frames as f64 / run.wall_seconds.max(1e-9),
+            "recoveries": recoveries,
+            "kernel": kernel,
+            "what_if": {
+                "register_every_frame": what_if.register_every_frame,
+                "skip_copy_sync": what_if.skip_copy_sync,
+                "report": what_if_report,
+            },
+            "timings_us": summary,
+        }))
     }
 }
 

@@ -22,12 +22,26 @@ pub enum Stage {
     Sync,
     /// The GL draw calls of the demo.
     Draw,
+    /// The side panel: egui's layout, tessellation and paint (window, or headless with `--panel`).
+    Panel,
+    /// Handing the frame to the display (`eglSwapBuffers` / `glXSwapBuffers`; window only): host
+    /// time, which includes any wait for a free back buffer or for vertical blank.
+    Present,
 }
 
 impl Stage {
     /// Every stage, in frame order.
-    pub const ALL: [Stage; 7] =
-        [Stage::Map, Stage::Kernel, Stage::Unmap, Stage::Download, Stage::Upload, Stage::Sync, Stage::Draw];
+    pub const ALL: [Stage; 9] = [
+        Stage::Map,
+        Stage::Kernel,
+        Stage::Unmap,
+        Stage::Download,
+        Stage::Upload,
+        Stage::Sync,
+        Stage::Draw,
+        Stage::Panel,
+        Stage::Present,
+    ];
 
     /// Short lowercase name, as in JSON.
     pub fn name(self) -> &'static str {
@@ -39,6 +53,8 @@ impl Stage {
             Stage::Upload => "upload",
             Stage::Sync => "sync",
             Stage::Draw => "draw",
+            Stage::Panel => "panel",
+            Stage::Present => "present",
         }
     }
 
@@ -51,8 +67,8 @@ impl Stage {
 /// GPU time is not known (yet).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StageTimes {
-    host_us: [Option<f64>; 7],
-    gpu_us: [Option<f64>; 7],
+    host_us: [Option<f64>; Stage::ALL.len()],
+    gpu_us: [Option<f64>; Stage::ALL.len()],
 }
 
 impl StageTimes {
@@ -89,7 +105,8 @@ impl StageTimes {
     }
 }
 
-/// GPU times that arrive after their frame (events and queries are read back without stalling).
+/// Times that arrive after their frame's record: GPU events and queries (read back without
+/// stalling), and stages that run after the frame's step and draw (panel, present).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LateGpuTimes {
     /// The frame they belong to.

@@ -135,14 +135,25 @@ fn window_opens_draws_the_panel_and_closes() {
         return;
     }
     let dir = temp_dir("window");
-    let shot = dir.join("window.png");
+    let (shot, stats) = (dir.join("window.png"), dir.join("stats.json"));
     let output = binary()
         .args(["wave", "--backend", "cpu", "--frames", "8", "--size", "900x600", "--vsync", "off"])
         .arg("--screenshot")
         .arg(&shot)
+        .arg("--stats")
+        .arg(&stats)
         .output()
         .expect("run");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    // The window's stats time what happens after the demo's draw too: the panel and the present.
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
+    assert_eq!(report["frames"], 8, "{report:#}");
+    let stages = report["timings_us"]["stages"].as_array().expect("stages");
+    for name in ["kernel", "draw", "panel", "present"] {
+        let stage = stages.iter().find(|s| s["stage"] == name).unwrap_or_else(|| panic!("{name}: {report:#}"));
+        let host = stage["host_us"]["median"].as_f64().expect("a host time");
+        assert!(host.is_finite() && host > 0.0, "{name}: {stage}");
+    }
     let image = image::open(&shot).expect("window screenshot").to_rgba8();
     assert_eq!(image.dimensions(), (900, 600));
     // The panel (left) has text and widgets; the scene (right) has the wave.

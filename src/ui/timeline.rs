@@ -27,6 +27,8 @@ fn colour(stage: Stage) -> egui::Color32 {
         Stage::Upload => egui::Color32::from_rgb(230, 110, 70),
         Stage::Sync => egui::Color32::from_rgb(200, 120, 220),
         Stage::Draw => egui::Color32::from_rgb(200, 200, 200),
+        Stage::Panel => egui::Color32::from_rgb(150, 150, 110),
+        Stage::Present => egui::Color32::from_rgb(255, 225, 90),
     }
 }
 
