@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use interop_lab::args::RunArgs;
+use interop_lab::bench::map::MapBenchArgs;
 use interop_lab::bench::transfer::TransferBenchArgs;
 use interop_lab::demo::DemoSpec;
 use interop_lab::demos::{DemoBenchCommand, DemoCommand};
@@ -50,6 +51,9 @@ enum BenchCommand {
     Demo(DemoBenchCommand),
     /// What each transfer path (interop, external memory, pinned / pageable copy, CPU) costs per frame.
     Transfer(TransferBenchArgs),
+    /// What cuGraphicsMapResources costs and what it waits for: the map timed under conditions
+    /// that differ in one thing each (GL work on the buffer, elsewhere, a wait, a ring of buffers).
+    Map(MapBenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -101,6 +105,10 @@ fn run(cli: Cli, stop: &StopRequest) -> Result<ExitCode> {
         }
         Some(Command::Bench(BenchCommand::Transfer(args))) => {
             print!("{}", bench::transfer::run(&args.options())?.table);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench(BenchCommand::Map(args))) => {
+            print!("{}", bench::map::run(&args)?.table);
             Ok(ExitCode::SUCCESS)
         }
     }

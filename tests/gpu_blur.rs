@@ -257,7 +257,8 @@ fn a_background_compile_shows_the_image_then_blurs_like_the_reference() {
     let dir = common::temp_dir("gpu-blur-background");
     let path = dir.join("in.png");
     let source = random_image(203, 131, &mut random, &path);
-    let settings = BlurSettings { image: Some(path), sigma: 6.0, ..BlurSettings::default() };
+    // What a user gets without choosing (`--variant auto`), at σ 6: the recursive filter.
+    let settings = BlurSettings { image: Some(path), sigma: 6.0, ..BlurSettings::automatic() }.resolved();
     let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
     let mut blur = Blur::new(&env, settings).expect("blur");
     assert!(blur.compiling().is_some(), "the kernels compile in the background");
@@ -270,7 +271,7 @@ fn a_background_compile_shows_the_image_then_blurs_like_the_reference() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     eprintln!("{waiting_frames} frames drawn while compiling ({:.2} s)", started.elapsed().as_secs_f64());
-    // σ 6 with the filter left to auto: the recursive filter, on its own default block.
+    // The filter settled once the kernels arrived: still the recursive one, on its own block.
     let settings = blur.settings().clone();
     assert_eq!(settings.filter, Filter::Recursive);
     let out = blur_once(&gl, &mut blur);

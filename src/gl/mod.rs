@@ -136,22 +136,51 @@ pub fn draw_fullscreen_triangle(gl: &glow::Context, vertex_array: &VertexArray) 
 /// Blocks until GL has executed every command issued so far (a fence and a client wait: unlike
 /// `glFinish`, it says when the work is done without draining anything issued later).
 pub fn wait_for_gl(gl: &glow::Context) -> Result<()> {
-    // SAFETY: fence creation, waits and deletion on the current context.
-    unsafe {
-        let fence = gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).map_err(Error::Gl)?;
-        let mut flags = glow::SYNC_FLUSH_COMMANDS_BIT;
-        let outcome = loop {
-            match gl.client_wait_sync(fence, flags, 1_000_000_000) {
-                glow::TIMEOUT_EXPIRED => flags = 0,
-                status => break status,
-            }
-        };
-        gl.delete_sync(fence);
-        if outcome == glow::WAIT_FAILED {
-            return Err(Error::Gl("glClientWaitSync failed".to_owned()));
-        }
+    Fence::place(gl)?.wait(gl)
+}
+
+/// A GL fence: placed after some commands, waited for on the host, deleted once waited (the
+/// wait consumes it, so it is never deleted twice or leaked on the wait's path).
+#[derive(Debug)]
+pub struct Fence(glow::Fence);
+
+impl Fence {
+    /// Places a fence after every command issued so far.
+    pub fn place(gl: &glow::Context) -> Result<Self> {
+        // SAFETY: fence creation on the current context.
+        unsafe { gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).map(Self).map_err(Error::Gl) }
     }
-    Ok(())
+
+    /// Whether GL has passed the fence, without waiting.
+    pub fn is_signalled(&self, gl: &glow::Context) -> bool {
+        // SAFETY: the fence is live (owned by self).
+        unsafe { gl.client_wait_sync(self.0, 0, 0) != glow::TIMEOUT_EXPIRED }
+    }
+
+    /// Blocks until GL has passed the fence (flushing first), then deletes it.
+    pub fn wait(self, gl: &glow::Context) -> Result<()> {
+        // SAFETY: the fence is live; it is deleted once, here.
+        unsafe {
+            let mut flags = glow::SYNC_FLUSH_COMMANDS_BIT;
+            let outcome = loop {
+                match gl.client_wait_sync(self.0, flags, 1_000_000_000) {
+                    glow::TIMEOUT_EXPIRED => flags = 0,
+                    status => break status,
+                }
+            };
+            gl.delete_sync(self.0);
+            if outcome == glow::WAIT_FAILED {
+                return Err(Error::Gl("glClientWaitSync failed".to_owned()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the fence without waiting.
+    pub fn delete(self, gl: &glow::Context) {
+        // SAFETY: the fence is live; it is deleted once, here.
+        unsafe { gl.delete_sync(self.0) };
+    }
 }
 
 /// Live GL names of each kind, counted with `glIs*` over the first names (drivers hand out small

@@ -1,0 +1,498 @@
+//! `interop-lab bench map`: what `cuGraphicsMapResources` costs and what it waits for. One
+//! registered GL buffer (or a ring of them) is mapped, filled and unmapped under conditions that
+//! differ in one thing each — no GL work at all, GL reading the buffer, GL busy with other
+//! buffers, a wait for GL every frame, a ring of buffers — and the map's host time and GPU time
+//! (CUDA events around it) are reported side by side. The table is the lesson: whether the map
+//! has a fixed cost, or waits for GL's work on this buffer, or for all of GL's work.
+#![allow(unsafe_code)]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+use glow::HasContext;
+use serde_json::json;
+
+use crate::args::CudaArgs;
+use crate::cuda::interop::{self, GraphicsResource, MapAccess};
+use crate::cuda::launch::arg;
+use crate::cuda::{DeviceLimits, Event, Function, LaunchConfig, Module, Stream};
+use crate::demo::bench::BenchReport;
+use crate::gl::context::headless::HeadlessGl;
+use crate::guard::Guard;
+use crate::runtime::{self, CudaOptions};
+use crate::stats::Percentiles;
+use crate::{Error, Result, gl};
+
+/// `interop-lab bench map`.
+#[derive(Args, Debug)]
+pub struct MapBenchArgs {
+    /// Size of each registered buffer (K, M, G suffixes).
+    #[arg(long, value_parser = super::transfer::parse_bytes, default_value = "16M")]
+    pub bytes: usize,
+    /// Untimed iterations first, per condition.
+    #[arg(long, default_value_t = 20)]
+    pub warmup: u32,
+    /// Timed iterations per condition (medians reported).
+    #[arg(long, default_value_t = 200)]
+    pub frames: u32,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    pub json: Option<PathBuf>,
+    /// Backend and device.
+    #[command(flatten)]
+    pub cuda: CudaArgs,
+}
+
+/// One way of running the loop around the map.
+#[derive(Debug, Clone, Copy)]
+struct Condition {
+    name: &'static str,
+    /// What it tells apart from the others.
+    question: &'static str,
+    /// Registered buffers used in turn.
+    ring: usize,
+    /// Launch the fill kernel between map and unmap.
+    fill: bool,
+    /// GL copies the whole buffer just filled (as a draw would read it).
+    gl_reads: bool,
+    /// GL copies this many bytes between two buffers of its own before the map.
+    gl_busy_bytes: usize,
+    /// How the host waits for GL, if at all.
+    wait: Wait,
+    /// GL copies this many bytes between its own buffers after its read (work still pending
+    /// when [`Wait::ReadFence`] returns).
+    gl_after_bytes: usize,
+    /// A ~1 ms kernel on a plain device buffer first, and on which stream the map then goes.
+    long_kernel: Option<MapStream>,
+}
+
+/// Where the map goes relative to the long kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MapStream {
+    /// The same stream: the map waits for the kernel, then for GL.
+    Same,
+    /// A second stream: does the map's wait overlap the kernel?
+    Other,
+}
+
+/// How an iteration waits for GL on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Never.
+    No,
+    /// A fence after everything issued, waited at the end of the iteration.
+    AfterFrame,
+    /// A fence after everything issued, waited just before the map.
+    BeforeMap,
+    /// A fence placed right after GL's read of the buffer, waited just before the next map;
+    /// GL work issued after it may still run.
+    ReadFence,
+    /// `glFinish` just before the map.
+    Finish,
+}
+
+const CONDITIONS: [Condition; 12] = [
+    Condition {
+        name: "map + unmap only",
+        question: "the fixed cost: no kernel, no GL work",
+        ring: 1,
+        fill: false,
+        gl_reads: false,
+        gl_busy_bytes: 0,
+        wait: Wait::No,
+        gl_after_bytes: 0,
+        long_kernel: None,
+    },
+    Condition {
+        name: "fill",
+        question: "a kernel writes the mapped buffer; GL never touches it",
+        ring: 1,
+        fill: true,
+        gl_reads: false,
+        gl_busy_bytes: 0,
+        wait: Wait::No,
+        gl_after_bytes: 0,
+        long_kernel: None,
+    },
+    Condition {
+        name: "fill, GL reads it",
+        question: "GL reads the buffer after each unmap, no wait: the app's frame",
+        ring: 1,
+        fill: true,
+        gl_reads: true,
+        gl_busy_bytes: 0,
+        wait: Wait::No,
+        gl_after_bytes: 0,
+        long_kernel: None,
+    },
+    Condition {
+        name: "fill, GL reads it, wait",
+        question: "as above, then a wait for GL every frame: bench transfer's frame",
+        ring: 1,
+        fill: true,
+        gl_reads: true,
+        gl_busy_bytes: 0,
+        wait: Wait::AfterFrame,
+        gl_after_bytes: 0,
+        long_kernel: None,
+    },
+    Condition {
+        name: "fill, GL busy elsewhere",
+        question: "GL copies 256 MiB between buffers of its own first: does the map wait for all of GL?",
+        ring: 1,
+        fill: true,
+        gl_reads: false,
+        gl_busy_bytes: 256 << 20,
+        wait: Wait::No,
+        gl_after_bytes: 0,
+        long_kernel: None,
+    },
+    Condition {
+        name: "ring of 2, GL reads",
+        question: "two registered buffers in turn: the map never follows GL's read of the same buffer",
+        ring: 2,
+        fill: true,
+        gl_reads: true,
+        gl_busy_bytes: 0,
+        wait: Wait::No,
+        gl_after_bytes: 0,
+        long_kernel: None,
+    },
+    Condition {
+        name: "ring of 3, GL reads",
+        question: "three in turn",
+        ring: 3,
+        fill: true,
+        gl_reads: true,
+        gl_busy_bytes: 0,
+        wait: Wait::No,
+        gl_after_bytes: 0,
+        long_kernel: None,
+    },
+    Condition {
+        name: "map + unmap, GL waited",
+        question: "no GL work, but a fence waited before each map: does a known-idle GL make the map cheap?",
+        ring: 1,
+        fill: false,
+        gl_reads: false,
+        gl_busy_bytes: 0,
+        wait: Wait::BeforeMap,
+        gl_after_bytes: 0,
+        long_kernel: None,
+    },
+    Condition {
+        name: "fill, GL reads, glFinish",
+        question: "glFinish instead of a fence before the map",
+        ring: 1,
+        fill: true,
+        gl_reads: true,
+        gl_busy_bytes: 0,
+        wait: Wait::Finish,
+        gl_after_bytes: 0,
+        long_kernel: None,
+    },
+    Condition {
+        name: "fill, GL reads, read fence",
+        question: "a fence right after GL's read is waited before the map; 64 MiB of later GL copies may still run",
+        ring: 1,
+        fill: true,
+        gl_reads: true,
+        gl_busy_bytes: 0,
+        wait: Wait::ReadFence,
+        gl_after_bytes: 64 << 20,
+        long_kernel: None,
+    },
+    Condition {
+        name: "1 ms kernel, then map",
+        question: "a long kernel on another buffer, the map after it on the same stream; CUDA synced each time",
+        ring: 1,
+        fill: false,
+        gl_reads: true,
+        gl_busy_bytes: 0,
+        wait: Wait::No,
+        gl_after_bytes: 0,
+        long_kernel: Some(MapStream::Same),
+    },
+    Condition {
+        name: "1 ms kernel || map",
+        question: "the same, the map on a second stream: does its wait overlap the kernel (what pipelining needs)?",
+        ring: 1,
+        fill: false,
+        gl_reads: true,
+        gl_busy_bytes: 0,
+        wait: Wait::No,
+        gl_after_bytes: 0,
+        long_kernel: Some(MapStream::Other),
+    },
+];
+
+/// The long kernel fills this many bytes this many times: about 1 ms on an H200 (4 TB/s).
+const LONG_KERNEL_BYTES: usize = 256 << 20;
+const LONG_KERNEL_REPEATS: u32 = 16;
+
+/// Medians of one condition.
+struct Measured {
+    map_host: Percentiles,
+    map_gpu: Percentiles,
+    unmap_host: Percentiles,
+    iteration: Percentiles,
+}
+
+/// Runs the study on a headless GL context with GL interop.
+pub fn run(args: &MapBenchArgs) -> Result<BenchReport> {
+    if args.frames == 0 {
+        return Err(Error::InvalidInput("bench map needs at least one frame".to_owned()));
+    }
+    let options: CudaOptions = args.cuda.options();
+    let context = HeadlessGl::new(runtime::preferred_cuda_device(&options))?;
+    let gl = context.gl().clone();
+    let selection = runtime::select(&options, &gl, &|name| context.proc_address(name));
+    let Some(cuda) = selection.cuda.as_deref() else {
+        return Err(Error::Unavailable(format!("bench map needs CUDA: {}", selection.reason)));
+    };
+    let Some(entry_points) = cuda.interop else {
+        return Err(Error::Unavailable(format!(
+            "bench map needs GL interop, which this GL context does not offer: {}",
+            selection.reason
+        )));
+    };
+    let stream = Stream::new(&cuda.context)?;
+    let second = Stream::new(&cuda.context)?;
+    let plain = crate::cuda::DeviceBuffer::new(&cuda.context, LONG_KERNEL_BYTES)?;
+    let compiled = cuda.compiler.compile(&super::transfer::KERNEL, &[])?;
+    let module = Module::load(&cuda.context, &compiled)?;
+    let fill = module.function("fill")?;
+    if args.bytes > 1 << 30 {
+        return Err(Error::InvalidInput(
+            "bench map: buffers of at most 1 GiB (GL copies them with one call)".to_owned(),
+        ));
+    }
+    let limits = DeviceLimits::from(cuda.context.device());
+    let bytes = args.bytes;
+
+    // GL's own buffers for the busy condition and the copies' destination.
+    let release = |mut buffer: gl::Buffer| buffer.destroy(&gl);
+    let busiest = CONDITIONS.iter().map(|c| c.gl_busy_bytes.max(c.gl_after_bytes)).max().unwrap_or(0).max(4);
+    let busy = [
+        Guard::new(gl::Buffer::uninitialized(&gl, busiest)?, release),
+        Guard::new(gl::Buffer::uninitialized(&gl, busiest)?, release),
+    ];
+    let scratch = Guard::new(gl::Buffer::uninitialized(&gl, bytes)?, release);
+
+    let device = cuda.context.device().name.clone();
+    let mut table = format!(
+        "cuGraphicsMapResources on {device}, {} MiB buffers: medians of {} iterations per condition\n",
+        bytes >> 20,
+        args.frames
+    );
+    table.push_str(&format!(
+        "{:<26} {:>13} {:>12} {:>15} {:>14}  {}\n",
+        "condition", "map host µs", "map GPU µs", "unmap host µs", "iteration µs", "what it asks"
+    ));
+    let mut results = Vec::new();
+    let mut run = Run {
+        gl: &gl,
+        stream: &stream,
+        second: &second,
+        plain: plain.span(),
+        fill,
+        limits,
+        busy: [busy[0].raw(), busy[1].raw()],
+        scratch: scratch.raw(),
+    };
+    for condition in CONDITIONS {
+        let mut ring = Vec::with_capacity(condition.ring);
+        for _ in 0..condition.ring {
+            let buffer = Guard::new(gl::Buffer::uninitialized(&gl, bytes)?, release);
+            let resource = GraphicsResource::register_buffer(&cuda.context, &entry_points, buffer.name())?;
+            // The registration is declared first, so it is dropped (unregistered) before its buffer.
+            ring.push((resource, buffer));
+        }
+        let mut views: Vec<_> = ring.iter_mut().map(|(resource, buffer)| (resource, buffer.raw())).collect();
+        let measured = run.condition(&condition, &mut views, args.warmup, args.frames);
+        stream.synchronize()?;
+        gl::finish(&gl);
+        drop(views);
+        drop(ring);
+        let measured = measured?;
+        table.push_str(&format!(
+            "{:<26} {:>13.1} {:>12.1} {:>15.1} {:>14.1}  {}\n",
+            condition.name,
+            measured.map_host.median,
+            measured.map_gpu.median,
+            measured.unmap_host.median,
+            measured.iteration.median,
+            condition.question
+        ));
+        results.push(json!({
+            "condition": condition.name,
+            "question": condition.question,
+            "ring": condition.ring,
+            "fill": condition.fill,
+            "gl_reads": condition.gl_reads,
+            "gl_busy_bytes": condition.gl_busy_bytes,
+            "wait": format!("{:?}", condition.wait),
+            "gl_after_bytes": condition.gl_after_bytes,
+            "map_host_us": measured.map_host,
+            "map_gpu_us": measured.map_gpu,
+            "unmap_host_us": measured.unmap_host,
+            "iteration_us": measured.iteration,
+        }));
+    }
+    let json = json!({
+        "benchmark": "map",
+        "device": device,
+        "gl": gl::GlInfo::query(&gl),
+        "bytes": bytes,
+        "method": format!(
+            "per condition: {} untimed then {} timed iterations of map, (fill), unmap, (GL work), (GL fence wait); \
+             host times with Instant, GPU time between CUDA events recorded before and after the map; medians",
+            args.warmup, args.frames
+        ),
+        "results": results,
+    });
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        crate::output::write(path, (text + "\n").as_bytes())?;
+    }
+    Ok(BenchReport { json, table })
+}
+
+/// What every condition runs with.
+struct Run<'a> {
+    gl: &'a glow::Context,
+    stream: &'a Stream,
+    /// The map's stream when it runs beside the long kernel.
+    second: &'a Stream,
+    /// The long kernel's buffer.
+    plain: crate::cuda::DeviceSpan,
+    fill: Function,
+    limits: DeviceLimits,
+    busy: [Option<glow::Buffer>; 2],
+    scratch: Option<glow::Buffer>,
+}
+
+impl Run<'_> {
+    fn condition(
+        &mut self,
+        condition: &Condition,
+        buffers: &mut [(&mut GraphicsResource, Option<glow::Buffer>)],
+        warmup: u32,
+        frames: u32,
+    ) -> Result<Measured> {
+        let context = self.stream.context();
+        let total = (warmup + frames) as usize;
+        let events: Vec<(Event, Event)> =
+            (0..frames).map(|_| Ok((Event::new(context)?, Event::new(context)?))).collect::<Result<_>>()?;
+        let (mut map_host, mut unmap_host, mut iteration) = (Vec::new(), Vec::new(), Vec::new());
+        let mut read_fence: Option<gl::Fence> = None;
+        for index in 0..total {
+            let timed = index.checked_sub(warmup as usize).map(|i| &events[i]);
+            let started = Instant::now();
+            if condition.gl_busy_bytes > 0 {
+                self.gl_copy(self.busy[0], self.busy[1], condition.gl_busy_bytes);
+                // SAFETY: no arguments.
+                unsafe { self.gl.flush() };
+            }
+            let (resource, buffer) = &mut buffers[index % condition.ring];
+            let map_stream = match condition.long_kernel {
+                Some(on) => {
+                    for repeat in 0..LONG_KERNEL_REPEATS {
+                        self.launch_fill(self.stream, self.plain, index as u32 ^ repeat)?;
+                    }
+                    if on == MapStream::Other { self.second } else { self.stream }
+                }
+                None => self.stream,
+            };
+            match condition.wait {
+                Wait::BeforeMap => gl::wait_for_gl(self.gl)?,
+                Wait::Finish => gl::finish(self.gl),
+                Wait::ReadFence => {
+                    if let Some(fence) = read_fence.take() {
+                        fence.wait(self.gl)?;
+                    }
+                }
+                Wait::No | Wait::AfterFrame => {}
+            }
+            if let Some((before, _)) = timed {
+                before.record(map_stream)?;
+            }
+            let mapping = Instant::now();
+            let mapped = interop::map(map_stream, &mut [(&mut **resource, MapAccess::WriteDiscard)])?;
+            let span = mapped.buffer(0)?;
+            let map_us = mapping.elapsed().as_secs_f64() * 1e6;
+            if let Some((_, after)) = timed {
+                after.record(map_stream)?;
+            }
+            if condition.fill {
+                self.launch_fill(map_stream, span, index as u32)?;
+            }
+            let unmapping = Instant::now();
+            mapped.unmap()?;
+            let unmap_us = unmapping.elapsed().as_secs_f64() * 1e6;
+            if condition.gl_reads {
+                self.gl_copy(*buffer, self.scratch, span.bytes);
+                if condition.wait == Wait::ReadFence {
+                    read_fence = Some(gl::Fence::place(self.gl)?);
+                }
+                if condition.gl_after_bytes > 0 {
+                    self.gl_copy(self.busy[0], self.busy[1], condition.gl_after_bytes);
+                }
+                // SAFETY: no arguments.
+                unsafe { self.gl.flush() };
+            }
+            if condition.wait == Wait::AfterFrame {
+                gl::wait_for_gl(self.gl)?;
+            }
+            if condition.long_kernel.is_some() {
+                self.stream.synchronize()?;
+                self.second.synchronize()?;
+            }
+            if timed.is_some() {
+                map_host.push(map_us);
+                unmap_host.push(unmap_us);
+                iteration.push(started.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        if let Some(fence) = read_fence {
+            fence.delete(self.gl);
+        }
+        self.stream.synchronize()?;
+        let map_gpu: Vec<f64> = events
+            .iter()
+            .map(|(before, after)| after.elapsed_ms_since(before).map(|ms| f64::from(ms) * 1e3))
+            .collect::<Result<_>>()?;
+        let of = |values: Vec<f64>| {
+            Percentiles::of(values.into_iter()).ok_or_else(|| Error::Unavailable("no samples".to_owned()))
+        };
+        Ok(Measured {
+            map_host: of(map_host)?,
+            map_gpu: of(map_gpu)?,
+            unmap_host: of(unmap_host)?,
+            iteration: of(iteration)?,
+        })
+    }
+
+    /// Launches `fill` over `span` on `stream`.
+    fn launch_fill(&mut self, stream: &Stream, span: crate::cuda::DeviceSpan, value: u32) -> Result<()> {
+        let words = (span.bytes / 4) as u64;
+        let config = LaunchConfig { grid: [1024, 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
+        let mut args = [arg(&span.ptr), arg(&words), arg(&value)];
+        // SAFETY: matches fill(unsigned*, unsigned long long, unsigned); the kernel writes words
+        // < span.bytes / 4 only, inside `span` (a mapped or allocated buffer).
+        unsafe { self.fill.launch(stream, &self.limits, &config, &mut args) }
+    }
+
+    /// GL copies `bytes` from `from` to `to` (both GL buffers of this context).
+    fn gl_copy(&self, from: Option<glow::Buffer>, to: Option<glow::Buffer>, bytes: usize) {
+        // SAFETY: both are live buffers of the current context, at least `bytes` long.
+        unsafe {
+            self.gl.bind_buffer(glow::COPY_READ_BUFFER, from);
+            self.gl.bind_buffer(glow::COPY_WRITE_BUFFER, to);
+            self.gl.copy_buffer_sub_data(glow::COPY_READ_BUFFER, glow::COPY_WRITE_BUFFER, 0, 0, bytes as i32);
+            self.gl.bind_buffer(glow::COPY_READ_BUFFER, None);
+            self.gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
+        }
+    }
+}
