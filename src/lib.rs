@@ -34,6 +34,7 @@ pub mod stats;
 pub mod stop;
 pub mod transfer;
 pub mod ui;
+pub mod vk;
 pub mod watch;
 pub mod watchdog;
 pub mod widgets;

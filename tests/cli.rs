@@ -359,3 +359,33 @@ fn a_cuda_path_asked_for_by_name_without_cuda_is_refused_with_the_reason() {
         assert!(stderr.contains(&format!("--transfer {path} was asked for")) && stderr.contains("libcuda"), "{stderr}");
     }
 }
+
+#[test]
+fn doctor_lists_vulkan_devices_with_their_uuids_or_says_why_not() {
+    let json = binary().args(["doctor", "--json"]).env_remove("DISPLAY").output().expect("run");
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("doctor --json is JSON");
+    let vulkan = &report["vulkan"];
+    let verdict = vulkan["verdict"].as_str().expect("a verdict, whatever Vulkan offers");
+    if !common::available(vulkan["probe"].is_object(), "a Vulkan loader and driver", "INTEROP_LAB_REQUIRE_VULKAN") {
+        assert!(verdict.contains("install"), "without Vulkan the verdict names the fix: {verdict}");
+        return;
+    }
+    let devices = vulkan["probe"]["devices"].as_array().expect("devices");
+    assert!(!devices.is_empty(), "{vulkan:#}");
+    for device in devices {
+        let uuid = device["device_uuid"].as_str().expect("uuid");
+        assert!(uuid.len() == 32 && uuid.chars().all(|c| c.is_ascii_hexdigit()), "{device}");
+    }
+    // A loader that finds no driver is said, with the variable that points at one.
+    let output = binary()
+        .args(["doctor", "--json"])
+        .env_remove("DISPLAY")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .output()
+        .expect("run");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert!(report["vulkan"]["probe"].is_null(), "{:#}", report["vulkan"]);
+    let verdict = report["vulkan"]["verdict"].as_str().expect("verdict");
+    assert!(verdict.contains("VK_DRIVER_FILES") || verdict.contains("install"), "{verdict}");
+}

@@ -62,6 +62,9 @@ pub struct DeviceInfo {
     pub fp32_to_fp64_ratio: i32,
     /// Memory can be exported as a POSIX file descriptor (for GL_EXT_memory_object_fd).
     pub posix_fd_export: bool,
+    /// `cuDeviceGetUuid`: the identity a Vulkan device is matched against
+    /// (`VkPhysicalDeviceIDProperties::deviceUUID`), as 32 hex digits.
+    pub uuid: String,
 }
 
 impl DeviceInfo {
@@ -81,6 +84,10 @@ impl DeviceInfo {
         check(unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), name.len() as i32, device) }, "cuDeviceGetName")?;
         // SAFETY: the driver writes a NUL-terminated string into the buffer.
         let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+        let mut uuid = sys::CUuuid { bytes: [0; 16] };
+        // SAFETY: valid out-pointer and device handle.
+        check(unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, device) }, "cuDeviceGetUuid")?;
+        let uuid = uuid.bytes.iter().map(|b| format!("{:02x}", *b as u8)).collect();
         let mut total_memory_bytes = 0usize;
         // SAFETY: valid out-pointer and device handle.
         check(unsafe { sys::cuDeviceTotalMem_v2(&mut total_memory_bytes, device) }, "cuDeviceTotalMem")?;
@@ -128,6 +135,7 @@ impl DeviceInfo {
             fp32_to_fp64_ratio: attribute(A::CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO)?,
             posix_fd_export: attribute(A::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)? != 0
                 && attribute(A::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)? != 0,
+            uuid,
         })
     }
 

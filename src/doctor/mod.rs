@@ -139,6 +139,17 @@ pub struct KernelCheck {
     pub error: Option<String>,
 }
 
+/// What Vulkan offers here, matched against the CUDA device by UUID.
+#[derive(Debug, Clone, Serialize)]
+pub struct VulkanCheck {
+    /// The loader's devices, when a loader and a driver were found.
+    pub probe: Option<crate::vk::VulkanProbe>,
+    /// Index in `probe.devices` of the device whose UUID is the CUDA device's.
+    pub cuda_match: Option<usize>,
+    /// One sentence: what this means, and the fix when something is missing.
+    pub verdict: String,
+}
+
 /// Everything `doctor` found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -156,6 +167,8 @@ pub struct Report {
     pub window_gl: Option<GlCheck>,
     /// Kernels compiled and loaded for the first device.
     pub kernels: Vec<KernelCheck>,
+    /// Vulkan's devices and which one is the CUDA device (informational: the app draws with GL).
+    pub vulkan: VulkanCheck,
     /// The kernel cache folder.
     pub kernel_cache: Option<String>,
     /// X11, Wayland or none.
@@ -306,6 +319,7 @@ pub fn examine(
     }
 
     let (kernels, kernel_cache) = check_kernels(driver, &devices, options, &mut problems);
+    let vulkan = check_vulkan(&devices, preferred);
 
     let (transfer, reason) = if driver.is_none() || devices.is_empty() || nvrtc.is_err() {
         (TransferKind::Cpu, "CUDA is not usable here (see the problems below)".to_owned())
@@ -341,6 +355,7 @@ pub fn examine(
         headless_gl,
         window_gl,
         kernels,
+        vulkan,
         kernel_cache,
         session_type: session_type.to_owned(),
         environment: ENVIRONMENT
@@ -352,6 +367,47 @@ pub fn examine(
         problems,
         exit_code,
     }
+}
+
+/// Vulkan's devices, and the one that is CUDA device `cuda_device` (same UUID). Nothing here is a
+/// problem for the app, which draws with GL; the verdict says what a Vulkan renderer would have.
+fn check_vulkan(devices: &[DeviceInfo], cuda_device: Option<i32>) -> VulkanCheck {
+    let probe = match crate::vk::probe() {
+        Ok(probe) => probe,
+        Err(error) => return VulkanCheck { probe: None, cuda_match: None, verdict: error.to_string() },
+    };
+    let cuda = cuda_device.and_then(|ordinal| devices.iter().find(|d| d.ordinal == ordinal));
+    let cuda_match = cuda.and_then(|c| probe.devices.iter().position(|v| v.device_uuid == c.uuid));
+    let verdict = match (cuda, cuda_match) {
+        (_, _) if probe.devices.is_empty() => {
+            "the Vulkan loader found no device: install a Vulkan driver (the NVIDIA driver's ICD, or \
+             mesa-vulkan-drivers)"
+                .to_owned()
+        }
+        (None, _) => format!("{} Vulkan device(s), and no CUDA device to share memory with", probe.devices.len()),
+        (Some(c), None) => format!(
+            "no Vulkan device is CUDA device {} ({}, UUID {}): install the NVIDIA driver's Vulkan ICD \
+             (nvidia_icd.json), or point VK_DRIVER_FILES at it",
+            c.ordinal, c.name, c.uuid
+        ),
+        (Some(c), Some(index)) => {
+            let device = &probe.devices[index];
+            match device.missing_for_cuda().as_slice() {
+                [] => format!(
+                    "Vulkan device {index} ({}) is CUDA device {} (same UUID) and has external memory, external \
+                     semaphores and timeline semaphores: it can share memory with CUDA",
+                    device.name, c.ordinal
+                ),
+                missing => format!(
+                    "Vulkan device {index} ({}) is CUDA device {}, but lacks {}: update the NVIDIA driver",
+                    device.name,
+                    c.ordinal,
+                    missing.join(", ")
+                ),
+            }
+        }
+    };
+    VulkanCheck { probe: Some(probe), cuda_match, verdict }
 }
 
 /// The headless context probed in this process, on a thread of its own (a thread keeps its
@@ -469,7 +525,7 @@ pub fn render(report: &Report) -> String {
     for d in &report.devices {
         let _ = writeln!(
             out,
-            "   device {}: {} (sm_{}{}), {} SMs, {:.1} GiB, {} MHz, PCI {}",
+            "   device {}: {} (sm_{}{}), {} SMs, {:.1} GiB, {} MHz, PCI {}, UUID {}",
             d.ordinal,
             d.name,
             d.compute_capability.0,
@@ -477,7 +533,8 @@ pub fn render(report: &Report) -> String {
             d.multiprocessors,
             d.total_memory_bytes as f64 / (1u64 << 30) as f64,
             d.clock_rate_khz / 1000,
-            d.pci_bus_id
+            d.pci_bus_id,
+            d.uuid
         );
     }
     for e in &report.egl_devices {
@@ -523,6 +580,30 @@ pub fn render(report: &Report) -> String {
             }
         );
     }
+    if let Some(probe) = &report.vulkan.probe {
+        let _ = writeln!(out, "   Vulkan loader {}", probe.instance_version);
+        for (index, v) in probe.devices.iter().enumerate() {
+            let features: Vec<&str> = [
+                (v.external_memory_fd, "external memory fd"),
+                (v.external_semaphore_fd, "external semaphore fd"),
+                (v.timeline_semaphore, "timeline semaphores"),
+            ]
+            .iter()
+            .filter_map(|(has, name)| has.then_some(*name))
+            .collect();
+            let _ = writeln!(
+                out,
+                "   Vulkan device {index}: {} ({}, Vulkan {}, {}), UUID {}; {}",
+                v.name,
+                v.kind,
+                v.api_version,
+                v.driver,
+                v.device_uuid,
+                if features.is_empty() { "no sharing extensions".to_owned() } else { features.join(", ") }
+            );
+        }
+    }
+    let _ = writeln!(out, "{}Vulkan: {}", mark(report.vulkan.cuda_match.is_some()), report.vulkan.verdict);
     if let Some(cache) = &report.kernel_cache {
         let _ = writeln!(out, "   kernel cache: {cache}");
     }

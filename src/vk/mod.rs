@@ -1,0 +1,161 @@
+//! Vulkan, as far as the app uses it today: finding the devices, their identity (the UUID a CUDA
+//! device is matched by) and whether they can share memory and semaphores with CUDA
+//! (`VK_KHR_external_memory_fd`, `VK_KHR_external_semaphore_fd`, timeline semaphores). The loader
+//! (`libvulkan.so.1`) is opened at run time, so a machine without Vulkan runs the app all the same.
+#![allow(unsafe_code)]
+
+use std::ffi::CStr;
+
+use ash::vk;
+use serde::Serialize;
+
+use crate::{Error, Result};
+
+/// What the Vulkan loader and its drivers offer.
+#[derive(Debug, Clone, Serialize)]
+pub struct VulkanProbe {
+    /// The loader's instance version, e.g. "1.3.275".
+    pub instance_version: String,
+    /// Every physical device, in the loader's order.
+    pub devices: Vec<VulkanDevice>,
+}
+
+/// One physical device.
+#[derive(Debug, Clone, Serialize)]
+pub struct VulkanDevice {
+    /// `deviceName`.
+    pub name: String,
+    /// Discrete GPU, integrated GPU, CPU, ...
+    pub kind: String,
+    /// The driver's name and version text (`VkPhysicalDeviceDriverProperties`).
+    pub driver: String,
+    /// The device's Vulkan version.
+    pub api_version: String,
+    /// `VkPhysicalDeviceIDProperties::deviceUUID` as 32 hex digits: equal to a CUDA device's
+    /// `cuDeviceGetUuid` when both name the same GPU.
+    pub device_uuid: String,
+    /// `VK_KHR_external_memory_fd`: memory exported as a file descriptor CUDA can import.
+    pub external_memory_fd: bool,
+    /// `VK_KHR_external_semaphore_fd`: semaphores exported the same way.
+    pub external_semaphore_fd: bool,
+    /// Timeline semaphores (Vulkan 1.2 core feature).
+    pub timeline_semaphore: bool,
+}
+
+impl VulkanDevice {
+    /// What this device lacks for sharing memory and ordering with CUDA (empty: nothing).
+    pub fn missing_for_cuda(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        if !self.external_memory_fd {
+            missing.push("VK_KHR_external_memory_fd");
+        }
+        if !self.external_semaphore_fd {
+            missing.push("VK_KHR_external_semaphore_fd");
+        }
+        if !self.timeline_semaphore {
+            missing.push("timeline semaphores");
+        }
+        missing
+    }
+}
+
+/// An instance destroyed when dropped, with the loader it came from (dropped after it).
+struct Instance {
+    instance: ash::Instance,
+    _entry: ash::Entry,
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // SAFETY: the instance is live and nothing made from it outlives this guard.
+        unsafe { self.instance.destroy_instance(None) };
+    }
+}
+
+/// Opens the loader, makes an instance and describes every physical device.
+pub fn probe() -> Result<VulkanProbe> {
+    // SAFETY: loads libvulkan.so.1 and resolves its entry points; nothing else runs meanwhile.
+    let entry = unsafe { ash::Entry::load() }.map_err(|error| {
+        Error::Unavailable(format!(
+            "no Vulkan loader ({error}): install libvulkan1 and a Vulkan driver (the NVIDIA driver's, or Mesa's \
+             mesa-vulkan-drivers)"
+        ))
+    })?;
+    // SAFETY: a loaded entry; the call has no preconditions.
+    let version = unsafe { entry.try_enumerate_instance_version() }
+        .map_err(|e| vk_error("vkEnumerateInstanceVersion", e))?
+        .unwrap_or(vk::API_VERSION_1_0);
+    if version < vk::API_VERSION_1_1 {
+        return Err(Error::Unavailable(format!(
+            "the Vulkan loader is version {}, and 1.1 or newer is needed to read device UUIDs: update libvulkan1",
+            version_text(version)
+        )));
+    }
+    let application =
+        vk::ApplicationInfo::default().application_name(c"interop-lab").api_version(version.min(vk::API_VERSION_1_3));
+    let create_info = vk::InstanceCreateInfo::default().application_info(&application);
+    // SAFETY: valid create info; the instance is destroyed by the guard below.
+    let instance = unsafe { entry.create_instance(&create_info, None) }.map_err(|e| match e {
+        vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::Unavailable(
+            "the Vulkan loader found no driver: install one (the NVIDIA driver's Vulkan ICD, or mesa-vulkan-drivers), \
+             or point VK_DRIVER_FILES at its ICD file"
+                .to_owned(),
+        ),
+        other => vk_error("vkCreateInstance", other),
+    })?;
+    let instance = Instance { instance, _entry: entry };
+    // SAFETY: a live instance.
+    let physical = unsafe { instance.instance.enumerate_physical_devices() }
+        .map_err(|e| vk_error("vkEnumeratePhysicalDevices", e))?;
+    let devices = physical.into_iter().map(|device| describe(&instance.instance, device)).collect::<Result<_>>()?;
+    Ok(VulkanProbe { instance_version: version_text(version), devices })
+}
+
+fn describe(instance: &ash::Instance, device: vk::PhysicalDevice) -> Result<VulkanDevice> {
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    let mut properties = vk::PhysicalDeviceProperties2::default().push_next(&mut id).push_next(&mut driver);
+    // SAFETY: a device of this live instance; the chain's structures outlive the call.
+    unsafe { instance.get_physical_device_properties2(device, &mut properties) };
+    let base = properties.properties;
+    let mut timeline = vk::PhysicalDeviceTimelineSemaphoreFeatures::default();
+    let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut timeline);
+    // SAFETY: as above.
+    unsafe { instance.get_physical_device_features2(device, &mut features) };
+    let timeline_semaphore = timeline.timeline_semaphore == vk::TRUE;
+    // SAFETY: as above.
+    let extensions = unsafe { instance.enumerate_device_extension_properties(device) }
+        .map_err(|e| vk_error("vkEnumerateDeviceExtensionProperties", e))?;
+    let has = |wanted: &CStr| extensions.iter().any(|e| e.extension_name_as_c_str() == Ok(wanted));
+    let text = |bytes: Result<&CStr, _>| bytes.map(|s: &CStr| s.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(VulkanDevice {
+        name: text(base.device_name_as_c_str()),
+        kind: kind_text(base.device_type).to_owned(),
+        driver: format!("{} {}", text(driver.driver_name_as_c_str()), text(driver.driver_info_as_c_str()))
+            .trim()
+            .to_owned(),
+        api_version: version_text(base.api_version),
+        device_uuid: id.device_uuid.iter().map(|b| format!("{b:02x}")).collect(),
+        external_memory_fd: has(ash::khr::external_memory_fd::NAME),
+        external_semaphore_fd: has(ash::khr::external_semaphore_fd::NAME),
+        timeline_semaphore,
+    })
+}
+
+fn kind_text(kind: vk::PhysicalDeviceType) -> &'static str {
+    match kind {
+        vk::PhysicalDeviceType::DISCRETE_GPU => "discrete GPU",
+        vk::PhysicalDeviceType::INTEGRATED_GPU => "integrated GPU",
+        vk::PhysicalDeviceType::VIRTUAL_GPU => "virtual GPU",
+        vk::PhysicalDeviceType::CPU => "CPU (software)",
+        _ => "other",
+    }
+}
+
+fn version_text(version: u32) -> String {
+    format!("{}.{}.{}", vk::api_version_major(version), vk::api_version_minor(version), vk::api_version_patch(version))
+}
+
+fn vk_error(call: &str, result: vk::Result) -> Error {
+    Error::Unavailable(format!("{call} failed: {result}"))
+}
