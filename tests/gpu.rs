@@ -408,3 +408,43 @@ fn what_if_switches_do_what_the_panel_says() {
     assert!(cuda.context.take_errors().is_empty(), "no deferred errors");
     Box::new(wave).destroy(Graphics::Gl(&gl));
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_pipeline_of_buffers_draws_each_frame_what_its_own_kernel_wrote() {
+    // With a pipeline depth of 2 or more, each frame's buffer was mapped during the frame before
+    // (prepare_next) and is written through that mapping. Frames run back to back, without reads
+    // between them (a read hands the mapped-ahead buffer back to GL); then the last frame's buffer
+    // must hold the last phase, not an older frame's (stale) nor the poison (unwritten).
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let mut random = common::Random::new();
+    for transfer in [TransferKind::Interop, TransferKind::External, TransferKind::HostCopy] {
+        for depth in 1..=3u32 {
+            let settings = WaveSettings { pipeline_depth: depth, ..random_settings(&mut random, 301, 77, [32, 8]) };
+            let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
+            let mut wave = Wave::new(&env, settings.clone()).expect("wave");
+            for frames in depth..depth + 3 {
+                wave.poison_positions(Graphics::Gl(&gl)).expect("poison");
+                let mut phase = 0.0;
+                for frame in 0..frames {
+                    phase = random.range(0.0, std::f64::consts::TAU);
+                    wave.set_phase(phase);
+                    wave.step(Graphics::Gl(&gl), u64::from(frame), 0.0).expect("step");
+                }
+                let out = wave.read_positions(Graphics::Gl(&gl)).expect("read back");
+                assert!(out.iter().flatten().all(|v| v.is_finite()), "{transfer} depth {depth}: every vertex written");
+                let frame = WaveFrame {
+                    width: settings.width,
+                    height: settings.height,
+                    phase: phase as f32,
+                    frequency: settings.frequency,
+                    amplitude: settings.amplitude,
+                };
+                let error = relative_error(&out, &reference(&frame));
+                assert!(error < WAVE_BOUND, "{transfer} depth {depth}, {frames} frames: {error:e}");
+            }
+            Box::new(wave).destroy(Graphics::Gl(&gl));
+        }
+    }
+}

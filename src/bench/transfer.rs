@@ -35,6 +35,10 @@ pub struct TransferBenchArgs {
     /// Paths to measure, comma-separated (default: every one available here).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub path: Vec<TransferKindArg>,
+    /// Buffers used in turn, comma-separated: from 2, the interop path maps the next frame's
+    /// buffer during this frame (the other paths map nothing, so only depth 1 is run for them).
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub pipeline_depth: Vec<u32>,
     /// Untimed frames first.
     #[arg(long, default_value_t = 10)]
     pub warmup: u32,
@@ -55,6 +59,7 @@ impl TransferBenchArgs {
         TransferBench {
             sizes: self.bytes.clone(),
             paths: self.path.iter().map(|&p| p.into()).collect(),
+            depths: self.pipeline_depth.clone(),
             warmup: self.warmup,
             frames: self.frames,
             cuda: self.cuda.options(),
@@ -97,6 +102,8 @@ pub struct TransferBench {
     pub sizes: Vec<usize>,
     /// Paths to measure (empty: every one available).
     pub paths: Vec<TransferKind>,
+    /// Pipeline depths (buffers used in turn) for the interop path.
+    pub depths: Vec<u32>,
     /// Untimed frames first.
     pub warmup: u32,
     /// Timed frames.
@@ -129,6 +136,10 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
     if options.sizes.is_empty() || options.frames == 0 {
         return Err(Error::InvalidInput("bench transfer needs at least one size and one frame".to_owned()));
     }
+    if let Some(depth) = options.depths.iter().find(|&&d| !(1..=4).contains(&d)) {
+        return Err(Error::InvalidInput(format!("--pipeline-depth {depth}: 1 to 4 buffers")));
+    }
+    let depths = if options.depths.is_empty() { vec![1] } else { options.depths.clone() };
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&options.cuda))?;
     let gl = context.gl().clone();
     let selection = runtime::select(&options.cuda, &gl, &|name| context.proc_address(name));
@@ -152,13 +163,19 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
         options.frames
     );
     table.push_str(&format!(
-        "{:>9} {:<22} {:>10} {:>10} {:>10}  {}\n",
-        "bytes", "path", "frame µs", "p90 µs", "GB/s", "stages (host µs)"
+        "{:>9} {:<22} {:>5} {:>10} {:>10} {:>10}  {}\n",
+        "bytes", "path", "depth", "frame µs", "p90 µs", "GB/s", "stages (host µs; map: GPU µs too)"
     ));
     let mut results = Vec::new();
     for &bytes in &options.sizes {
-        for &kind in &paths {
+        for (kind, depth) in paths.iter().flat_map(|&kind| depths.iter().map(move |&depth| (kind, depth))) {
+            if depth > 1 && kind != TransferKind::Interop {
+                continue; // only GL interop maps: a deeper pipeline changes nothing elsewhere
+            }
             if !available.contains(&kind) {
+                if depth > 1 {
+                    continue;
+                }
                 results.push(
                     json!({ "bytes": bytes, "path": kind, "skipped": "not available with this GL context and device" }),
                 );
@@ -166,31 +183,50 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                 continue;
             }
             let mut path = runtime::create_transfer(selection.cuda.as_deref(), stream.as_ref(), kind)?;
-            let mut buffer = path.create_buffer(Graphics::Gl(&gl), &vec![0u8; bytes])?;
+            let mut ring = Vec::with_capacity(depth as usize);
+            for _ in 0..depth {
+                ring.push(path.create_buffer(Graphics::Gl(&gl), &vec![0u8; bytes])?);
+            }
             let mut history = FrameHistory::new(options.frames as usize);
             let mut frame_us = Vec::with_capacity(options.frames as usize);
             for frame in 0..u64::from(options.warmup + options.frames) {
                 let started = Instant::now();
                 let value = frame as u32;
-                let mut buffers = [(&mut buffer, Access::Write)];
-                let times = path.run(Graphics::Gl(&gl), frame, &mut buffers, &mut |target| match target {
-                    Target::Device { buffers, stream } => {
-                        let (function, limits) =
-                            kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
-                        let words = (buffers[0].bytes / 4) as u64;
-                        let config = LaunchConfig { grid: [1024, 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
-                        let mut args = [arg(&buffers[0].ptr), arg(&words), arg(&value)];
-                        // SAFETY: matches fill(unsigned*, unsigned long long, unsigned); the kernel
-                        // writes words < buffers[0].bytes / 4 only.
-                        unsafe { function.launch(stream, limits, &config, &mut args) }
-                    }
-                    Target::Host { buffers } => {
-                        let words: &mut [u32] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
-                            .map_err(|e| Error::InvalidInput(e.to_string()))?;
-                        words.par_iter_mut().enumerate().for_each(|(i, w)| *w = value ^ i as u32);
-                        Ok(())
-                    }
-                })?;
+                let slot = (frame % u64::from(depth)) as usize;
+                let next_slot = (slot + 1) % depth as usize;
+                // From depth 2 the next frame's buffer is mapped during this frame (GL interop).
+                let (this, next) = if depth > 1 {
+                    let (this, next) = crate::transfer::this_and_next(&mut ring, slot, next_slot);
+                    (this, Some(next))
+                } else {
+                    (&mut ring[slot], None)
+                };
+                let mut buffers = [(this, Access::Write)];
+                let mut next_buffers: Vec<(&mut crate::transfer::SharedBuffer, Access)> =
+                    next.into_iter().map(|buffer| (buffer, Access::Write)).collect();
+                let times =
+                    path.run_pipelined(Graphics::Gl(&gl), frame, &mut buffers, &mut next_buffers, &mut |target| {
+                        match target {
+                            Target::Device { buffers, stream } => {
+                                let (function, limits) = kernel
+                                    .as_mut()
+                                    .ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
+                                let words = (buffers[0].bytes / 4) as u64;
+                                let config =
+                                    LaunchConfig { grid: [1024, 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
+                                let mut args = [arg(&buffers[0].ptr), arg(&words), arg(&value)];
+                                // SAFETY: matches fill(unsigned*, unsigned long long, unsigned); the kernel
+                                // writes words < buffers[0].bytes / 4 only.
+                                unsafe { function.launch(stream, limits, &config, &mut args) }
+                            }
+                            Target::Host { buffers } => {
+                                let words: &mut [u32] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
+                                    .map_err(|e| Error::InvalidInput(e.to_string()))?;
+                                words.par_iter_mut().enumerate().for_each(|(i, w)| *w = value ^ i as u32);
+                                Ok(())
+                            }
+                        }
+                    })?;
                 // GL uses the buffer: the frame ends when GL has executed everything issued.
                 gl::wait_for_gl(&gl)?;
                 if frame >= u64::from(options.warmup) {
@@ -205,18 +241,28 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
             while let Some(late) = path.poll_gpu_times()? {
                 history.add_late(late);
             }
-            buffer.destroy(Graphics::Gl(&gl));
+            let mut all: Vec<&mut crate::transfer::SharedBuffer> = ring.iter_mut().collect();
+            path.release_prepared(&mut all)?;
+            for buffer in ring {
+                buffer.destroy(Graphics::Gl(&gl));
+            }
             let frame =
                 Percentiles::of(frame_us.into_iter()).ok_or_else(|| Error::Unavailable("no frames".to_owned()))?;
             let summary = history.summary(None);
             let stages: Vec<String> = summary
                 .stages
                 .iter()
-                .filter_map(|s| s.host_us.map(|h| format!("{} {:.0}", s.stage.name(), h.median)))
+                .filter_map(|s| {
+                    let host = s.host_us?;
+                    Some(match (s.stage, s.gpu_us) {
+                        (Stage::Map, Some(gpu)) => format!("map {:.0} (GPU {:.0})", host.median, gpu.median),
+                        _ => format!("{} {:.0}", s.stage.name(), host.median),
+                    })
+                })
                 .collect();
             let gbps = bytes as f64 / (frame.median * 1e3);
             table.push_str(&format!(
-                "{bytes:>9} {:<22} {:>10.1} {:>10.1} {:>10.2}  {}\n",
+                "{bytes:>9} {:<22} {depth:>5} {:>10.1} {:>10.1} {:>10.2}  {}\n",
                 kind.label(),
                 frame.median,
                 frame.p90,
@@ -227,6 +273,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
             results.push(json!({
                 "bytes": bytes,
                 "path": kind,
+                "pipeline_depth": depth,
                 "frame_us": frame,
                 "gigabytes_per_s": gbps,
                 "maps_and_unmaps": map_unmap,

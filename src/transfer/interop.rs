@@ -7,7 +7,7 @@ use std::time::Instant;
 use super::{
     Access, Compute, ImageTarget, Link, Mapping, SharedBuffer, SharedImage, Target, Transfer, TransferKind, WhatIf,
 };
-use super::{micros_since, mismatch, poll_stages};
+use super::{micros_since, mismatch};
 use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
 use crate::cuda::memory::copy_to_device;
 use crate::cuda::surface::SurfaceObject;
@@ -24,6 +24,8 @@ pub struct Interop {
     context: Rc<Context>,
     stream: Rc<Stream>,
     entry_points: GlEntryPoints,
+    /// Five marks a frame: before the map, after it, after the kernels, after the unmap, after
+    /// the maps made ahead for the next frame.
     events: EventRing,
     register_every_frame: bool,
 }
@@ -72,46 +74,18 @@ impl Transfer for Interop {
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
-        let count = buffers.len();
-        if count > interop::MAX_MAPPED {
-            return Err(Error::InvalidInput(format!("at most {} buffers per step", interop::MAX_MAPPED)));
-        }
-        let registering = Instant::now();
-        if self.register_every_frame {
-            // What not to do: registration costs about a millisecond per buffer (see the trace).
-            for (buffer, _) in buffers.iter_mut() {
-                let fresh = GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.gl.name())?;
-                if let Link::Interop(resource) = &mut buffer.link {
-                    *resource = fresh;
-                }
-            }
-        }
-        let register_us = micros_since(registering);
-        let mut resources = Vec::with_capacity(count);
-        for (buffer, access) in buffers.iter_mut() {
-            match &mut buffer.link {
-                Link::Interop(resource) => resources.push((resource, access.map_access())),
-                _ => return Err(mismatch(TransferKind::Interop)),
-            }
-        }
-        self.mapped(
-            frame,
-            &mut resources,
-            |mapped| {
-                let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
-                for (index, span) in spans.iter_mut().enumerate().take(count) {
-                    *span = mapped.buffer(index)?;
-                }
-                Ok(spans)
-            },
-            |spans, stream| compute(Target::Device { buffers: &spans[..count], stream }),
-        )
-        .map(|mut times| {
-            if self.register_every_frame {
-                times.set_host(Stage::Map, times.host(Stage::Map).unwrap_or(0.0) + register_us);
-            }
-            times
-        })
+        self.run_with(frame, buffers, &mut [], compute)
+    }
+
+    fn run_pipelined(
+        &mut self,
+        _graphics: Graphics<'_>,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        next: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        self.run_with(frame, buffers, next, compute)
     }
 
     fn set_what_if(&mut self, what_if: WhatIf) {
@@ -128,11 +102,122 @@ impl Transfer for Interop {
     }
 
     fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
-        poll_stages(&mut self.events, &[Stage::Map, Stage::Kernel, Stage::Unmap])
+        // Intervals: map, kernel, unmap, maps made ahead (counted with the map).
+        let mut intervals = [0.0; 4];
+        let Some(frame) = self.events.poll(&mut intervals)? else { return Ok(None) };
+        let mut times = StageTimes::default();
+        times.set_gpu(Stage::Map, intervals[0] + intervals[3]);
+        times.set_gpu(Stage::Kernel, intervals[1]);
+        times.set_gpu(Stage::Unmap, intervals[2]);
+        Ok(Some(LateGpuTimes { frame, times }))
     }
 
     fn synchronize(&mut self) -> Result<()> {
         self.stream.synchronize()
+    }
+
+    fn release_prepared(&mut self, buffers: &mut [&mut SharedBuffer]) -> Result<()> {
+        for buffer in buffers.iter_mut() {
+            if let Link::Interop(resource) = &mut buffer.link {
+                resource.release_held()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Interop {
+    /// One frame: maps `buffers` (those mapped ahead by the frame before are used as they are),
+    /// runs `compute`, unmaps `buffers`, maps `next` ahead for the next frame. Host times and GPU
+    /// events for each boundary.
+    fn run_with(
+        &mut self,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        next: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        let count = buffers.len();
+        if count > interop::MAX_MAPPED {
+            return Err(Error::InvalidInput(format!("at most {} buffers per step", interop::MAX_MAPPED)));
+        }
+        let registering = Instant::now();
+        if self.register_every_frame {
+            // What not to do: registration costs about a millisecond per buffer (see the trace).
+            for (buffer, _) in buffers.iter_mut() {
+                let fresh = GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.gl.name())?;
+                if let Link::Interop(resource) = &mut buffer.link {
+                    *resource = fresh;
+                }
+            }
+        }
+        let register_us = micros_since(registering);
+        // Buffers mapped ahead (prepare_next) are used as they are; the others are mapped now.
+        let mut held = Vec::new();
+        let mut fresh = Vec::with_capacity(count);
+        let mut fresh_slots = Vec::with_capacity(count);
+        for (slot, (buffer, access)) in buffers.iter_mut().enumerate() {
+            let Link::Interop(resource) = &mut buffer.link else { return Err(mismatch(TransferKind::Interop)) };
+            if resource.is_held() {
+                held.push((slot, resource));
+            } else {
+                fresh.push((resource, access.map_access()));
+                fresh_slots.push(slot);
+            }
+        }
+        let mut times = StageTimes::default();
+        let stream = self.stream.clone();
+        let _ = self.events.begin();
+        self.events.mark(0, &stream)?;
+        let started = Instant::now();
+        let mapped = if fresh.is_empty() { None } else { Some(interop::map(&stream, &mut fresh)?) };
+        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
+        if let Some(mapped) = &mapped {
+            for (index, &slot) in fresh_slots.iter().enumerate() {
+                spans[slot] = mapped.buffer(index)?;
+            }
+        }
+        for (slot, resource) in &held {
+            spans[*slot] = resource.held_buffer()?;
+        }
+        self.events.mark(1, &stream)?;
+        let mut map_us = micros_since(started);
+
+        let started = Instant::now();
+        compute(Target::Device { buffers: &spans[..count], stream: &stream })?;
+        self.events.mark(2, &stream)?;
+        times.set_host(Stage::Kernel, micros_since(started));
+
+        let started = Instant::now();
+        if let Some(mapped) = mapped {
+            mapped.unmap()?;
+        }
+        for (_, resource) in held {
+            resource.release_held()?;
+        }
+        self.events.mark(3, &stream)?;
+        times.set_host(Stage::Unmap, micros_since(started));
+
+        // After the unmap, before GL is given this frame: the next frame's map then waits only
+        // for GL's earlier frames, and its wait for GL overlaps GL's wait for this unmap (halves
+        // bench transfer's hand-off on an H200). The call itself first waits, on the host, for
+        // the unmap, hence for the kernels. Mapping before the unmap was measured too: the wait
+        // then moved into the next kernel and gained nothing (docs/interop-map.md).
+        let started = Instant::now();
+        if !self.register_every_frame {
+            for (buffer, access) in next.iter_mut() {
+                let Link::Interop(resource) = &mut buffer.link else { return Err(mismatch(TransferKind::Interop)) };
+                resource.map_ahead(&stream, access.map_access())?;
+            }
+        }
+        self.events.mark(4, &stream)?;
+        map_us += micros_since(started);
+        times.set_host(Stage::Map, map_us);
+        self.events.commit(frame);
+        if self.register_every_frame {
+            times.set_host(Stage::Map, times.host(Stage::Map).unwrap_or(0.0) + register_us);
+        }
+        Ok(times)
     }
 }
 

@@ -284,6 +284,28 @@ pub trait Transfer {
     /// Waits for all GPU work of this path (before reading results or tearing down).
     fn synchronize(&mut self) -> Result<()>;
 
+    /// [`Self::run`], and prepares `next` (the buffers the next frame's run will write) before GL
+    /// is given this frame: GL interop maps them right after this frame's unmap, so that map waits
+    /// only for GL's earlier frames and its wait overlaps this frame's hand-off instead of starting
+    /// the next frame (docs/interop-map.md). GL must not use `next` until it has been run. Other
+    /// paths have nothing to prepare.
+    fn run_pipelined(
+        &mut self,
+        graphics: Graphics<'_>,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        _next: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        self.run(graphics, frame, buffers, compute)
+    }
+
+    /// Undoes the preparation of [`Self::run_pipelined`] for `buffers` (before GL reads, draws
+    /// or replaces them outside a run).
+    fn release_prepared(&mut self, _buffers: &mut [&mut SharedBuffer]) -> Result<()> {
+        Ok(())
+    }
+
     /// Applies the learners' switches (paths they do not concern ignore them).
     fn set_what_if(&mut self, _what_if: WhatIf) {}
 
@@ -346,6 +368,17 @@ pub struct CudaSide<'a> {
     pub external: Option<GlMemoryObjects>,
 }
 
+/// The buffer written this frame and the one the next frame writes, from a ring (`this != next`).
+pub fn this_and_next(ring: &mut [SharedBuffer], this: usize, next: usize) -> (&mut SharedBuffer, &mut SharedBuffer) {
+    if this < next {
+        let (low, high) = ring.split_at_mut(next);
+        (&mut low[this], &mut high[0])
+    } else {
+        let (low, high) = ring.split_at_mut(this);
+        (&mut high[0], &mut low[next])
+    }
+}
+
 /// Creates the transfer of `kind`; every path but the CPU's needs `cuda`.
 pub fn create(kind: TransferKind, cuda: Option<CudaSide<'_>>) -> Result<Box<dyn Transfer>> {
     if kind == TransferKind::Cpu {
@@ -353,7 +386,9 @@ pub fn create(kind: TransferKind, cuda: Option<CudaSide<'_>>) -> Result<Box<dyn 
     }
     let cuda =
         cuda.ok_or_else(|| Error::Unavailable(format!("the {} path needs CUDA, which is not running", kind.label())))?;
-    let events = EventRing::new(cuda.context, crate::cuda::timing::FRAMES_IN_FLIGHT, 4)?;
+    // Interop marks one more boundary: the maps made ahead for the next frame (run_pipelined).
+    let marks = if kind == TransferKind::Interop { 5 } else { 4 };
+    let events = EventRing::new(cuda.context, crate::cuda::timing::FRAMES_IN_FLIGHT, marks)?;
     let (context, stream) = (cuda.context.clone(), cuda.stream.clone());
     Ok(match kind {
         TransferKind::HostCopy => Box::new(HostCopy::new(context, stream, events, true)),

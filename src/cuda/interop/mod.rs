@@ -111,6 +111,8 @@ pub struct GraphicsResource {
     object: GlObject,
     map_flags: u32,
     context: Rc<Context>,
+    /// Mapped ahead of its frame ([`Self::map_ahead`]), on this stream, until released.
+    held: Option<Rc<Stream>>,
 }
 
 impl std::fmt::Debug for GraphicsResource {
@@ -132,7 +134,7 @@ impl GraphicsResource {
             || format!("GL buffer {buffer}"),
             || unsafe { (entry_points.register_buffer)(&mut raw, buffer, flags) },
         )?;
-        Ok(Self { raw, object: GlObject::Buffer { name: buffer }, map_flags: 0, context: context.clone() })
+        Ok(Self { raw, object: GlObject::Buffer { name: buffer }, map_flags: 0, context: context.clone(), held: None })
     }
 
     /// `cuGraphicsGLRegisterImage` with `SURFACE_LDST`, so kernels can write the texture through
@@ -151,7 +153,13 @@ impl GraphicsResource {
             || format!("GL texture {texture}, SURFACE_LDST"),
             || unsafe { (entry_points.register_image)(&mut raw, texture, target, flags) },
         )?;
-        Ok(Self { raw, object: GlObject::Image { name: texture, target }, map_flags: 0, context: context.clone() })
+        Ok(Self {
+            raw,
+            object: GlObject::Image { name: texture, target },
+            map_flags: 0,
+            context: context.clone(),
+            held: None,
+        })
     }
 
     /// The GL object this resource stands for.
@@ -159,7 +167,67 @@ impl GraphicsResource {
         self.object
     }
 
+    /// Maps this resource now, alone, on `stream`, and keeps it mapped for a later frame's
+    /// kernels until [`Self::release_held`] (or drop). The map's wait for GL starts at this call,
+    /// so calling it while the stream is busy with the frame before hides that wait
+    /// (docs/interop-map.md). GL must not use the object meanwhile.
+    pub fn map_ahead(&mut self, stream: &Rc<Stream>, access: MapAccess) -> Result<()> {
+        if self.held.is_some() {
+            return Ok(());
+        }
+        self.set_access(access)?;
+        let mut raw = [self.raw];
+        // SAFETY: a live, unmapped resource (not held; a `Mapped` guard borrowing it would forbid
+        // this `&mut self`); the stream is live.
+        self.context.trace().call(
+            "cuGraphicsMapResources",
+            || format!("1 resource on stream {:?}, ahead of its frame", stream.raw()),
+            || unsafe { cu::cuGraphicsMapResources(1, raw.as_mut_ptr(), stream.raw()) },
+        )?;
+        self.held = Some(stream.clone());
+        Ok(())
+    }
+
+    /// Whether the resource is mapped ahead ([`Self::map_ahead`]).
+    pub fn is_held(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// The device pointer of a buffer mapped ahead.
+    pub fn held_buffer(&self) -> Result<DeviceSpan> {
+        if self.held.is_none() || !matches!(self.object, GlObject::Buffer { .. }) {
+            return Err(Error::InvalidInput(format!("{:?} is not a buffer mapped ahead", self.object)));
+        }
+        let (mut ptr, mut bytes) = (0, 0usize);
+        // SAFETY: the resource is mapped (held) and is a buffer.
+        self.context.trace().call(
+            "cuGraphicsResourceGetMappedPointer",
+            || "mapped ahead".to_owned(),
+            || unsafe { cu::cuGraphicsResourceGetMappedPointer_v2(&mut ptr, &mut bytes, self.raw) },
+        )?;
+        Ok(DeviceSpan { ptr, bytes })
+    }
+
+    /// Unmaps a resource mapped ahead, on the stream it was mapped on: CUDA work queued there
+    /// before this call completes before GL uses the object. Nothing when it is not held.
+    pub fn release_held(&mut self) -> Result<()> {
+        let Some(stream) = self.held.take() else { return Ok(()) };
+        let mut raw = [self.raw];
+        // SAFETY: mapped once by `map_ahead` on this stream, unmapped once here.
+        self.context.trace().call(
+            "cuGraphicsUnmapResources",
+            || "1 resource mapped ahead".to_owned(),
+            || unsafe { cu::cuGraphicsUnmapResources(1, raw.as_mut_ptr(), stream.raw()) },
+        )
+    }
+
     fn set_access(&mut self, access: MapAccess) -> Result<()> {
+        if self.held.is_some() {
+            return Err(Error::InvalidInput(format!(
+                "{:?} is mapped ahead of its frame: it cannot be mapped again",
+                self.object
+            )));
+        }
         let flags = access.flags();
         if flags != self.map_flags {
             // SAFETY: live, unmapped resource (mapped ones are borrowed by a `Mapped` guard, so
@@ -177,8 +245,11 @@ impl GraphicsResource {
 
 impl Drop for GraphicsResource {
     fn drop(&mut self) {
-        // SAFETY: registered in a constructor, unregistered once; never mapped here (a `Mapped`
-        // guard borrowing it would still be alive otherwise).
+        if let Err(error) = self.release_held() {
+            self.context.defer_error(error);
+        }
+        // SAFETY: registered in a constructor, unregistered once; not mapped here (a mapping held
+        // ahead was released above, and a `Mapped` guard borrowing it would still be alive).
         if let Err(error) = self
             .context
             .trace()

@@ -35,6 +35,10 @@ pub struct WaveArgs {
     /// Point size in pixels (points mode).
     #[arg(long, default_value_t = 2.0)]
     pub point_size: f32,
+    /// Vertex buffers used in turn: from 2, GL interop maps the next frame's buffer while this
+    /// frame's is drawn, hiding the map's wait for GL (1: one buffer, mapped at the frame's start).
+    #[arg(long, default_value_t = 1)]
+    pub pipeline_depth: u32,
 }
 
 impl WaveArgs {
@@ -50,6 +54,7 @@ impl WaveArgs {
             grid: self.grid,
             mode: self.mode,
             point_size: self.point_size,
+            pipeline_depth: self.pipeline_depth,
         }
     }
 }

@@ -38,11 +38,15 @@ pub struct Wave {
     kernel: Option<WaveKernel>,
     launch: LaunchConfig,
     launch_editor: LaunchEditor,
-    positions: SharedBuffer,
+    /// The vertex buffers used in turn (`pipeline_depth` of them); `slot` is the one drawn.
+    positions: Vec<SharedBuffer>,
+    slot: usize,
     camera: OrbitCamera,
     phase: f64,
     /// A grid size chosen in the panel, applied at the next step (which has the graphics context).
     pending_resize: Option<[u32; 2]>,
+    /// A pipeline depth chosen in the panel, applied at the next step.
+    pending_depth: Option<u32>,
     message: Option<String>,
     occupancy: OccupancyCache,
 }
@@ -73,7 +77,7 @@ impl Wave {
             launch.validate(&kernel.limits, kernel.function.attributes())?;
         }
         let mut pipeline = pipeline;
-        let positions = pipeline.transfer().create_buffer(graphics, &initial_positions(&settings))?;
+        let positions = make_ring(&mut pipeline, graphics, &settings)?;
         Ok(Self {
             launch_editor: LaunchEditor::new(launch, settings.grid.is_none()),
             settings,
@@ -81,9 +85,11 @@ impl Wave {
             kernel,
             launch,
             positions,
+            slot: 0,
             camera: OrbitCamera::new(3.2),
             phase: 0.0,
             pending_resize: None,
+            pending_depth: None,
             message: None,
             occupancy: OccupancyCache::default(),
         })
@@ -100,19 +106,29 @@ impl Wave {
     }
 
     /// Reads the vertex buffer back (for tests and screenshots of data).
+    /// The buffer the last frame wrote and drew.
     pub fn read_positions(&mut self, graphics: Graphics<'_>) -> Result<Vec<[f32; 4]>> {
+        self.release_prepared()?;
         self.pipeline.transfer().synchronize()?;
-        let bytes = self.pipeline.transfer().read_buffer(graphics, &self.positions)?;
+        let bytes = self.pipeline.transfer().read_buffer(graphics, &self.positions[self.slot])?;
         Ok(bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(&bytes))
     }
 
-    /// Refills the vertex buffer with NaN, so a test can tell written vertices from stale ones.
+    /// Refills every vertex buffer with NaN, so a test can tell written vertices from stale ones.
     pub fn poison_positions(&mut self, graphics: Graphics<'_>) -> Result<()> {
         let poison = vec![f32::NAN; self.settings.vertices() * 4];
-        let positions = self.pipeline.transfer().create_buffer(graphics, bytemuck::cast_slice(&poison))?;
+        let ring = make_ring_of(&mut self.pipeline, graphics, bytemuck::cast_slice(&poison), self.positions.len())?;
         self.pipeline.transfer().synchronize()?;
-        std::mem::replace(&mut self.positions, positions).destroy(graphics);
+        for old in std::mem::replace(&mut self.positions, ring) {
+            old.destroy(graphics);
+        }
         Ok(())
+    }
+
+    /// Hands buffers mapped ahead for the next frame back to GL (before GL reads or replaces them).
+    fn release_prepared(&mut self) -> Result<()> {
+        let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().collect();
+        self.pipeline.transfer().release_prepared(&mut all)
     }
 
     /// Sets the phase directly (tests use it to compare with the reference at a known phase).
@@ -139,16 +155,29 @@ impl Wave {
 
     /// Re-allocates the grid (and, on the interop path, re-registers the new buffer).
     fn resize(&mut self, graphics: Graphics<'_>, width: u32, height: u32) -> Result<()> {
-        let candidate = WaveSettings { width, height, ..self.settings.clone() };
+        self.reallocate(graphics, WaveSettings { width, height, ..self.settings.clone() })
+    }
+
+    /// Changes how many vertex buffers are used in turn (reallocating them). On failure the old
+    /// ones stay.
+    pub fn set_pipeline_depth(&mut self, graphics: Graphics<'_>, pipeline_depth: u32) -> Result<()> {
+        self.reallocate(graphics, WaveSettings { pipeline_depth, ..self.settings.clone() })
+    }
+
+    /// Makes the buffers `candidate` asks for and frees the old ones.
+    fn reallocate(&mut self, graphics: Graphics<'_>, candidate: WaveSettings) -> Result<()> {
         candidate.validate()?;
         let launch = if self.launch_editor.auto_grid() {
             LaunchConfig { grid: candidate.launch_config().grid, ..self.launch }
         } else {
             self.launch
         };
-        let positions = self.pipeline.transfer().create_buffer(graphics, &initial_positions(&candidate))?;
+        let ring = make_ring(&mut self.pipeline, graphics, &candidate)?;
         self.pipeline.transfer().synchronize()?;
-        std::mem::replace(&mut self.positions, positions).destroy(graphics);
+        for old in std::mem::replace(&mut self.positions, ring) {
+            old.destroy(graphics);
+        }
+        self.slot = 0;
         self.settings = candidate;
         self.launch = launch;
         self.launch_editor.set(launch);
@@ -160,6 +189,27 @@ impl Wave {
 fn initial_positions(settings: &WaveSettings) -> Vec<u8> {
     let vertices = vec![[0.0f32, 0.0, 0.0, 1.0]; settings.vertices()];
     bytemuck::cast_slice(&vertices).to_vec()
+}
+
+/// `settings.pipeline_depth` vertex buffers of the grid, on the pipeline's path.
+fn make_ring(pipeline: &mut Pipeline, graphics: Graphics<'_>, settings: &WaveSettings) -> Result<Vec<SharedBuffer>> {
+    make_ring_of(pipeline, graphics, &initial_positions(settings), settings.pipeline_depth as usize)
+}
+
+/// `depth` buffers holding `initial`; on failure the ones made are freed.
+fn make_ring_of(
+    pipeline: &mut Pipeline,
+    graphics: Graphics<'_>,
+    initial: &[u8],
+    depth: usize,
+) -> Result<Vec<SharedBuffer>> {
+    let mut ring = crate::guard::Guard::new(Vec::with_capacity(depth), |made: Vec<SharedBuffer>| {
+        made.into_iter().for_each(|buffer| buffer.destroy(graphics))
+    });
+    for _ in 0..depth.max(1) {
+        ring.push(pipeline.transfer().create_buffer(graphics, initial)?);
+    }
+    Ok(ring.keep())
 }
 
 impl Demo for Wave {
@@ -180,11 +230,14 @@ impl Demo for Wave {
     }
 
     fn use_while_mapped(&mut self) -> Result<String> {
-        self.pipeline.transfer().use_while_mapped(&mut self.positions)
+        self.release_prepared()?;
+        self.pipeline.transfer().use_while_mapped(&mut self.positions[self.slot])
     }
 
     fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
-        self.pipeline.switch(graphics, kind, &mut [&mut self.positions])
+        self.release_prepared()?;
+        let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().collect();
+        self.pipeline.switch(graphics, kind, &mut all)
     }
 
     fn step(&mut self, graphics: Graphics<'_>, frame: u64, dt: f32) -> Result<StageTimes> {
@@ -192,12 +245,25 @@ impl Demo for Wave {
             // A size that can't be had leaves the old grid running; the panel says why.
             self.message = self.resize(graphics, width, height).err().map(|e| e.to_string());
         }
+        if let Some(depth) = self.pending_depth.take() {
+            self.message = self.set_pipeline_depth(graphics, depth).err().map(|e| e.to_string());
+        }
         let wave_frame = self.frame_after(dt);
         self.phase = f64::from(wave_frame.phase);
         let launch = self.launch;
         let kernel = &mut self.kernel;
-        let mut buffers = [(&mut self.positions, Access::Write)];
-        self.pipeline.transfer().run(graphics, frame, &mut buffers, &mut |target| match target {
+        let depth = self.positions.len();
+        self.slot = (self.slot + 1) % depth;
+        // From depth 2 the next frame's buffer is mapped during this frame (GL interop).
+        let (this, next) = if depth > 1 {
+            let (this, next) = crate::transfer::this_and_next(&mut self.positions, self.slot, (self.slot + 1) % depth);
+            (this, Some(next))
+        } else {
+            (&mut self.positions[self.slot], None)
+        };
+        let mut buffers = [(this, Access::Write)];
+        let mut next: Vec<(&mut SharedBuffer, Access)> = next.into_iter().map(|b| (b, Access::Write)).collect();
+        self.pipeline.transfer().run_pipelined(graphics, frame, &mut buffers, &mut next, &mut |target| match target {
             Target::Device { buffers, stream } => {
                 let kernel = kernel.as_mut().ok_or_else(|| Error::Unavailable("wave kernel not loaded".to_owned()))?;
                 kernel::launch(&mut kernel.function, stream, &kernel.limits, &launch, buffers[0], &wave_frame)
@@ -213,7 +279,7 @@ impl Demo for Wave {
 
     fn scene(&mut self, view: &View) -> Scene<'_> {
         Scene::Grid(Grid {
-            vertices: &self.positions,
+            vertices: &self.positions[self.slot],
             size: [self.settings.width, self.settings.height],
             view_projection: self.camera.view_projection(view.aspect()),
             mesh: self.settings.mode == DrawMode::Mesh,
@@ -239,7 +305,9 @@ impl Demo for Wave {
             log::warn!("wave: {error}");
         }
         let Wave { positions, .. } = *self;
-        positions.destroy(graphics);
+        for buffer in positions {
+            buffer.destroy(graphics);
+        }
     }
 }
 

@@ -16,6 +16,15 @@ pub(super) fn controls(wave: &mut Wave, ui: &mut egui::Ui) {
     if size != [gl_size.0, gl_size.1] {
         wave.pending_resize = Some(size);
     }
+    let mut depth = wave.settings.pipeline_depth;
+    ui.add(egui::Slider::new(&mut depth, 1..=super::settings::MAX_PIPELINE_DEPTH).text("pipeline depth"))
+        .on_hover_text(
+            "vertex buffers used in turn; from 2 the next frame's buffer is mapped before this one is drawn (GL \
+         interop). Each frame still draws what its own kernel wrote: no latency is added",
+        );
+    if depth != wave.settings.pipeline_depth {
+        wave.pending_depth = Some(depth);
+    }
     ui.add(egui::Slider::new(&mut wave.settings.frequency, 0.0..=20.0).text("frequency"));
     ui.add(egui::Slider::new(&mut wave.settings.amplitude, 0.0..=1.0).text("amplitude"));
     ui.add(egui::Slider::new(&mut wave.settings.speed, -5.0..=5.0).text("speed (rad/s)"));

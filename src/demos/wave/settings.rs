@@ -41,7 +41,14 @@ pub struct WaveSettings {
     pub mode: DrawMode,
     /// Point size in pixels (points mode).
     pub point_size: f32,
+    /// Vertex buffers used in turn (1..=4): with 2 or more, GL interop maps the next frame's
+    /// buffer while this frame's is drawn (docs/interop-map.md). No frame of latency is added:
+    /// each frame draws what its own kernel wrote.
+    pub pipeline_depth: u32,
 }
+
+/// Most buffers a pipeline may rotate through.
+pub const MAX_PIPELINE_DEPTH: u32 = 4;
 
 impl Default for WaveSettings {
     fn default() -> Self {
@@ -55,6 +62,7 @@ impl Default for WaveSettings {
             grid: None,
             mode: DrawMode::Mesh,
             point_size: 2.0,
+            pipeline_depth: 1,
         }
     }
 }
@@ -62,6 +70,12 @@ impl Default for WaveSettings {
 impl WaveSettings {
     /// Checks sizes and parameters; the message says which value is wrong and what is allowed.
     pub fn validate(&self) -> Result<()> {
+        if !(1..=MAX_PIPELINE_DEPTH).contains(&self.pipeline_depth) {
+            return Err(Error::InvalidInput(format!(
+                "--pipeline-depth {}: 1 to {MAX_PIPELINE_DEPTH} buffers",
+                self.pipeline_depth
+            )));
+        }
         if self.width == 0 || self.height == 0 || self.width > MAX_SIDE || self.height > MAX_SIDE {
             return Err(Error::InvalidInput(format!(
                 "wave grid {}x{}: each side must be 1..={MAX_SIDE}",
