@@ -94,7 +94,7 @@ fn run_single(cuda: &CudaRuntime, bodies: &Bodies, slices: u32, steps: u64) -> (
     let stream = Stream::new(&cuda.context).unwrap();
     let mut buffers = Buffers::new(cuda, &stream, bodies);
     let kernels = Kernels::load(cuda, Variant::default()).unwrap();
-    let mut simulation = Simulation::new(&cuda.context, kernels, bodies, Some(slices)).unwrap();
+    let mut simulation = Simulation::new(&cuda.context, kernels, bodies, Some(slices), false).unwrap();
     simulation.initialise(&stream, &buffers.spans(), &params()).unwrap();
     for step in 0..steps {
         buffers.poison(&stream);

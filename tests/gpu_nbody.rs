@@ -364,3 +364,52 @@ fn a_background_compile_draws_still_bodies_then_steps_like_the_reference() {
     assert!(position_error < 1e-5 && velocity_error < 1e-4, "{position_error:e} {velocity_error:e}");
     Box::new(nbody).destroy(Graphics::Gl(&gl));
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_pipeline_keeps_the_state_on_the_device_and_draws_each_step_as_it_is() {
+    // --pipeline-depth 2: the state lives in device memory and two pairs of GL buffers take turns
+    // as the drawn copy; each step writes the pair mapped during the step before. After steps run
+    // back to back, the state must match the f64 reference, and the drawn copy must be the current
+    // state (a pair left from two steps ago, or a copy not fully written, would differ).
+    let (context, selection) = setup();
+    let gl = context.gl().clone();
+    let mut random = common::Random::new();
+    for precision in [Precision::F32, Precision::F64] {
+        for transfer in [TransferKind::Interop, TransferKind::External, TransferKind::HostCopy] {
+            let seed = random.next_u64();
+            let n = 2048;
+            let settings = NBodySettings {
+                bodies: Some(n),
+                preset: Preset::Plummer,
+                seed,
+                variant: Variant { precision, ..Variant::default() },
+                energy_every: 4,
+                pipeline_depth: 2,
+                ..NBodySettings::default()
+            };
+            let params = settings.params();
+            let initial = Preset::Plummer.generate(n as usize, seed);
+            let mut nbody = demo(&gl, &selection, transfer, settings);
+            let steps = 11;
+            for frame in 0..steps {
+                nbody.step(Graphics::Gl(&gl), frame, 0.0).expect("step");
+            }
+            let result = nbody.read_bodies(Graphics::Gl(&gl)).expect("read bodies");
+            let (position_error, velocity_error) =
+                errors(&result, &cpu::reference_steps(&initial, &params, steps as usize));
+            let (position_bound, velocity_bound) =
+                if precision == Precision::F32 { (1e-5, 1e-4) } else { (1e-12, 1e-11) };
+            eprintln!("{precision:?} {transfer}: position error {position_error:e}, velocity error {velocity_error:e}");
+            assert!(position_error < position_bound && velocity_error < velocity_bound, "{precision:?} {transfer}");
+            let (positions, velocities) = nbody.read_gl_buffers(Graphics::Gl(&gl)).expect("read GL buffers");
+            for (i, (drawn, state)) in positions.iter().zip(&result.positions).enumerate() {
+                assert_eq!(*drawn, state.map(|v| v as f32), "{precision:?} {transfer}: body {i}'s drawn position");
+            }
+            for (i, (drawn, state)) in velocities.iter().zip(&result.velocities).enumerate() {
+                assert_eq!(drawn[..3], state.map(|v| v as f32), "{precision:?} {transfer}: body {i}'s drawn velocity");
+            }
+            Box::new(nbody).destroy(Graphics::Gl(&gl));
+        }
+    }
+}

@@ -45,6 +45,10 @@ pub struct NBodyArgs {
     /// contexts on one GPU). The first renders. Default: the GL context's device alone.
     #[arg(long, value_name = "0,1,…", value_parser = parse_device_list)]
     pub devices: Option<DeviceList>,
+    /// 2: the state on the device and two GL copies drawn in turn, the next mapped while this
+    /// one is drawn, hiding the map's wait for GL (GL interop). 1: the state in the GL buffers.
+    #[arg(long, default_value_t = 1)]
+    pub pipeline_depth: u32,
 }
 
 /// The ordinals of `--devices`.
@@ -137,6 +141,9 @@ pub struct NBodyBenchArgs {
     /// Headless frames for the full-frame measurement (0: skip).
     #[arg(long, default_value_t = 300)]
     pub frames: u32,
+    /// Pipeline depth of the full-frame measurement (see `nbody --pipeline-depth`).
+    #[arg(long, default_value_t = 1)]
+    pub pipeline_depth: u32,
     /// Framebuffer size of the frame measurement.
     #[arg(long, value_parser = parse_pair, default_value = "1280x800")]
     pub size: [u32; 2],
@@ -193,6 +200,7 @@ impl NBodyArgs {
             load: self.load.clone(),
             save: self.save.clone(),
             devices: self.devices.as_ref().map(|list| list.0.clone()).unwrap_or_default(),
+            pipeline_depth: self.pipeline_depth,
         }
     }
 
@@ -245,6 +253,7 @@ impl NBodyBenchArgs {
             warmup: args.warmup,
             repeats: args.repeats,
             frames: args.frames,
+            pipeline_depth: args.pipeline_depth,
             size: args.size,
             preset: args.preset,
             cuda: CudaOptions {

@@ -46,6 +46,8 @@ pub struct NBodyBench {
     pub repeats: u32,
     /// Frames of the headless frame benchmark (0: skip it).
     pub frames: u32,
+    /// `--pipeline-depth` of the frame benchmark.
+    pub pipeline_depth: u32,
     /// Framebuffer size of the frame benchmark.
     pub size: [u32; 2],
     /// Initial conditions.
@@ -618,6 +620,7 @@ fn frame_benchmark(
         variant: best.variant,
         slices: Some(best.slices),
         energy_every: 0,
+        pipeline_depth: options.pipeline_depth,
         ..NBodySettings::default()
     };
     frame_run(options, n, DemoSpec::new(settings), options.cuda.clone(), frames)

@@ -21,6 +21,7 @@ pub(super) enum Change {
     Reset,
     Variant(Variant),
     Slices(Option<u32>),
+    PipelineDepth(u32),
     Save(PathBuf),
     Load(PathBuf),
     Energy,
@@ -38,12 +39,15 @@ impl NBody {
     ) -> Result<()> {
         validate_params(&params)?;
         validate_bodies(bodies.len() as u32)?;
+        settings.validate_pipeline()?;
+        self.release_prepared()?;
         self.pipeline.transfer().synchronize()?;
         let engine = make_engine(self.pipeline.cuda().map(|c| &**c), &settings, &bodies)?;
-        let (positions, velocities) = make_buffers(&mut self.pipeline, graphics, &bodies)?;
+        let depth = if self.pipeline.cuda().is_some() { settings.pipeline_depth as usize } else { 1 };
+        let (positions, velocities) = make_buffers(&mut self.pipeline, graphics, &bodies, depth)?;
         let [old0, old1] = std::mem::replace(&mut self.positions, positions);
         let old_velocities = std::mem::replace(&mut self.velocities, velocities);
-        for buffer in [old0, old1, old_velocities] {
+        for buffer in [old0, old1].into_iter().chain(old_velocities) {
             buffer.destroy(graphics);
         }
         self.engine = engine;
@@ -83,6 +87,11 @@ impl NBody {
                 // A variant chosen by hand wins over a tuning still running.
                 self.tuner = None;
                 self.set_variant(graphics, variant)
+            }
+            Change::PipelineDepth(pipeline_depth) => {
+                let settings = NBodySettings { pipeline_depth, ..self.settings.clone() };
+                let bodies = self.read_bodies(graphics)?;
+                self.rebuild(graphics, settings, bodies, self.params, self.step)
             }
             Change::Slices(slices) => {
                 let settings = NBodySettings { slices, ..self.settings.clone() };

@@ -54,10 +54,11 @@ impl NBody {
 
     pub(super) fn request_cuda_energy(&mut self, graphics: Graphics<'_>) -> Result<()> {
         let (params, step) = (self.params, self.step);
+        let drawn_velocities = self.velocities_for(self.current);
         let engine = &mut self.engine;
         let [p0, p1] = &mut self.positions;
         let positions = if self.current == 0 { p0 } else { p1 };
-        let mut buffers = [(positions, Access::Read), (&mut self.velocities, Access::Read)];
+        let mut buffers = [(positions, Access::Read), (&mut self.velocities[drawn_velocities], Access::Read)];
         self.pipeline.transfer().run(graphics, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
             (Target::Device { buffers, stream }, Engine::Cuda { simulation, .. }) => {
                 let spans = StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] };

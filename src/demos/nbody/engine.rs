@@ -73,7 +73,8 @@ pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, 
                 return Ok(Engine::Compiling(Box::new(Compiling { pending, bodies: bodies.clone() })));
             }
             let kernels = Kernels::load(cuda, settings.variant)?;
-            let simulation = Simulation::new(&cuda.context, kernels, bodies, settings.slices)?;
+            let simulation =
+                Simulation::new(&cuda.context, kernels, bodies, settings.slices, settings.pipeline_depth > 1)?;
             let multi = if settings.devices.len() > 1 {
                 let n = u32::try_from(bodies.len()).map_err(|_| Error::InvalidInput("too many bodies".to_owned()))?;
                 let multi = MultiSimulation::new(cuda, &settings.devices, settings.variant, n, settings.slices, true)?;

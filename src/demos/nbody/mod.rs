@@ -88,7 +88,8 @@ pub struct NBody {
     pipeline: Pipeline,
     engine: Engine,
     positions: [SharedBuffer; 2],
-    velocities: SharedBuffer,
+    /// One buffer, or with `--pipeline-depth 2` one per positions buffer (drawn together).
+    velocities: Vec<SharedBuffer>,
     current: usize,
     camera: OrbitCamera,
     step: u64,
@@ -116,7 +117,8 @@ impl NBody {
         let mut pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
         let (bodies, params, step) = initial_state(&settings, env.cuda.is_some())?;
         let engine = make_engine(pipeline.cuda().map(|c| &**c), &settings, &bodies)?;
-        let (positions, velocities) = make_buffers(&mut pipeline, graphics, &bodies)?;
+        let depth = if pipeline.cuda().is_some() { settings.pipeline_depth as usize } else { 1 };
+        let (positions, velocities) = make_buffers(&mut pipeline, graphics, &bodies, depth)?;
         let n = bodies.len() as u32;
         let edit = Edit {
             bodies: n,
@@ -200,11 +202,12 @@ impl NBody {
         let Some(result) = compiling.pending.as_ref().and_then(PendingCompile::poll) else { return Ok(false) };
         compiling.pending = None;
         let (variant, slices) = (self.settings.variant, self.settings.slices);
+        let pipelined = self.settings.pipeline_depth > 1;
         let built = result.and_then(|compiled| {
             let cuda = self.pipeline.cuda().ok_or_else(mismatch)?;
             log::info!("{} compiled in {:.2} s", KERNEL.name, compiled.compile_time.as_secs_f64());
             let kernels = Kernels::from_compiled(cuda, variant, &compiled)?;
-            sim::Simulation::new(&cuda.context, kernels, &compiling.bodies, slices)
+            sim::Simulation::new(&cuda.context, kernels, &compiling.bodies, slices, pipelined)
         });
         match built {
             Ok(simulation) => {
@@ -278,9 +281,29 @@ impl NBody {
         }
     }
 
+    /// The velocity buffer drawn with `positions[index]`.
+    fn velocities_for(&self, index: usize) -> usize {
+        if self.velocities.len() > 1 { index } else { 0 }
+    }
+
+    /// Whether the GL buffers hold only float copies to draw, the state living elsewhere (the
+    /// device, or the CPU's f64 arrays): the step then writes them and never reads them.
+    fn display_only(&self) -> bool {
+        self.settings.variant.precision == Precision::F64
+            || matches!(&self.engine, Engine::Cuda { simulation, .. } if simulation.has_device_state())
+    }
+
+    /// Hands buffers mapped ahead for the next step back to GL (before GL reads or replaces them).
+    fn release_prepared(&mut self) -> Result<()> {
+        let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().chain(self.velocities.iter_mut()).collect();
+        self.pipeline.transfer().release_prepared(&mut all)
+    }
+
     /// The current bodies in f64, read back from wherever the state lives.
     pub fn read_bodies(&mut self, graphics: Graphics<'_>) -> Result<Bodies> {
+        self.release_prepared()?;
         self.pipeline.transfer().synchronize()?;
+        let drawn_velocities = self.velocities_for(self.current);
         let from_gl = |transfer: &mut dyn crate::transfer::Transfer,
                        positions: &SharedBuffer,
                        velocities: &SharedBuffer|
@@ -297,9 +320,13 @@ impl NBody {
         match &self.engine {
             Engine::Cuda { simulation, .. } => {
                 let stream = crate::cuda::Stream::new(simulation.context())?;
-                match simulation.read_double_state(&stream)? {
+                match simulation.read_device_state(&stream)? {
                     Some(bodies) => Ok(bodies),
-                    None => from_gl(self.pipeline.transfer(), &self.positions[self.current], &self.velocities),
+                    None => from_gl(
+                        self.pipeline.transfer(),
+                        &self.positions[self.current],
+                        &self.velocities[drawn_velocities],
+                    ),
                 }
             }
             Engine::Cpu(engine) => match &engine.double {
@@ -307,7 +334,9 @@ impl NBody {
                     positions: double.positions[double.current].clone(),
                     velocities: double.velocities.iter().map(|v| [v[0], v[1], v[2]]).collect(),
                 }),
-                None => from_gl(self.pipeline.transfer(), &self.positions[self.current], &self.velocities),
+                None => {
+                    from_gl(self.pipeline.transfer(), &self.positions[self.current], &self.velocities[drawn_velocities])
+                }
             },
             Engine::Compiling(compiling) => Ok(compiling.bodies.clone()),
         }
@@ -316,23 +345,27 @@ impl NBody {
     /// Refills the buffers the next step writes (never reads) with NaN, so a test can tell
     /// written values from stale ones.
     pub fn poison_next_output(&mut self, graphics: Graphics<'_>) -> Result<()> {
+        self.release_prepared()?;
         self.pipeline.transfer().synchronize()?;
         let poison = vec![f32::NAN; self.len() as usize * 4];
         let next = 1 - self.current;
         let buffer = self.pipeline.transfer().create_buffer(graphics, bytemuck::cast_slice(&poison))?;
         std::mem::replace(&mut self.positions[next], buffer).destroy(graphics);
-        if self.settings.variant.precision == Precision::F64 {
+        if self.display_only() {
             let buffer = self.pipeline.transfer().create_buffer(graphics, bytemuck::cast_slice(&poison))?;
-            std::mem::replace(&mut self.velocities, buffer).destroy(graphics);
+            let index = self.velocities_for(next);
+            std::mem::replace(&mut self.velocities[index], buffer).destroy(graphics);
         }
         Ok(())
     }
 
     /// What the GL buffers hold now (float copies of the state in fp64 runs), for tests.
     pub fn read_gl_buffers(&mut self, graphics: Graphics<'_>) -> Result<(Vec<Float4>, Vec<Float4>)> {
+        self.release_prepared()?;
         self.pipeline.transfer().synchronize()?;
+        let drawn_velocities = self.velocities_for(self.current);
         let positions = self.pipeline.transfer().read_buffer(graphics, &self.positions[self.current])?;
-        let velocities = self.pipeline.transfer().read_buffer(graphics, &self.velocities)?;
+        let velocities = self.pipeline.transfer().read_buffer(graphics, &self.velocities[drawn_velocities])?;
         Ok((bytemuck::pod_collect_to_vec(&positions), bytemuck::pod_collect_to_vec(&velocities)))
     }
 
@@ -347,11 +380,15 @@ impl NBody {
         let params = self.params;
         let (current, step) = (self.current, self.step);
         let energy_every = self.settings.energy_every;
+        let drawn_velocities = self.velocities_for(current);
         let engine = &mut self.engine;
         let [p0, p1] = &mut self.positions;
         let (positions_in, positions_out) = if current == 0 { (p0, p1) } else { (p1, p0) };
-        let mut buffers =
-            [(positions_in, Access::Read), (positions_out, Access::Read), (&mut self.velocities, Access::ReadWrite)];
+        let mut buffers = [
+            (positions_in, Access::Read),
+            (positions_out, Access::Read),
+            (&mut self.velocities[drawn_velocities], Access::ReadWrite),
+        ];
         self.pipeline.transfer().run(graphics, u64::MAX, &mut buffers, &mut |target| match (target, &mut *engine) {
             (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
                 let spans = StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] };
@@ -510,6 +547,7 @@ fn choose_variant(env: &DemoEnv<'_>, mut settings: NBodySettings) -> (NBodySetti
 /// Bodies, parameters and step count to start from.
 fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bodies, Params, u64)> {
     settings.variant.validate()?;
+    settings.validate_pipeline()?;
     match &settings.load {
         Some(path) => {
             let saved = state::load(path)?;
@@ -530,12 +568,13 @@ fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bodies, Params
     }
 }
 
-/// The two position buffers and the velocity buffer, filled with `bodies` (as float).
+/// The two position buffers and `depth` velocity buffers, filled with `bodies` (as float).
 fn make_buffers(
     pipeline: &mut Pipeline,
     graphics: Graphics<'_>,
     bodies: &Bodies,
-) -> Result<([SharedBuffer; 2], SharedBuffer)> {
+    depth: usize,
+) -> Result<([SharedBuffer; 2], Vec<SharedBuffer>)> {
     let positions: Vec<[f32; 4]> = bodies.positions.iter().map(|p| p.map(|v| v as f32)).collect();
     let velocities: Vec<[f32; 4]> =
         bodies.velocities.iter().map(|v| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0]).collect();
@@ -543,8 +582,13 @@ fn make_buffers(
     let release = |buffer: SharedBuffer| buffer.destroy(graphics);
     let first = Guard::new(transfer.create_buffer(graphics, bytemuck::cast_slice(&positions))?, release);
     let second = Guard::new(transfer.create_buffer(graphics, bytemuck::cast_slice(&positions))?, release);
-    let velocities = transfer.create_buffer(graphics, bytemuck::cast_slice(&velocities))?;
-    Ok(([first.keep(), second.keep()], velocities))
+    let mut velocity_buffers = Guard::new(Vec::with_capacity(depth), |made: Vec<SharedBuffer>| {
+        made.into_iter().for_each(|buffer| buffer.destroy(graphics))
+    });
+    for _ in 0..depth.max(1) {
+        velocity_buffers.push(transfer.create_buffer(graphics, bytemuck::cast_slice(&velocities))?);
+    }
+    Ok(([first.keep(), second.keep()], velocity_buffers.keep()))
 }
 
 impl Demo for NBody {
@@ -565,23 +609,25 @@ impl Demo for NBody {
     }
 
     fn use_while_mapped(&mut self) -> Result<String> {
+        self.release_prepared()?;
         self.pipeline.transfer().use_while_mapped(&mut self.positions[self.current])
     }
 
     fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
+        self.release_prepared()?;
         let previous = self.pipeline.kind();
         if previous.uses_cuda() == kind.uses_cuda() {
-            let [p0, p1] = &mut self.positions;
-            return self.pipeline.switch(graphics, kind, &mut [p0, p1, &mut self.velocities]);
+            let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().chain(self.velocities.iter_mut()).collect();
+            return self.pipeline.switch(graphics, kind, &mut all);
         }
         // Between CUDA and the CPU the engine changes too: carry the bodies over.
         let bodies = self.read_bodies(graphics)?;
-        let [p0, p1] = &mut self.positions;
-        self.pipeline.switch(graphics, kind, &mut [p0, p1, &mut self.velocities])?;
+        let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().chain(self.velocities.iter_mut()).collect();
+        self.pipeline.switch(graphics, kind, &mut all)?;
         let (settings, params, step) = (self.settings.clone(), self.params, self.step);
         if let Err(error) = self.rebuild(graphics, settings, bodies, params, step) {
-            let [p0, p1] = &mut self.positions;
-            self.pipeline.switch(graphics, previous, &mut [p0, p1, &mut self.velocities])?;
+            let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().chain(self.velocities.iter_mut()).collect();
+            self.pipeline.switch(graphics, previous, &mut all)?;
             return Err(error);
         }
         Ok(())
@@ -601,36 +647,47 @@ impl Demo for NBody {
         let step = self.step;
         let energy_due =
             self.settings.energy_every > 0 && (step + 1).is_multiple_of(u64::from(self.settings.energy_every));
-        let precision = self.settings.variant.precision;
+        let display_only = self.display_only();
+        // With --pipeline-depth 2 (CUDA) the copies the next step writes are mapped during this one.
+        let pipelined = display_only && self.velocities.len() > 1 && matches!(self.engine, Engine::Cuda { .. });
+        let velocities_out = self.velocities_for(if display_only { 1 - self.current } else { self.current });
         let engine = &mut self.engine;
         let [p0, p1] = &mut self.positions;
         let (positions_in, positions_out) = if self.current == 0 { (p0, p1) } else { (p1, p0) };
-        let velocities = &mut self.velocities;
-        // fp32: the state is in the GL buffers (read one, write the other, update velocities);
-        // fp64: the state is in device memory and both GL buffers only receive float copies.
-        let mut f32_buffers;
-        let mut f64_buffers;
-        let buffers: &mut [(&mut SharedBuffer, Access)] = match precision {
-            Precision::F32 => {
-                f32_buffers =
-                    [(positions_in, Access::Read), (positions_out, Access::Write), (velocities, Access::ReadWrite)];
-                &mut f32_buffers
+        let (velocities, velocities_next) = if self.velocities.len() > 1 {
+            let (this, next) = crate::transfer::this_and_next(&mut self.velocities, velocities_out, 1 - velocities_out);
+            (this, Some(next))
+        } else {
+            (&mut self.velocities[0], None)
+        };
+        // fp32 at depth 1: the state is in the GL buffers (read one, write the other, update the
+        // velocities); fp64, or a pipeline: the state is elsewhere and the GL buffers only
+        // receive float copies to draw.
+        let mut next: Vec<(&mut SharedBuffer, Access)> = Vec::new();
+        let mut state_buffers;
+        let mut display_buffers;
+        let buffers: &mut [(&mut SharedBuffer, Access)] = if display_only {
+            if let (true, Some(velocities_next)) = (pipelined, velocities_next) {
+                // The positions this step read are the ones the next step writes (as a copy).
+                next = vec![(positions_in, Access::Write), (velocities_next, Access::Write)];
             }
-            Precision::F64 => {
-                f64_buffers = [(positions_out, Access::Write), (velocities, Access::Write)];
-                &mut f64_buffers
-            }
+            display_buffers = [(positions_out, Access::Write), (velocities, Access::Write)];
+            &mut display_buffers
+        } else {
+            state_buffers =
+                [(positions_in, Access::Read), (positions_out, Access::Write), (velocities, Access::ReadWrite)];
+            &mut state_buffers
         };
         let times =
-            self.pipeline.transfer().run(graphics, frame, buffers, &mut |target| match (target, &mut *engine) {
+            self.pipeline.transfer().run_pipelined(graphics, frame, buffers, &mut next, &mut |target| match (
+                target,
+                &mut *engine,
+            ) {
                 (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
-                    let spans = match precision {
-                        Precision::F32 => {
-                            StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] }
-                        }
-                        Precision::F64 => {
-                            StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] }
-                        }
+                    let spans = if display_only {
+                        StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] }
+                    } else {
+                        StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] }
                     };
                     match multi {
                         Some(multi) => multi.step(stream, &spans, &params, step)?,
@@ -661,7 +718,7 @@ impl Demo for NBody {
         let density = (16_384.0 / self.len().max(1) as f32).sqrt().min(1.0);
         Scene::Sprites(Sprites {
             bodies: &self.positions[self.current],
-            velocities: &self.velocities,
+            velocities: &self.velocities[self.velocities_for(self.current)],
             count: self.len(),
             view_projection: self.camera.view_projection(view.aspect()),
             pixels_per_unit: view.size[1] as f32 / (2.0 * (self.camera.fov_y * 0.5).tan()),
@@ -697,7 +754,7 @@ impl Demo for NBody {
             log::warn!("nbody: {error}");
         }
         let NBody { positions: [p0, p1], velocities, .. } = *self;
-        for buffer in [p0, p1, velocities] {
+        for buffer in [p0, p1].into_iter().chain(velocities) {
             buffer.destroy(graphics);
         }
     }

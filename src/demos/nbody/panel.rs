@@ -252,6 +252,19 @@ fn variant_controls(demo: &mut NBody, ui: &mut egui::Ui) {
                 demo.pending.push(Change::Slices(wanted));
             }
         });
+        let mut depth = demo.settings.pipeline_depth;
+        ui.horizontal(|ui| {
+            ui.label("pipeline depth");
+            ui.radio_value(&mut depth, 1, "1")
+                .on_hover_text("the state in the GL buffers, mapped at each step's start");
+            ui.radio_value(&mut depth, 2, "2").on_hover_text(
+                "the state on the device; two GL copies drawn in turn, the next mapped before this one is drawn \
+                 (no frame of latency; docs/interop-map.md says what it gains here)",
+            );
+        });
+        if depth != demo.settings.pipeline_depth && demo.settings.devices.len() <= 1 {
+            demo.pending.push(Change::PipelineDepth(depth));
+        }
     }
     if variant != demo.edit.variant {
         demo.edit.variant = variant;

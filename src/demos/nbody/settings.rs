@@ -62,6 +62,10 @@ pub struct NBodySettings {
     /// CUDA devices to split the bodies across, one context each, the first rendering (empty:
     /// the computing device alone). Repeating an ordinal gives it another context.
     pub devices: Vec<i32>,
+    /// 1: the state lives in the GL buffers, mapped at each frame's start. 2: the state lives in
+    /// device memory and two pairs of GL buffers take turns as the drawn copy, the next pair
+    /// mapped while this one is drawn (GL interop; docs/interop-map.md). No frame of latency.
+    pub pipeline_depth: u32,
 }
 
 impl Default for NBodySettings {
@@ -84,6 +88,7 @@ impl Default for NBodySettings {
             load: None,
             save: None,
             devices: Vec::new(),
+            pipeline_depth: 1,
         }
     }
 }
@@ -97,6 +102,24 @@ impl NBodySettings {
             gravity: self.gravity,
             damping: self.damping,
         }
+    }
+
+    /// Checks the pipeline depth against the rest of the settings.
+    pub fn validate_pipeline(&self) -> Result<()> {
+        if !(1..=2).contains(&self.pipeline_depth) {
+            return Err(Error::InvalidInput(format!(
+                "n-body --pipeline-depth {}: 1 (state in the GL buffers) or 2 (state on the device, two GL copies \
+                 in turn)",
+                self.pipeline_depth
+            )));
+        }
+        if self.pipeline_depth > 1 && self.devices.len() > 1 {
+            return Err(Error::InvalidInput(
+                "--pipeline-depth 2 with --devices: the split reads and writes the GL buffers; use one of them"
+                    .to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// The body count for a backend.

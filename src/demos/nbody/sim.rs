@@ -27,8 +27,9 @@ pub fn slice_length(n: u32, slices: u32, tile: u32) -> u32 {
     n.div_ceil(slices.max(1)).div_ceil(tile).max(1) * tile
 }
 
-/// fp64 state: positions (ping-pong) and velocities in device memory.
-struct DoubleState {
+/// The state in device memory: positions (ping-pong) and velocities, in the variant's precision
+/// (fp64 always; fp32 when the GL buffers are a pipeline of display copies).
+struct DeviceState {
     positions: [DeviceBuffer; 2],
     velocities: DeviceBuffer,
     current: usize,
@@ -51,7 +52,7 @@ pub struct Simulation {
     slice_length: u32,
     accelerations: DeviceBuffer,
     partial: DeviceBuffer,
-    double: Option<DoubleState>,
+    device_state: Option<DeviceState>,
     energy: EnergyReadback,
     force_timer: EventRing,
 }
@@ -68,10 +69,17 @@ pub struct StepBuffers {
 }
 
 impl Simulation {
-    /// Device memory for `n` bodies with `kernels`. For fp64 the state is uploaded from `bodies`;
-    /// for fp32 it lives in the GL buffers the caller fills. Fails with a clear message when the
-    /// device lacks the memory, allocating nothing.
-    pub fn new(context: &Rc<Context>, kernels: Kernels, bodies: &Bodies, slices: Option<u32>) -> Result<Self> {
+    /// Device memory for `n` bodies with `kernels`. For fp64, and for fp32 with `device_state`,
+    /// the state is uploaded from `bodies` and the GL buffers only receive float copies to draw;
+    /// otherwise (fp32) it lives in the GL buffers the caller fills. Fails with a clear message
+    /// when the device lacks the memory, allocating nothing.
+    pub fn new(
+        context: &Rc<Context>,
+        kernels: Kernels,
+        bodies: &Bodies,
+        slices: Option<u32>,
+        device_state: bool,
+    ) -> Result<Self> {
         let n = u32::try_from(bodies.len()).map_err(|_| Error::InvalidInput("too many bodies".to_owned()))?;
         if n == 0 {
             return Err(Error::InvalidInput("the simulation needs at least 1 body".to_owned()));
@@ -88,7 +96,8 @@ impl Simulation {
         kernels.validate_forces(n, slice_length)?;
 
         let vector = variant.precision.vector_bytes();
-        let double_bytes = if variant.precision == Precision::F64 { 3 * n as usize * vector } else { 0 };
+        let device_state = device_state || variant.precision == Precision::F64;
+        let double_bytes = if device_state { 3 * n as usize * vector } else { 0 };
         // GL's buffers (3 × n × 16 bytes) are counted too: they come out of the same memory.
         let needed = (1 + slices as usize) * n as usize * vector + double_bytes + 3 * n as usize * 16;
         let (free, _) = context.memory_info()?;
@@ -108,26 +117,37 @@ impl Simulation {
             done: Event::new(context)?,
             pending: None,
         };
-        let double = match variant.precision {
-            Precision::F32 => None,
-            Precision::F64 => {
-                let stream = Stream::new(context)?;
-                let positions: Vec<[f64; 4]> = bodies.positions.clone();
-                let velocities: Vec<[f64; 4]> = bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect();
-                let mut state = DoubleState {
-                    positions: [
-                        DeviceBuffer::new(context, n as usize * vector)?,
-                        DeviceBuffer::new(context, n as usize * vector)?,
-                    ],
-                    velocities: DeviceBuffer::new(context, n as usize * vector)?,
-                    current: 0,
-                };
-                for buffer in &mut state.positions {
-                    buffer.upload(&stream, bytemuck::cast_slice(&positions))?;
+        let device_state = if device_state {
+            let stream = Stream::new(context)?;
+            let positions: Vec<[f64; 4]> = bodies.positions.clone();
+            let velocities: Vec<[f64; 4]> = bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect();
+            let (positions, velocities): (Vec<u8>, Vec<u8>) = match variant.precision {
+                Precision::F64 => {
+                    (bytemuck::cast_slice(&positions).to_vec(), bytemuck::cast_slice(&velocities).to_vec())
                 }
-                state.velocities.upload(&stream, bytemuck::cast_slice(&velocities))?;
-                Some(state)
+                Precision::F32 => {
+                    let narrow = |v: &Vec<[f64; 4]>| -> Vec<u8> {
+                        let floats: Vec<[f32; 4]> = v.iter().map(|x| x.map(|c| c as f32)).collect();
+                        bytemuck::cast_slice(&floats).to_vec()
+                    };
+                    (narrow(&positions), narrow(&velocities))
+                }
+            };
+            let mut state = DeviceState {
+                positions: [
+                    DeviceBuffer::new(context, n as usize * vector)?,
+                    DeviceBuffer::new(context, n as usize * vector)?,
+                ],
+                velocities: DeviceBuffer::new(context, n as usize * vector)?,
+                current: 0,
+            };
+            for buffer in &mut state.positions {
+                buffer.upload(&stream, &positions)?;
             }
+            state.velocities.upload(&stream, &velocities)?;
+            Some(state)
+        } else {
+            None
         };
         Ok(Self {
             context: context.clone(),
@@ -137,7 +157,7 @@ impl Simulation {
             slice_length,
             accelerations,
             partial,
-            double,
+            device_state,
             energy,
             force_timer: EventRing::new(context, crate::cuda::timing::FRAMES_IN_FLIGHT, 2)?,
         })
@@ -204,7 +224,7 @@ impl Simulation {
 
     /// (positions, velocities, display velocities) of the current state.
     fn state_spans(&self, buffers: &StepBuffers) -> (DeviceSpan, DeviceSpan, Option<DeviceSpan>) {
-        match &self.double {
+        match &self.device_state {
             None => (buffers.positions_in, buffers.velocities, None),
             Some(state) => (state.positions[state.current].span(), state.velocities.span(), Some(buffers.velocities)),
         }
@@ -212,20 +232,21 @@ impl Simulation {
 
     /// One kick-drift-kick step; the forces kernel is timed for [`Self::poll_force_time`].
     pub fn step(&mut self, stream: &Stream, buffers: &StepBuffers, params: &Params, tag: u64) -> Result<()> {
-        let (positions_in, positions_out, velocities, display_positions, display_velocities) = match &mut self.double {
-            None => (buffers.positions_in, buffers.positions_out, buffers.velocities, None, None),
-            Some(state) => {
-                let from = state.current;
-                state.current = 1 - from;
-                (
-                    state.positions[from].span(),
-                    state.positions[1 - from].span(),
-                    state.velocities.span(),
-                    Some(buffers.positions_out),
-                    Some(buffers.velocities),
-                )
-            }
-        };
+        let (positions_in, positions_out, velocities, display_positions, display_velocities) =
+            match &mut self.device_state {
+                None => (buffers.positions_in, buffers.positions_out, buffers.velocities, None, None),
+                Some(state) => {
+                    let from = state.current;
+                    state.current = 1 - from;
+                    (
+                        state.positions[from].span(),
+                        state.positions[1 - from].span(),
+                        state.velocities.span(),
+                        Some(buffers.positions_out),
+                        Some(buffers.velocities),
+                    )
+                }
+            };
         let accelerations = self.accelerations.span();
         self.kernels.drift(
             stream,
@@ -290,17 +311,35 @@ impl Simulation {
         Ok(Some((tag, kinetic, potential)))
     }
 
-    /// The fp64 state, read back (for saving or switching precision); `None` for fp32, whose state
-    /// is in the GL buffers.
-    pub fn read_double_state(&self, stream: &Stream) -> Result<Option<Bodies>> {
-        let Some(state) = &self.double else {
+    /// Whether the state is in device memory (the GL buffers then hold float copies to draw).
+    pub fn has_device_state(&self) -> bool {
+        self.device_state.is_some()
+    }
+
+    /// The state in device memory, read back (for saving or switching precision); `None` when it
+    /// is in the GL buffers (fp32 without a pipeline).
+    pub fn read_device_state(&self, stream: &Stream) -> Result<Option<Bodies>> {
+        let Some(state) = &self.device_state else {
             return Ok(None);
         };
         let n = self.n as usize;
-        let mut positions = vec![[0.0f64; 4]; n];
-        let mut velocities = vec![[0.0f64; 4]; n];
-        state.positions[state.current].download(stream, bytemuck::cast_slice_mut(&mut positions))?;
-        state.velocities.download(stream, bytemuck::cast_slice_mut(&mut velocities))?;
+        let (positions, velocities) = match self.kernels.variant.precision {
+            Precision::F64 => {
+                let mut positions = vec![[0.0f64; 4]; n];
+                let mut velocities = vec![[0.0f64; 4]; n];
+                state.positions[state.current].download(stream, bytemuck::cast_slice_mut(&mut positions))?;
+                state.velocities.download(stream, bytemuck::cast_slice_mut(&mut velocities))?;
+                (positions, velocities)
+            }
+            Precision::F32 => {
+                let mut positions = vec![[0.0f32; 4]; n];
+                let mut velocities = vec![[0.0f32; 4]; n];
+                state.positions[state.current].download(stream, bytemuck::cast_slice_mut(&mut positions))?;
+                state.velocities.download(stream, bytemuck::cast_slice_mut(&mut velocities))?;
+                let widen = |v: Vec<[f32; 4]>| v.iter().map(|x| x.map(f64::from)).collect::<Vec<_>>();
+                (widen(positions), widen(velocities))
+            }
+        };
         Ok(Some(Bodies { positions, velocities: velocities.iter().map(|v| [v[0], v[1], v[2]]).collect() }))
     }
 
