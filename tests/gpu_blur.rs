@@ -14,6 +14,7 @@ use interop_lab::demos::blur::{Blur, BlurSettings, Route};
 use interop_lab::graphics::Graphics;
 use interop_lab::pixel::PixelFormat;
 use interop_lab::runtime::{BackendRequest, CudaOptions, Selection};
+use interop_lab::stats::Stage;
 use interop_lab::transfer::TransferKind;
 
 fn setup() -> (interop_lab::gl::context::headless::HeadlessGl, Selection) {
@@ -278,6 +279,11 @@ fn a_background_compile_shows_the_image_then_blurs_like_the_reference() {
     let (max, mean) = errors(&out, &reference(&source, &settings));
     let (max_bound, mean_bound) = bounds(settings.format, settings.filter);
     assert!(max <= max_bound && mean <= mean_bound, "max {max:e} mean {mean:e}");
+    // The frames' GPU stage times read back (the texture route's events, every mark recorded).
+    blur.synchronize().expect("synchronize");
+    let late = blur.pipeline_mut().transfer().poll_gpu_times().expect("GPU stage times read back");
+    let late = late.expect("a timed frame");
+    assert!(late.times.gpu(Stage::Map).is_some() && late.times.gpu(Stage::Kernel).is_some(), "{late:?}");
     Box::new(blur).destroy(Graphics::Gl(&gl));
     std::fs::remove_dir_all(&dir).ok();
 }
