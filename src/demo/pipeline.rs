@@ -56,6 +56,8 @@ impl Pipeline {
             return Ok(());
         }
         let mut next = create_transfer(self.cuda.as_deref(), self.stream.as_ref(), kind)?;
+        // Buffers mapped ahead for a next frame go back to GL first: GL reads them below.
+        self.transfer.release_prepared(buffers)?;
         self.transfer.synchronize()?;
         let mut replacements = Guard::new(Vec::with_capacity(buffers.len()), |made: Vec<SharedBuffer>| {
             made.into_iter().for_each(|buffer| buffer.destroy(graphics))
