@@ -171,6 +171,17 @@ fn doctor_on_a_gpu_reports_interop_and_exits_0() {
     assert_eq!(report["transfer"], "interop");
     assert!(report["headless_gl"]["cuda_devices"].as_array().is_some_and(|d| !d.is_empty()), "{report:#}");
     assert!(report["kernels"].as_array().is_some_and(|k| k.iter().all(|k| k["error"].is_null())), "{report:#}");
+    // The Vulkan device of the same GPU is found by UUID, with what sharing memory with CUDA needs.
+    let vulkan = &report["vulkan"];
+    if common::available(vulkan["probe"].is_object(), "a Vulkan loader and driver", "INTEROP_LAB_REQUIRE_VULKAN") {
+        let index =
+            vulkan["cuda_match"].as_u64().unwrap_or_else(|| panic!("no Vulkan device is the CUDA device: {vulkan:#}"));
+        let device = &vulkan["probe"]["devices"][index as usize];
+        assert_eq!(device["device_uuid"], report["devices"][0]["uuid"], "{vulkan:#}");
+        for feature in ["external_memory_fd", "external_semaphore_fd", "timeline_semaphore"] {
+            assert_eq!(device[feature], true, "{feature}: {device}");
+        }
+    }
 }
 
 #[test]
