@@ -77,9 +77,12 @@ impl StageTimes {
         self.host_us[stage.index()] = Some(microseconds);
     }
 
-    /// Sets the GPU time of `stage`.
+    /// Sets the GPU time of `stage`; a value that is not finite (an interval whose events were
+    /// not both recorded) leaves it unknown.
     pub fn set_gpu(&mut self, stage: Stage, microseconds: f64) {
-        self.gpu_us[stage.index()] = Some(microseconds);
+        if microseconds.is_finite() {
+            self.gpu_us[stage.index()] = Some(microseconds);
+        }
     }
 
     /// Host time of `stage`.
@@ -273,6 +276,16 @@ pub fn log_start_phase(phase: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_gpu_interval_leaves_the_stage_unknown() {
+        let mut times = StageTimes::default();
+        times.set_gpu(Stage::Map, f64::NAN);
+        assert_eq!(times.gpu(Stage::Map), None);
+        times.set_gpu(Stage::Map, 12.5);
+        times.set_gpu(Stage::Map, f64::INFINITY);
+        assert_eq!(times.gpu(Stage::Map), Some(12.5), "a non-finite value never replaces a measured one");
+    }
 
     #[test]
     fn percentiles_interpolate_between_ranks() {

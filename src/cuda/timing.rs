@@ -5,6 +5,7 @@
 //! the next set is still in flight; that frame then goes untimed rather than overwriting a set
 //! whose times are yet to be read, so GPU times keep arriving, for every few frames.
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use super::context::Context;
@@ -19,6 +20,9 @@ pub const FRAMES_IN_FLIGHT: usize = 256;
 /// A ring of `depth` event sets of `marks` events each.
 pub struct EventRing {
     sets: Vec<Vec<Event>>,
+    /// Which marks of each set were recorded since the set was begun: an interval whose ends were
+    /// not both recorded is reported as unknown (NaN), never read from a stale or unrecorded event.
+    recorded: Vec<Vec<Cell<bool>>>,
     tags: Vec<Option<u64>>,
     next: usize,
     untimed: bool,
@@ -26,13 +30,17 @@ pub struct EventRing {
 
 /// The events of one set, to record as the stages of a frame end (none when the frame goes
 /// untimed because every set is still in flight).
-pub struct Marks<'a>(Option<&'a [Event]>);
+pub struct Marks<'a>(Option<(&'a [Event], &'a [Cell<bool>])>);
 
 impl Marks<'_> {
     /// Records mark `index` (0 = start) at the current end of `stream`.
     pub fn mark(&self, index: usize, stream: &Stream) -> Result<()> {
         match self.0 {
-            Some(events) => events[index].record(stream),
+            Some((events, recorded)) => {
+                events[index].record(stream)?;
+                recorded[index].set(true);
+                Ok(())
+            }
             None => Ok(()),
         }
     }
@@ -46,7 +54,8 @@ impl EventRing {
             sets.push((0..marks.max(2)).map(|_| Event::new(context)).collect::<Result<Vec<_>>>()?);
         }
         let depth = sets.len();
-        Ok(Self { sets, tags: vec![None; depth], next: 0, untimed: false })
+        let recorded = sets.iter().map(|set| set.iter().map(|_| Cell::new(false)).collect()).collect();
+        Ok(Self { sets, recorded, tags: vec![None; depth], next: 0, untimed: false })
     }
 
     /// The next set. If the GPU has not yet passed all of it, this frame goes untimed (the set's
@@ -61,7 +70,8 @@ impl EventRing {
             return Marks(None);
         }
         self.tags[slot] = None;
-        Marks(Some(&self.sets[slot]))
+        self.recorded[slot].iter().for_each(|flag| flag.set(false));
+        Marks(Some((&self.sets[slot], &self.recorded[slot])))
     }
 
     /// Records mark `index` of the set [`Self::begin`] started (nothing when that frame goes
@@ -71,7 +81,9 @@ impl EventRing {
         if self.untimed {
             return Ok(());
         }
-        self.sets[self.next][index].record(stream)
+        self.sets[self.next][index].record(stream)?;
+        self.recorded[self.next][index].set(true);
+        Ok(())
     }
 
     /// Declares the set from [`Self::begin`] recorded for `tag` (a frame or step number); nothing
@@ -84,20 +96,27 @@ impl EventRing {
         self.next = (self.next + 1) % self.sets.len();
     }
 
-    /// The oldest committed set whose last event has completed: fills `intervals_us[i]` with the
-    /// time from mark `i` to mark `i + 1` and returns its tag. Never blocks.
+    /// The oldest committed set whose recorded events have all completed: fills `intervals_us[i]`
+    /// with the time from mark `i` to mark `i + 1` (NaN when either mark was not recorded for
+    /// this set) and returns its tag. Never blocks.
     pub fn poll(&mut self, intervals_us: &mut [f64]) -> Result<Option<u64>> {
         let depth = self.sets.len();
         for step in 0..depth {
             let slot = (self.next + step) % depth;
             let Some(tag) = self.tags[slot] else { continue };
-            let events = &self.sets[slot];
+            let (events, recorded) = (&self.sets[slot], &self.recorded[slot]);
             let used = (intervals_us.len() + 1).min(events.len());
-            if !events[used - 1].is_complete()? {
-                return Ok(None);
+            for (event, flag) in events.iter().zip(recorded).take(used) {
+                if flag.get() && !event.is_complete()? {
+                    return Ok(None);
+                }
             }
             for (index, interval) in intervals_us.iter_mut().enumerate().take(used - 1) {
-                *interval = f64::from(events[index + 1].elapsed_ms_since(&events[index])?) * 1e3;
+                *interval = if recorded[index].get() && recorded[index + 1].get() {
+                    f64::from(events[index + 1].elapsed_ms_since(&events[index])?) * 1e3
+                } else {
+                    f64::NAN
+                };
             }
             self.tags[slot] = None;
             return Ok(Some(tag));
