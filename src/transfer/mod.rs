@@ -343,6 +343,23 @@ pub trait Mapping {
 /// The [`Mapping`] calls on any path, answering with what the path does instead when it maps
 /// nothing.
 impl dyn Transfer + '_ {
+    /// `count` (at least 1) buffers holding `initial` each, as a ring for pipelined frames; on
+    /// failure the ones already made are freed.
+    pub fn create_buffers(
+        &mut self,
+        graphics: Graphics<'_>,
+        initial: &[u8],
+        count: usize,
+    ) -> Result<Vec<SharedBuffer>> {
+        let mut made = crate::guard::Guard::new(Vec::with_capacity(count), |made: Vec<SharedBuffer>| {
+            made.into_iter().for_each(|buffer| buffer.destroy(graphics))
+        });
+        for _ in 0..count.max(1) {
+            made.push(self.create_buffer(graphics, initial)?);
+        }
+        Ok(made.keep())
+    }
+
     /// [`Mapping::use_while_mapped`], or why the path has nothing to misuse.
     pub fn use_while_mapped(&mut self, buffer: &mut SharedBuffer) -> Result<String> {
         let label = self.kind().label();

@@ -295,8 +295,7 @@ impl NBody {
 
     /// Hands buffers mapped ahead for the next step back to GL (before GL reads or replaces them).
     fn release_prepared(&mut self) -> Result<()> {
-        let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().chain(self.velocities.iter_mut()).collect();
-        self.pipeline.transfer().release_prepared(&mut all)
+        self.pipeline.transfer().release_prepared(&mut every_buffer(&mut self.positions, &mut self.velocities))
     }
 
     /// The current bodies in f64, read back from wherever the state lives.
@@ -568,6 +567,14 @@ fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bodies, Params
     }
 }
 
+/// Every GL buffer of the demo: both positions and each velocity buffer.
+fn every_buffer<'a>(
+    positions: &'a mut [SharedBuffer; 2],
+    velocities: &'a mut [SharedBuffer],
+) -> Vec<&'a mut SharedBuffer> {
+    positions.iter_mut().chain(velocities.iter_mut()).collect()
+}
+
 /// The two position buffers and `depth` velocity buffers, filled with `bodies` (as float).
 fn make_buffers(
     pipeline: &mut Pipeline,
@@ -582,13 +589,8 @@ fn make_buffers(
     let release = |buffer: SharedBuffer| buffer.destroy(graphics);
     let first = Guard::new(transfer.create_buffer(graphics, bytemuck::cast_slice(&positions))?, release);
     let second = Guard::new(transfer.create_buffer(graphics, bytemuck::cast_slice(&positions))?, release);
-    let mut velocity_buffers = Guard::new(Vec::with_capacity(depth), |made: Vec<SharedBuffer>| {
-        made.into_iter().for_each(|buffer| buffer.destroy(graphics))
-    });
-    for _ in 0..depth.max(1) {
-        velocity_buffers.push(transfer.create_buffer(graphics, bytemuck::cast_slice(&velocities))?);
-    }
-    Ok(([first.keep(), second.keep()], velocity_buffers.keep()))
+    let velocities = transfer.create_buffers(graphics, bytemuck::cast_slice(&velocities), depth)?;
+    Ok(([first.keep(), second.keep()], velocities))
 }
 
 impl Demo for NBody {
@@ -617,17 +619,14 @@ impl Demo for NBody {
         self.release_prepared()?;
         let previous = self.pipeline.kind();
         if previous.uses_cuda() == kind.uses_cuda() {
-            let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().chain(self.velocities.iter_mut()).collect();
-            return self.pipeline.switch(graphics, kind, &mut all);
+            return self.pipeline.switch(graphics, kind, &mut every_buffer(&mut self.positions, &mut self.velocities));
         }
         // Between CUDA and the CPU the engine changes too: carry the bodies over.
         let bodies = self.read_bodies(graphics)?;
-        let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().chain(self.velocities.iter_mut()).collect();
-        self.pipeline.switch(graphics, kind, &mut all)?;
+        self.pipeline.switch(graphics, kind, &mut every_buffer(&mut self.positions, &mut self.velocities))?;
         let (settings, params, step) = (self.settings.clone(), self.params, self.step);
         if let Err(error) = self.rebuild(graphics, settings, bodies, params, step) {
-            let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().chain(self.velocities.iter_mut()).collect();
-            self.pipeline.switch(graphics, previous, &mut all)?;
+            self.pipeline.switch(graphics, previous, &mut every_buffer(&mut self.positions, &mut self.velocities))?;
             return Err(error);
         }
         Ok(())

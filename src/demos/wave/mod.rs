@@ -117,7 +117,8 @@ impl Wave {
     /// Refills every vertex buffer with NaN, so a test can tell written vertices from stale ones.
     pub fn poison_positions(&mut self, graphics: Graphics<'_>) -> Result<()> {
         let poison = vec![f32::NAN; self.settings.vertices() * 4];
-        let ring = make_ring_of(&mut self.pipeline, graphics, bytemuck::cast_slice(&poison), self.positions.len())?;
+        let ring =
+            self.pipeline.transfer().create_buffers(graphics, bytemuck::cast_slice(&poison), self.positions.len())?;
         self.pipeline.transfer().synchronize()?;
         for old in std::mem::replace(&mut self.positions, ring) {
             old.destroy(graphics);
@@ -193,23 +194,7 @@ fn initial_positions(settings: &WaveSettings) -> Vec<u8> {
 
 /// `settings.pipeline_depth` vertex buffers of the grid, on the pipeline's path.
 fn make_ring(pipeline: &mut Pipeline, graphics: Graphics<'_>, settings: &WaveSettings) -> Result<Vec<SharedBuffer>> {
-    make_ring_of(pipeline, graphics, &initial_positions(settings), settings.pipeline_depth as usize)
-}
-
-/// `depth` buffers holding `initial`; on failure the ones made are freed.
-fn make_ring_of(
-    pipeline: &mut Pipeline,
-    graphics: Graphics<'_>,
-    initial: &[u8],
-    depth: usize,
-) -> Result<Vec<SharedBuffer>> {
-    let mut ring = crate::guard::Guard::new(Vec::with_capacity(depth), |made: Vec<SharedBuffer>| {
-        made.into_iter().for_each(|buffer| buffer.destroy(graphics))
-    });
-    for _ in 0..depth.max(1) {
-        ring.push(pipeline.transfer().create_buffer(graphics, initial)?);
-    }
-    Ok(ring.keep())
+    pipeline.transfer().create_buffers(graphics, &initial_positions(settings), settings.pipeline_depth as usize)
 }
 
 impl Demo for Wave {
