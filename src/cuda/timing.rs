@@ -74,18 +74,6 @@ impl EventRing {
         Marks(Some((&self.sets[slot], &self.recorded[slot])))
     }
 
-    /// Records mark `index` of the set [`Self::begin`] started (nothing when that frame goes
-    /// untimed): for a set whose marks are recorded across calls, such as a map made ahead of
-    /// its frame and the frame's kernel.
-    pub fn mark(&self, index: usize, stream: &Stream) -> Result<()> {
-        if self.untimed {
-            return Ok(());
-        }
-        self.sets[self.next][index].record(stream)?;
-        self.recorded[self.next][index].set(true);
-        Ok(())
-    }
-
     /// Declares the set from [`Self::begin`] recorded for `tag` (a frame or step number); nothing
     /// when that frame went untimed.
     pub fn commit(&mut self, tag: u64) {

@@ -155,37 +155,37 @@ impl Interop {
         // Buffers mapped ahead (prepare_next) are used as they are; the others are mapped now.
         let mut held = Vec::new();
         let mut fresh = Vec::with_capacity(count);
-        let mut fresh_slots = Vec::with_capacity(count);
+        let mut fresh_slots = [0usize; interop::MAX_MAPPED];
         for (slot, (buffer, access)) in buffers.iter_mut().enumerate() {
             let Link::Interop(resource) = &mut buffer.link else { return Err(mismatch(TransferKind::Interop)) };
             if resource.is_held() {
                 held.push((slot, resource));
             } else {
+                fresh_slots[fresh.len()] = slot;
                 fresh.push((resource, access.map_access()));
-                fresh_slots.push(slot);
             }
         }
         let mut times = StageTimes::default();
         let stream = self.stream.clone();
-        let _ = self.events.begin();
-        self.events.mark(0, &stream)?;
+        let timing = self.events.begin();
+        timing.mark(0, &stream)?;
         let started = Instant::now();
         let mapped = if fresh.is_empty() { None } else { Some(interop::map(&stream, &mut fresh)?) };
         let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
         if let Some(mapped) = &mapped {
-            for (index, &slot) in fresh_slots.iter().enumerate() {
+            for (index, &slot) in fresh_slots[..fresh.len()].iter().enumerate() {
                 spans[slot] = mapped.buffer(index)?;
             }
         }
         for (slot, resource) in &held {
             spans[*slot] = resource.held_buffer()?;
         }
-        self.events.mark(1, &stream)?;
+        timing.mark(1, &stream)?;
         let mut map_us = micros_since(started);
 
         let started = Instant::now();
         compute(Target::Device { buffers: &spans[..count], stream: &stream })?;
-        self.events.mark(2, &stream)?;
+        timing.mark(2, &stream)?;
         times.set_host(Stage::Kernel, micros_since(started));
 
         let started = Instant::now();
@@ -195,7 +195,7 @@ impl Interop {
         for (_, resource) in held {
             resource.release_held()?;
         }
-        self.events.mark(3, &stream)?;
+        timing.mark(3, &stream)?;
         times.set_host(Stage::Unmap, micros_since(started));
 
         // After the unmap, before GL is given this frame: the next frame's map then waits only
@@ -210,7 +210,7 @@ impl Interop {
                 resource.map_ahead(&stream, access.map_access())?;
             }
         }
-        self.events.mark(4, &stream)?;
+        timing.mark(4, &stream)?;
         map_us += micros_since(started);
         times.set_host(Stage::Map, map_us);
         self.events.commit(frame);
