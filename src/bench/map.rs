@@ -15,8 +15,7 @@ use serde_json::json;
 
 use crate::args::CudaArgs;
 use crate::cuda::interop::{self, GraphicsResource, MapAccess};
-use crate::cuda::launch::arg;
-use crate::cuda::{DeviceLimits, Event, Function, LaunchConfig, Module, Stream};
+use crate::cuda::{DeviceLimits, Event, Function, Module, Stream};
 use crate::demo::bench::BenchReport;
 use crate::gl::context::headless::HeadlessGl;
 use crate::guard::Guard;
@@ -428,12 +427,7 @@ impl Run<'_> {
 
     /// Launches `fill` over `span` on `stream`.
     fn launch_fill(&mut self, stream: &Stream, span: crate::cuda::DeviceSpan, value: u32) -> Result<()> {
-        let words = (span.bytes / 4) as u64;
-        let config = LaunchConfig { grid: [1024, 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
-        let mut args = [arg(&span.ptr), arg(&words), arg(&value)];
-        // SAFETY: matches fill(unsigned*, unsigned long long, unsigned); the kernel writes words
-        // < span.bytes / 4 only, inside `span` (a mapped or allocated buffer).
-        unsafe { self.fill.launch(stream, &self.limits, &config, &mut args) }
+        super::transfer::launch_fill(&mut self.fill, &self.limits, stream, span, value)
     }
 
     /// GL copies `bytes` from `from` to `to` (both GL buffers of this context).

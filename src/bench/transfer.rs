@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::args::CudaArgs;
 use crate::cuda::launch::arg;
-use crate::cuda::{DeviceLimits, LaunchConfig, Module, Stream};
+use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module, Stream};
 use crate::demo::bench::BenchReport;
 use crate::gl::context::headless::HeadlessGl;
 use crate::render::Graphics;
@@ -25,6 +25,22 @@ use crate::{Error, Result, gl, source_file};
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/fill.cu");
+
+/// Launches `fill` (from [`KERNEL`]) over `span` on `stream`: word i becomes `value ^ i`.
+pub fn launch_fill(
+    function: &mut Function,
+    limits: &DeviceLimits,
+    stream: &Stream,
+    span: crate::cuda::DeviceSpan,
+    value: u32,
+) -> Result<()> {
+    let words = (span.bytes / 4) as u64;
+    let config = LaunchConfig { grid: [1024, 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
+    let mut args = [arg(&span.ptr), arg(&words), arg(&value)];
+    // SAFETY: matches fill(unsigned*, unsigned long long, unsigned); the kernel writes words
+    // < span.bytes / 4 only, inside `span` (a mapped or allocated buffer).
+    unsafe { function.launch(stream, limits, &config, &mut args) }
+}
 
 #[derive(Args, Debug)]
 /// `interop-lab bench transfer`.
@@ -211,13 +227,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                                 let (function, limits) = kernel
                                     .as_mut()
                                     .ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
-                                let words = (buffers[0].bytes / 4) as u64;
-                                let config =
-                                    LaunchConfig { grid: [1024, 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
-                                let mut args = [arg(&buffers[0].ptr), arg(&words), arg(&value)];
-                                // SAFETY: matches fill(unsigned*, unsigned long long, unsigned); the kernel
-                                // writes words < buffers[0].bytes / 4 only.
-                                unsafe { function.launch(stream, limits, &config, &mut args) }
+                                launch_fill(function, limits, stream, buffers[0], value)
                             }
                             Target::Host { buffers } => {
                                 let words: &mut [u32] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
