@@ -421,10 +421,9 @@ impl Running {
         }
     }
 
-    /// Releases GL objects while the context is current, then the context and window; ends a
-    /// recording still running. Returns the recordings made.
-    /// Finishes the GPU work, writes `--stats`, frees everything; returns the recordings made and
-    /// the first error met.
+    /// Finishes the GPU work and writes `--stats`, then releases GL objects while the context is
+    /// current, then the context and window; ends a recording still running. Returns the
+    /// recordings made and the first error met.
     fn shut_down(mut self) -> (Vec<RecordReport>, Option<Error>) {
         let mut failure = self.session.finish(self.window.gl()).err();
         if let Some((path, Some(first_frame))) = &self.stats {

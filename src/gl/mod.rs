@@ -151,12 +151,6 @@ impl Fence {
         unsafe { gl.fence_sync(glow::SYNC_GPU_COMMANDS_COMPLETE, 0).map(Self).map_err(Error::Gl) }
     }
 
-    /// Whether GL has passed the fence, without waiting.
-    pub fn is_signalled(&self, gl: &glow::Context) -> bool {
-        // SAFETY: the fence is live (owned by self).
-        unsafe { gl.client_wait_sync(self.0, 0, 0) != glow::TIMEOUT_EXPIRED }
-    }
-
     /// Blocks until GL has passed the fence (flushing first), then deletes it.
     pub fn wait(self, gl: &glow::Context) -> Result<()> {
         // SAFETY: the fence is live; it is deleted once, here.
