@@ -209,34 +209,37 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                 let started = Instant::now();
                 let value = frame as u32;
                 let slot = (frame % u64::from(depth)) as usize;
-                let next_slot = (slot + 1) % depth as usize;
                 // From depth 2 the next frame's buffer is mapped during this frame (GL interop).
-                let (this, next) = if depth > 1 {
-                    let (this, next) = crate::transfer::this_and_next(&mut ring, slot, next_slot);
-                    (this, Some(next))
-                } else {
-                    (&mut ring[slot], None)
-                };
+                let (this, next) = crate::transfer::this_and_next(&mut ring, slot);
                 let mut buffers = [(this, Access::Write)];
-                let mut next_buffers: Vec<(&mut crate::transfer::SharedBuffer, Access)> =
-                    next.into_iter().map(|buffer| (buffer, Access::Write)).collect();
-                let times =
-                    path.run_pipelined(Graphics::Gl(&gl), frame, &mut buffers, &mut next_buffers, &mut |target| {
-                        match target {
-                            Target::Device { buffers, stream } => {
-                                let (function, limits) = kernel
-                                    .as_mut()
-                                    .ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
-                                launch_fill(function, limits, stream, buffers[0], value)
-                            }
-                            Target::Host { buffers } => {
-                                let words: &mut [u32] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
-                                    .map_err(|e| Error::InvalidInput(e.to_string()))?;
-                                words.par_iter_mut().enumerate().for_each(|(i, w)| *w = value ^ i as u32);
-                                Ok(())
-                            }
+                let mut next_one;
+                let next_buffers: &mut [(&mut crate::transfer::SharedBuffer, Access)] = match next {
+                    Some(buffer) => {
+                        next_one = [(buffer, Access::Write)];
+                        &mut next_one
+                    }
+                    None => &mut [],
+                };
+                let times = path.run_pipelined(
+                    Graphics::Gl(&gl),
+                    frame,
+                    &mut buffers,
+                    next_buffers,
+                    &mut |target| match target {
+                        Target::Device { buffers, stream } => {
+                            let (function, limits) = kernel
+                                .as_mut()
+                                .ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
+                            launch_fill(function, limits, stream, buffers[0], value)
                         }
-                    })?;
+                        Target::Host { buffers } => {
+                            let words: &mut [u32] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
+                                .map_err(|e| Error::InvalidInput(e.to_string()))?;
+                            words.par_iter_mut().enumerate().for_each(|(i, w)| *w = value ^ i as u32);
+                            Ok(())
+                        }
+                    },
+                )?;
                 // GL uses the buffer: the frame ends when GL has executed everything issued.
                 gl::wait_for_gl(&gl)?;
                 if frame >= u64::from(options.warmup) {

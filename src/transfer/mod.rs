@@ -385,15 +385,15 @@ pub struct CudaSide<'a> {
     pub external: Option<GlMemoryObjects>,
 }
 
-/// The buffer written this frame and the one the next frame writes, from a ring (`this != next`).
-pub fn this_and_next(ring: &mut [SharedBuffer], this: usize, next: usize) -> (&mut SharedBuffer, &mut SharedBuffer) {
-    if this < next {
-        let (low, high) = ring.split_at_mut(next);
-        (&mut low[this], &mut high[0])
-    } else {
-        let (low, high) = ring.split_at_mut(this);
-        (&mut high[0], &mut low[next])
+/// From a ring of buffers, slot `this` (written this frame) and, when the ring has more than one,
+/// the slot after it (written next frame, so mapped ahead in a pipelined frame).
+pub fn this_and_next(ring: &mut [SharedBuffer], this: usize) -> (&mut SharedBuffer, Option<&mut SharedBuffer>) {
+    let next = (this + 1) % ring.len().max(1);
+    if next == this {
+        return (&mut ring[this], None);
     }
+    let (low, high) = ring.split_at_mut(this.max(next));
+    if this < next { (&mut low[this], Some(&mut high[0])) } else { (&mut high[0], Some(&mut low[next])) }
 }
 
 /// Creates the transfer of `kind`; every path but the CPU's needs `cuda`.

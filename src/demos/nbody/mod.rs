@@ -653,22 +653,19 @@ impl Demo for NBody {
         let engine = &mut self.engine;
         let [p0, p1] = &mut self.positions;
         let (positions_in, positions_out) = if self.current == 0 { (p0, p1) } else { (p1, p0) };
-        let (velocities, velocities_next) = if self.velocities.len() > 1 {
-            let (this, next) = crate::transfer::this_and_next(&mut self.velocities, velocities_out, 1 - velocities_out);
-            (this, Some(next))
-        } else {
-            (&mut self.velocities[0], None)
-        };
+        let (velocities, velocities_next) = crate::transfer::this_and_next(&mut self.velocities, velocities_out);
         // fp32 at depth 1: the state is in the GL buffers (read one, write the other, update the
         // velocities); fp64, or a pipeline: the state is elsewhere and the GL buffers only
         // receive float copies to draw.
-        let mut next: Vec<(&mut SharedBuffer, Access)> = Vec::new();
+        let mut next_pair;
+        let mut next: &mut [(&mut SharedBuffer, Access)] = &mut [];
         let mut state_buffers;
         let mut display_buffers;
         let buffers: &mut [(&mut SharedBuffer, Access)] = if display_only {
             if let (true, Some(velocities_next)) = (pipelined, velocities_next) {
                 // The positions this step read are the ones the next step writes (as a copy).
-                next = vec![(positions_in, Access::Write), (velocities_next, Access::Write)];
+                next_pair = [(positions_in, Access::Write), (velocities_next, Access::Write)];
+                next = &mut next_pair;
             }
             display_buffers = [(positions_out, Access::Write), (velocities, Access::Write)];
             &mut display_buffers
@@ -677,30 +674,29 @@ impl Demo for NBody {
                 [(positions_in, Access::Read), (positions_out, Access::Write), (velocities, Access::ReadWrite)];
             &mut state_buffers
         };
-        let times =
-            self.pipeline.transfer().run_pipelined(graphics, frame, buffers, &mut next, &mut |target| match (
-                target,
-                &mut *engine,
-            ) {
-                (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
-                    let spans = if display_only {
-                        StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] }
-                    } else {
-                        StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] }
-                    };
-                    match multi {
-                        Some(multi) => multi.step(stream, &spans, &params, step)?,
-                        None => simulation.step(stream, &spans, &params, step)?,
-                    }
-                    if energy_due {
-                        let after = StepBuffers { positions_in: spans.positions_out, ..spans };
-                        simulation.request_energy(stream, &after, &params, step + 1)?;
-                    }
-                    Ok(())
+        let times = self.pipeline.transfer().run_pipelined(graphics, frame, buffers, next, &mut |target| match (
+            target,
+            &mut *engine,
+        ) {
+            (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
+                let spans = if display_only {
+                    StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] }
+                } else {
+                    StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] }
+                };
+                match multi {
+                    Some(multi) => multi.step(stream, &spans, &params, step)?,
+                    None => simulation.step(stream, &spans, &params, step)?,
                 }
-                (Target::Host { buffers }, Engine::Cpu(engine)) => engine.step(buffers, &params),
-                _ => Err(mismatch()),
-            })?;
+                if energy_due {
+                    let after = StepBuffers { positions_in: spans.positions_out, ..spans };
+                    simulation.request_energy(stream, &after, &params, step + 1)?;
+                }
+                Ok(())
+            }
+            (Target::Host { buffers }, Engine::Cpu(engine)) => engine.step(buffers, &params),
+            _ => Err(mismatch()),
+        })?;
         self.current = 1 - self.current;
         self.step += 1;
         self.note_step();

@@ -240,15 +240,17 @@ impl Demo for Wave {
         let depth = self.positions.len();
         self.slot = (self.slot + 1) % depth;
         // From depth 2 the next frame's buffer is mapped during this frame (GL interop).
-        let (this, next) = if depth > 1 {
-            let (this, next) = crate::transfer::this_and_next(&mut self.positions, self.slot, (self.slot + 1) % depth);
-            (this, Some(next))
-        } else {
-            (&mut self.positions[self.slot], None)
-        };
+        let (this, next) = crate::transfer::this_and_next(&mut self.positions, self.slot);
         let mut buffers = [(this, Access::Write)];
-        let mut next: Vec<(&mut SharedBuffer, Access)> = next.into_iter().map(|b| (b, Access::Write)).collect();
-        self.pipeline.transfer().run_pipelined(graphics, frame, &mut buffers, &mut next, &mut |target| match target {
+        let mut next_one;
+        let next: &mut [(&mut SharedBuffer, Access)] = match next {
+            Some(buffer) => {
+                next_one = [(buffer, Access::Write)];
+                &mut next_one
+            }
+            None => &mut [],
+        };
+        self.pipeline.transfer().run_pipelined(graphics, frame, &mut buffers, next, &mut |target| match target {
             Target::Device { buffers, stream } => {
                 let kernel = kernel.as_mut().ok_or_else(|| Error::Unavailable("wave kernel not loaded".to_owned()))?;
                 kernel::launch(&mut kernel.function, stream, &kernel.limits, &launch, buffers[0], &wave_frame)
