@@ -74,6 +74,17 @@ pub enum Error {
         function: String,
     },
 
+    /// A Vulkan call returned an error.
+    #[error("{call} failed: {result}{hint}", hint = hint_suffix(hint))]
+    Vulkan {
+        /// The entry point, e.g. `vkAllocateMemory`.
+        call: &'static str,
+        /// The `VkResult`, e.g. `ERROR_OUT_OF_DEVICE_MEMORY`.
+        result: String,
+        /// What the user can do about it, when we know.
+        hint: Option<&'static str>,
+    },
+
     /// GL context or surface creation failed.
     #[error("OpenGL context: {0}")]
     GlContext(String),

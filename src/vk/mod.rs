@@ -1,8 +1,13 @@
-//! Vulkan, as far as the app uses it today: finding the devices, their identity (the UUID a CUDA
-//! device is matched by) and whether they can share memory and semaphores with CUDA
-//! (`VK_KHR_external_memory_fd`, `VK_KHR_external_semaphore_fd`, timeline semaphores). The loader
-//! (`libvulkan.so.1`) is opened at run time, so a machine without Vulkan runs the app all the same.
+//! Vulkan: finding the devices and their identity (the UUID a CUDA device is matched by), and the
+//! objects Vulkan shares with CUDA — a [`device::VulkanContext`] on the CUDA device, buffers whose
+//! memory CUDA imports ([`memory::Buffer`]), and timeline semaphores both wait on and signal
+//! ([`sync::TimelineSemaphore`]). The loader (`libvulkan.so.1`) is opened at run time, so a
+//! machine without Vulkan runs the app all the same.
 #![allow(unsafe_code)]
+
+pub mod device;
+pub mod memory;
+pub mod sync;
 
 use std::ffi::CStr;
 
@@ -60,8 +65,9 @@ impl VulkanDevice {
 }
 
 /// An instance destroyed when dropped, with the loader it came from (dropped after it).
-struct Instance {
-    instance: ash::Instance,
+pub(crate) struct Instance {
+    pub(crate) instance: ash::Instance,
+    pub(crate) version: u32,
     _entry: ash::Entry,
 }
 
@@ -72,43 +78,56 @@ impl Drop for Instance {
     }
 }
 
+impl Instance {
+    /// Opens the loader and makes an instance of the newest version up to 1.3 it offers.
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: loads libvulkan.so.1 and resolves its entry points; nothing else runs meanwhile.
+        let entry = unsafe { ash::Entry::load() }.map_err(|error| {
+            Error::Unavailable(format!(
+                "no Vulkan loader ({error}): install libvulkan1 and a Vulkan driver (the NVIDIA driver's, or Mesa's \
+                 mesa-vulkan-drivers)"
+            ))
+        })?;
+        // SAFETY: a loaded entry; the call has no preconditions.
+        let version = unsafe { entry.try_enumerate_instance_version() }
+            .map_err(|e| vk_error("vkEnumerateInstanceVersion", e))?
+            .unwrap_or(vk::API_VERSION_1_0);
+        if version < vk::API_VERSION_1_1 {
+            return Err(Error::Unavailable(format!(
+                "the Vulkan loader is version {}, and 1.1 or newer is needed to read device UUIDs: update libvulkan1",
+                version_text(version)
+            )));
+        }
+        let application = vk::ApplicationInfo::default()
+            .application_name(c"interop-lab")
+            .api_version(version.min(vk::API_VERSION_1_3));
+        let create_info = vk::InstanceCreateInfo::default().application_info(&application);
+        // SAFETY: valid create info; the instance is destroyed by the guard below.
+        let instance = unsafe { entry.create_instance(&create_info, None) }.map_err(|e| match e {
+            vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::Unavailable(
+                "the Vulkan loader found no driver: install one (the NVIDIA driver's Vulkan ICD, or mesa-vulkan-drivers), \
+                 or point VK_DRIVER_FILES at its ICD file"
+                    .to_owned(),
+            ),
+            other => vk_error("vkCreateInstance", other),
+        })?;
+        Ok(Instance { instance, version, _entry: entry })
+    }
+
+    /// Every physical device, with its description.
+    pub(crate) fn devices(&self) -> Result<Vec<(vk::PhysicalDevice, VulkanDevice)>> {
+        // SAFETY: a live instance.
+        let physical = unsafe { self.instance.enumerate_physical_devices() }
+            .map_err(|e| vk_error("vkEnumeratePhysicalDevices", e))?;
+        physical.into_iter().map(|device| Ok((device, describe(&self.instance, device)?))).collect()
+    }
+}
+
 /// Opens the loader, makes an instance and describes every physical device.
 pub fn probe() -> Result<VulkanProbe> {
-    // SAFETY: loads libvulkan.so.1 and resolves its entry points; nothing else runs meanwhile.
-    let entry = unsafe { ash::Entry::load() }.map_err(|error| {
-        Error::Unavailable(format!(
-            "no Vulkan loader ({error}): install libvulkan1 and a Vulkan driver (the NVIDIA driver's, or Mesa's \
-             mesa-vulkan-drivers)"
-        ))
-    })?;
-    // SAFETY: a loaded entry; the call has no preconditions.
-    let version = unsafe { entry.try_enumerate_instance_version() }
-        .map_err(|e| vk_error("vkEnumerateInstanceVersion", e))?
-        .unwrap_or(vk::API_VERSION_1_0);
-    if version < vk::API_VERSION_1_1 {
-        return Err(Error::Unavailable(format!(
-            "the Vulkan loader is version {}, and 1.1 or newer is needed to read device UUIDs: update libvulkan1",
-            version_text(version)
-        )));
-    }
-    let application =
-        vk::ApplicationInfo::default().application_name(c"interop-lab").api_version(version.min(vk::API_VERSION_1_3));
-    let create_info = vk::InstanceCreateInfo::default().application_info(&application);
-    // SAFETY: valid create info; the instance is destroyed by the guard below.
-    let instance = unsafe { entry.create_instance(&create_info, None) }.map_err(|e| match e {
-        vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::Unavailable(
-            "the Vulkan loader found no driver: install one (the NVIDIA driver's Vulkan ICD, or mesa-vulkan-drivers), \
-             or point VK_DRIVER_FILES at its ICD file"
-                .to_owned(),
-        ),
-        other => vk_error("vkCreateInstance", other),
-    })?;
-    let instance = Instance { instance, _entry: entry };
-    // SAFETY: a live instance.
-    let physical = unsafe { instance.instance.enumerate_physical_devices() }
-        .map_err(|e| vk_error("vkEnumeratePhysicalDevices", e))?;
-    let devices = physical.into_iter().map(|device| describe(&instance.instance, device)).collect::<Result<_>>()?;
-    Ok(VulkanProbe { instance_version: version_text(version), devices })
+    let instance = Instance::new()?;
+    let devices = instance.devices()?.into_iter().map(|(_, device)| device).collect();
+    Ok(VulkanProbe { instance_version: version_text(instance.version), devices })
 }
 
 fn describe(instance: &ash::Instance, device: vk::PhysicalDevice) -> Result<VulkanDevice> {
@@ -152,10 +171,17 @@ fn kind_text(kind: vk::PhysicalDeviceType) -> &'static str {
     }
 }
 
-fn version_text(version: u32) -> String {
+pub(crate) fn version_text(version: u32) -> String {
     format!("{}.{}.{}", vk::api_version_major(version), vk::api_version_minor(version), vk::api_version_patch(version))
 }
 
-fn vk_error(call: &str, result: vk::Result) -> Error {
-    Error::Unavailable(format!("{call} failed: {result}"))
+/// A failed Vulkan call as an [`Error`], with a hint where the result has one.
+pub(crate) fn vk_error(call: &'static str, result: vk::Result) -> Error {
+    let hint = match result {
+        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY => Some("the GPU is out of memory: use fewer or smaller buffers"),
+        vk::Result::ERROR_OUT_OF_HOST_MEMORY => Some("the host is out of memory"),
+        vk::Result::ERROR_DEVICE_LOST => Some("the GPU stopped responding: restart the app"),
+        _ => None,
+    };
+    Error::Vulkan { call, result: format!("{result}"), hint }
 }

@@ -1,0 +1,271 @@
+//! A Vulkan logical device with one queue, opened on the physical device a CUDA device is (same
+//! UUID), or on any device when no CUDA runs (the CPU backend). Objects made from it hold it by
+//! `Rc`, the way CUDA objects hold their context, so it is destroyed after the last of them.
+#![allow(unsafe_code)]
+
+use std::ffi::CStr;
+
+use ash::vk;
+
+use super::{Instance, VulkanDevice, vk_error};
+use crate::{Error, Result};
+
+/// Which physical device to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// The device with this UUID (32 hex digits, `cuDeviceGetUuid`), with everything needed to
+    /// share memory and semaphores with CUDA.
+    CudaDevice {
+        /// The CUDA device's UUID.
+        uuid: String,
+        /// Its name, for messages.
+        name: String,
+    },
+    /// The first device with timeline semaphores (the CPU backend: nothing is shared with CUDA).
+    Any,
+}
+
+/// A logical device, its queue and what the app asks of its physical device. Waits for the device
+/// to go idle and destroys it (then the instance) when the last `Rc` goes.
+pub struct VulkanContext {
+    // Field order is drop order: the extension tables and the device before the instance.
+    external_memory: Option<ash::khr::external_memory_fd::Device>,
+    external_semaphore: Option<ash::khr::external_semaphore_fd::Device>,
+    device: ash::Device,
+    queue: vk::Queue,
+    queue_family: u32,
+    memory: vk::PhysicalDeviceMemoryProperties,
+    timestamp_period_ns: f32,
+    description: VulkanDevice,
+    _instance: Instance,
+}
+
+impl std::fmt::Debug for VulkanContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VulkanContext").field("device", &self.description.name).finish_non_exhaustive()
+    }
+}
+
+impl VulkanContext {
+    /// Opens the loader and a device as `choice` asks, with timeline semaphores and, where the
+    /// device has them, external memory and semaphore file descriptors.
+    pub fn new(choice: &DeviceChoice) -> Result<std::rc::Rc<Self>> {
+        let instance = Instance::new()?;
+        if instance.version < vk::API_VERSION_1_2 {
+            return Err(Error::Unavailable(format!(
+                "the Vulkan loader is version {}, and timeline semaphores need 1.2: update libvulkan1",
+                super::version_text(instance.version)
+            )));
+        }
+        let devices = instance.devices()?;
+        let (physical, description) = pick(&devices, choice)?;
+        let (physical, description) = (*physical, description.clone());
+
+        // SAFETY: a device of this live instance.
+        let families = unsafe { instance.instance.get_physical_device_queue_family_properties(physical) };
+        let wanted = vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE;
+        let queue_family = families
+            .iter()
+            .position(|f| f.queue_flags.contains(wanted))
+            .or_else(|| families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)))
+            .ok_or_else(|| Error::Unavailable(format!("Vulkan device {} has no compute queue", description.name)))?
+            as u32;
+
+        let mut extensions: Vec<&CStr> = Vec::new();
+        if description.external_memory_fd {
+            extensions.push(ash::khr::external_memory_fd::NAME);
+        }
+        if description.external_semaphore_fd {
+            extensions.push(ash::khr::external_semaphore_fd::NAME);
+        }
+        let extension_names: Vec<*const std::ffi::c_char> = extensions.iter().map(|e| e.as_ptr()).collect();
+        let priorities = [1.0f32];
+        let queues =
+            [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
+        let mut features12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+        let create_info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_extension_names(&extension_names)
+            .push_next(&mut features12);
+        // SAFETY: valid create info whose pointers outlive the call; the device is destroyed in Drop.
+        let device = unsafe { instance.instance.create_device(physical, &create_info, None) }
+            .map_err(|e| vk_error("vkCreateDevice", e))?;
+        // SAFETY: queue 0 of a family the device was created with.
+        let queue = unsafe { device.get_device_queue(queue_family, 0) };
+        // SAFETY: a device of this live instance.
+        let memory = unsafe { instance.instance.get_physical_device_memory_properties(physical) };
+        // SAFETY: as above.
+        let limits = unsafe { instance.instance.get_physical_device_properties(physical) }.limits;
+        let external_memory = description
+            .external_memory_fd
+            .then(|| ash::khr::external_memory_fd::Device::new(&instance.instance, &device));
+        let external_semaphore = description
+            .external_semaphore_fd
+            .then(|| ash::khr::external_semaphore_fd::Device::new(&instance.instance, &device));
+        log::info!("Vulkan device: {} ({}), queue family {queue_family}", description.name, description.driver);
+        Ok(std::rc::Rc::new(Self {
+            external_memory,
+            external_semaphore,
+            device,
+            queue,
+            queue_family,
+            memory,
+            timestamp_period_ns: limits.timestamp_period,
+            description,
+            _instance: instance,
+        }))
+    }
+
+    /// The device's functions.
+    pub fn device(&self) -> &ash::Device {
+        &self.device
+    }
+
+    /// The one queue everything is submitted to.
+    pub fn queue(&self) -> vk::Queue {
+        self.queue
+    }
+
+    /// Its family.
+    pub fn queue_family(&self) -> u32 {
+        self.queue_family
+    }
+
+    /// What the physical device is.
+    pub fn description(&self) -> &VulkanDevice {
+        &self.description
+    }
+
+    /// Nanoseconds per timestamp tick.
+    pub fn timestamp_period_ns(&self) -> f32 {
+        self.timestamp_period_ns
+    }
+
+    /// `VK_KHR_external_memory_fd`, or why it is missing.
+    pub(crate) fn external_memory(&self) -> Result<&ash::khr::external_memory_fd::Device> {
+        self.external_memory.as_ref().ok_or_else(|| self.missing("VK_KHR_external_memory_fd"))
+    }
+
+    /// `VK_KHR_external_semaphore_fd`, or why it is missing.
+    pub(crate) fn external_semaphore(&self) -> Result<&ash::khr::external_semaphore_fd::Device> {
+        self.external_semaphore.as_ref().ok_or_else(|| self.missing("VK_KHR_external_semaphore_fd"))
+    }
+
+    fn missing(&self, extension: &str) -> Error {
+        Error::Unavailable(format!(
+            "Vulkan device {} ({}) lacks {extension}, so it cannot share with CUDA: use the NVIDIA driver's Vulkan ICD",
+            self.description.name, self.description.driver
+        ))
+    }
+
+    /// The first memory type allowed by `type_bits` with all of `flags`.
+    pub(crate) fn memory_type(&self, type_bits: u32, flags: vk::MemoryPropertyFlags) -> Option<u32> {
+        let types = &self.memory.memory_types[..self.memory.memory_type_count as usize];
+        types
+            .iter()
+            .enumerate()
+            .find(|(index, kind)| type_bits & (1 << index) != 0 && kind.property_flags.contains(flags))
+            .map(|(index, _)| index as u32)
+    }
+
+    /// Waits until the device has finished everything submitted.
+    pub fn wait_idle(&self) -> Result<()> {
+        // SAFETY: a live device; no other thread submits to it.
+        unsafe { self.device.device_wait_idle() }.map_err(|e| vk_error("vkDeviceWaitIdle", e))
+    }
+}
+
+impl Drop for VulkanContext {
+    fn drop(&mut self) {
+        // SAFETY: every object made from the device holds an Rc to this context, so none is left;
+        // waiting first means no submitted work still uses the device.
+        unsafe {
+            if let Err(error) = self.device.device_wait_idle() {
+                log::warn!("vkDeviceWaitIdle before destroying the Vulkan device: {error}");
+            }
+            self.device.destroy_device(None);
+        }
+    }
+}
+
+/// The physical device `choice` names, or why there is none.
+fn pick<'a>(
+    devices: &'a [(vk::PhysicalDevice, VulkanDevice)],
+    choice: &DeviceChoice,
+) -> Result<&'a (vk::PhysicalDevice, VulkanDevice)> {
+    if devices.is_empty() {
+        return Err(Error::Unavailable(
+            "the Vulkan loader found no device: install a Vulkan driver (the NVIDIA driver's ICD, or mesa-vulkan-drivers)"
+                .to_owned(),
+        ));
+    }
+    let listed =
+        || devices.iter().map(|(_, d)| format!("{} (UUID {})", d.name, d.device_uuid)).collect::<Vec<_>>().join(", ");
+    match choice {
+        DeviceChoice::CudaDevice { uuid, name } => {
+            let found = devices.iter().find(|(_, d)| d.device_uuid.eq_ignore_ascii_case(uuid)).ok_or_else(|| {
+                Error::Unavailable(format!(
+                    "no Vulkan device is the CUDA device {name} (UUID {uuid}); Vulkan has {}: install the NVIDIA \
+                     driver's Vulkan ICD, or point VK_DRIVER_FILES at its nvidia_icd.json",
+                    listed()
+                ))
+            })?;
+            let missing = found.1.missing_for_cuda();
+            if !missing.is_empty() {
+                return Err(Error::Unavailable(format!(
+                    "Vulkan device {} is the CUDA device but lacks {}: update the NVIDIA driver",
+                    found.1.name,
+                    missing.join(", ")
+                )));
+            }
+            Ok(found)
+        }
+        DeviceChoice::Any => devices.iter().find(|(_, d)| d.timeline_semaphore).ok_or_else(|| {
+            Error::Unavailable(format!("no Vulkan device has timeline semaphores (Vulkan 1.2): {}", listed()))
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(name: &str, uuid: &str, shares: bool) -> (vk::PhysicalDevice, VulkanDevice) {
+        let description = VulkanDevice {
+            name: name.to_owned(),
+            kind: "discrete GPU".to_owned(),
+            driver: "test".to_owned(),
+            api_version: "1.3.0".to_owned(),
+            device_uuid: uuid.to_owned(),
+            external_memory_fd: shares,
+            external_semaphore_fd: shares,
+            timeline_semaphore: true,
+        };
+        (vk::PhysicalDevice::null(), description)
+    }
+
+    #[test]
+    fn the_cuda_device_is_found_by_uuid_and_a_mismatch_names_both_sides() {
+        let devices = [device("software", "00", true), device("H200", "4680973C", true)];
+        let choice = DeviceChoice::CudaDevice { uuid: "4680973c".to_owned(), name: "H200".to_owned() };
+        assert_eq!(pick(&devices, &choice).map(|d| d.1.name.as_str()).ok(), Some("H200"));
+
+        let other = DeviceChoice::CudaDevice { uuid: "ffff".to_owned(), name: "A100".to_owned() };
+        let message = pick(&devices, &other).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(
+            message.contains("A100") && message.contains("ffff") && message.contains("H200 (UUID 4680973C)"),
+            "{message}"
+        );
+        assert!(message.contains("VK_DRIVER_FILES"), "names the fix: {message}");
+    }
+
+    #[test]
+    fn a_device_that_cannot_share_is_refused_with_what_it_lacks() {
+        let devices = [device("H200", "aa", false)];
+        let choice = DeviceChoice::CudaDevice { uuid: "aa".to_owned(), name: "H200".to_owned() };
+        let message = pick(&devices, &choice).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("VK_KHR_external_memory_fd") && !message.contains("timeline"), "{message}");
+        assert!(pick(&devices, &DeviceChoice::Any).is_ok(), "the CPU backend shares nothing");
+        assert!(pick(&[], &DeviceChoice::Any).is_err());
+    }
+}
