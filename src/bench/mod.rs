@@ -7,6 +7,7 @@
 
 pub mod map;
 pub mod transfer;
+pub mod vulkan;
 
 use crate::Result;
 use crate::demo::bench::{FrameRun, FramesMeasured};

@@ -11,6 +11,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde_json::json;
 
+use super::vulkan::{VULKAN_LABEL, VulkanBench};
 use crate::args::CudaArgs;
 use crate::cuda::launch::arg;
 use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module, Stream};
@@ -74,7 +75,8 @@ impl TransferBenchArgs {
     pub fn options(&self) -> TransferBench {
         TransferBench {
             sizes: self.bytes.clone(),
-            paths: self.path.iter().map(|&p| p.into()).collect(),
+            paths: self.path.iter().filter_map(|p| p.gl_path()).collect(),
+            vulkan: self.path.is_empty() || self.path.contains(&TransferKindArg::Vulkan),
             depths: self.pipeline_depth.clone(),
             warmup: self.warmup,
             frames: self.frames,
@@ -97,16 +99,20 @@ pub enum TransferKindArg {
     Pageable,
     /// The CPU path.
     Cpu,
+    /// Vulkan memory imported by CUDA, ordered by a timeline semaphore.
+    Vulkan,
 }
 
-impl From<TransferKindArg> for TransferKind {
-    fn from(arg: TransferKindArg) -> Self {
-        match arg {
-            TransferKindArg::Interop => TransferKind::Interop,
-            TransferKindArg::External => TransferKind::External,
-            TransferKindArg::Copy => TransferKind::HostCopy,
-            TransferKindArg::Pageable => TransferKind::HostCopyPageable,
-            TransferKindArg::Cpu => TransferKind::Cpu,
+impl TransferKindArg {
+    /// The GL path this names (`None` for Vulkan, which is not a GL path).
+    fn gl_path(self) -> Option<TransferKind> {
+        match self {
+            TransferKindArg::Interop => Some(TransferKind::Interop),
+            TransferKindArg::External => Some(TransferKind::External),
+            TransferKindArg::Copy => Some(TransferKind::HostCopy),
+            TransferKindArg::Pageable => Some(TransferKind::HostCopyPageable),
+            TransferKindArg::Cpu => Some(TransferKind::Cpu),
+            TransferKindArg::Vulkan => None,
         }
     }
 }
@@ -116,8 +122,10 @@ impl From<TransferKindArg> for TransferKind {
 pub struct TransferBench {
     /// Buffer sizes in bytes (multiples of 4).
     pub sizes: Vec<usize>,
-    /// Paths to measure (empty: every one available).
+    /// GL paths to measure (empty with `vulkan` set: every one available; empty without: none).
     pub paths: Vec<TransferKind>,
+    /// Measure the Vulkan path too (where it is available; the table says why not otherwise).
+    pub vulkan: bool,
     /// Pipeline depths (buffers used in turn) for the interop path.
     pub depths: Vec<u32>,
     /// Untimed frames first.
@@ -160,7 +168,8 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
     let gl = context.gl().clone();
     let selection = runtime::select(&options.cuda, &gl, &|name| context.proc_address(name));
     let available = selection.available_transfers();
-    let paths: Vec<TransferKind> = if options.paths.is_empty() { available.clone() } else { options.paths.clone() };
+    let every_path = options.paths.is_empty() && options.vulkan;
+    let paths: Vec<TransferKind> = if every_path { available.clone() } else { options.paths.clone() };
     let stream = match &selection.cuda {
         Some(cuda) => Some(std::rc::Rc::new(Stream::new(&cuda.context)?)),
         None => None,
@@ -174,6 +183,11 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
         None => None,
     };
     let device = selection.cuda.as_ref().map(|c| c.context.device().name.clone()).unwrap_or_else(|| "CPU".to_owned());
+    // The Vulkan path: set up once, or the reason it cannot run here (reported in its rows).
+    let mut vulkan = options.vulkan.then(|| match (&selection.cuda, &stream) {
+        (Some(cuda), Some(stream)) => VulkanBench::new(&cuda.context, stream).map_err(|e| e.to_string()),
+        _ => Err("it needs CUDA, which is not running".to_owned()),
+    });
     let mut table = format!(
         "transfer paths on {device}: per-frame latency (fill every byte, then wait for GL), median of {} frames\n",
         options.frames
@@ -293,6 +307,21 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                 "stages_us": summary.stages,
             }));
         }
+        if let Some(vulkan) = vulkan.as_mut() {
+            let (line, result) = match vulkan {
+                Ok(bench) => {
+                    let (function, limits) =
+                        kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
+                    bench.run(bytes, options, function, limits)?
+                }
+                Err(why) => (
+                    format!("{bytes:>9} {:<22} not available here: {why}\n", VULKAN_LABEL),
+                    json!({ "bytes": bytes, "path": "vulkan", "skipped": why.clone() }),
+                ),
+            };
+            table.push_str(&line);
+            results.push(result);
+        }
     }
     let json = json!({
         "benchmark": "transfer",
@@ -300,7 +329,8 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
         "gl": crate::gl::GlInfo::query(&gl),
         "method": format!(
             "{} warm-up frames, then {} timed; a frame: the path's run (fill kernel or CPU loop writing every byte) and a \
-             GL fence wait; wall-clock median and p90",
+             GL fence wait (Vulkan: a submission that waits for CUDA's semaphore signal and copies the last 16 bytes, \
+             then a host wait for its signal); wall-clock median and p90",
             options.warmup, options.frames
         ),
         "results": results,

@@ -10,6 +10,7 @@ pub mod context;
 pub mod device;
 pub mod driver;
 pub mod external;
+pub mod import;
 pub mod interop;
 pub mod launch;
 pub mod memory;

@@ -75,6 +75,11 @@ impl Trace {
         check(status, call)
     }
 
+    /// Whether calls made now are recorded (setup, or a frame with per-frame recording on).
+    pub fn is_recording(&self) -> bool {
+        self.setup_open.get() || self.per_frame.get()
+    }
+
     /// Records a step that is not a driver call (an NVRTC compile, a cache hit) in the same list.
     pub fn note(&self, call: &'static str, detail: String, host_us: f64) {
         let list = if self.setup_open.get() {

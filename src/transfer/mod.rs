@@ -19,6 +19,7 @@ pub mod external;
 pub mod host_copy;
 mod image;
 pub mod interop;
+pub mod vulkan;
 
 use std::rc::Rc;
 use std::time::Instant;

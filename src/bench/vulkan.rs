@@ -1,0 +1,148 @@
+//! The Vulkan rows of `bench transfer`: a buffer Vulkan allocates and CUDA imports, filled by the
+//! same kernel as the GL paths; Vulkan's submission waits on the GPU for CUDA's semaphore signal
+//! and copies the buffer's last 16 bytes into host-visible memory, and the frame ends when the
+//! host sees that submission's signal. Every frame's 16 bytes are checked against the fill pattern.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use ash::vk as raw;
+use serde_json::json;
+
+use super::transfer::{TransferBench, launch_fill};
+use crate::cuda::{Context, DeviceLimits, Function, Stream};
+use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage, StageTimes};
+use crate::transfer::vulkan::VulkanShare;
+use crate::vk::device::{DeviceChoice, VulkanContext};
+use crate::vk::memory::{Buffer, MemoryKind};
+use crate::vk::sync::CommandRing;
+use crate::{Error, Result};
+
+/// The label of the Vulkan rows.
+pub const VULKAN_LABEL: &str = "Vulkan + timeline";
+
+/// Bytes Vulkan copies back each frame to check it saw this frame's fill.
+const CHECKED_BYTES: usize = 16;
+
+/// The Vulkan side of the benchmark, set up once.
+pub struct VulkanBench {
+    // Drop order: the share (CUDA's imports) and the Vulkan objects before the device.
+    share: VulkanShare,
+    commands: CommandRing,
+    readback: Buffer,
+    vulkan: Rc<VulkanContext>,
+}
+
+impl VulkanBench {
+    /// Opens Vulkan on the CUDA device of `context` and imports its semaphore.
+    pub fn new(context: &Rc<Context>, stream: &Rc<Stream>) -> Result<Self> {
+        let device = context.device();
+        let vulkan =
+            VulkanContext::new(&DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() })?;
+        let share = VulkanShare::new(&vulkan, context, stream)?;
+        let commands = CommandRing::new(&vulkan, 3)?;
+        let readback =
+            Buffer::new(&vulkan, CHECKED_BYTES, raw::BufferUsageFlags::TRANSFER_DST, MemoryKind::HostVisible)?;
+        Ok(Self { share, commands, readback, vulkan })
+    }
+
+    /// Measures `bytes`: returns the table line and the JSON result.
+    pub fn run(
+        &mut self,
+        bytes: usize,
+        options: &TransferBench,
+        function: &mut Function,
+        limits: &DeviceLimits,
+    ) -> Result<(String, serde_json::Value)> {
+        let buffer = self.share.create_buffer(bytes, raw::BufferUsageFlags::STORAGE_BUFFER)?;
+        let checked = CHECKED_BYTES.min(bytes);
+        let first_word = (bytes - checked) / 4;
+        let mut history = FrameHistory::new(options.frames as usize);
+        let mut frame_us = Vec::with_capacity(options.frames as usize);
+        let mut wrong_frames = 0u32;
+        for frame in 0..u64::from(options.warmup + options.frames) {
+            let value = frame as u32;
+            let mut times = StageTimes::default();
+            let started = Instant::now();
+            let ready = self
+                .share
+                .cuda_step(frame, &[&buffer], |spans, stream| launch_fill(function, limits, stream, spans[0], value))?;
+            times.set_host(Stage::Kernel, micros(started));
+            let submitted = Instant::now();
+            let read = self.share.submit_read(
+                &mut self.commands,
+                ready,
+                raw::PipelineStageFlags::TRANSFER,
+                &[&buffer],
+                |r| r.copy(buffer.vulkan(), bytes - checked, &self.readback, 0, checked),
+            )?;
+            times.set_host(Stage::Draw, micros(submitted));
+            let waited = Instant::now();
+            if !self.share.semaphore().wait(read, Duration::from_secs(10))? {
+                return Err(Error::Unavailable(format!("Vulkan did not signal {read} within 10 s")));
+            }
+            times.set_host(Stage::Sync, micros(waited));
+            let seen: &[u32] =
+                self.readback.host_bytes().and_then(|b| bytemuck::try_cast_slice(&b[..checked]).ok()).unwrap_or(&[]);
+            let expected = (0..checked / 4).map(|i| value ^ (first_word + i) as u32);
+            if seen.len() != checked / 4 || !seen.iter().copied().eq(expected) {
+                wrong_frames += 1;
+            }
+            if frame >= u64::from(options.warmup) {
+                frame_us.push(micros(started));
+                history.push(FrameSample { frame, frame_us: f64::NAN, stages: times });
+            }
+            while let Some(late) = self.share.poll_gpu_times()? {
+                history.add_late(late);
+            }
+        }
+        self.share.synchronize(Duration::from_secs(10))?;
+        while let Some(late) = self.share.poll_gpu_times()? {
+            history.add_late(late);
+        }
+        drop(buffer);
+        let frame = Percentiles::of(frame_us.into_iter()).ok_or_else(|| Error::Unavailable("no frames".to_owned()))?;
+        let summary = history.summary(None);
+        let median = |stage: Stage, gpu: bool| {
+            summary.stage(stage).and_then(|s| if gpu { s.gpu_us } else { s.host_us }).map_or(f64::NAN, |p| p.median)
+        };
+        let gbps = bytes as f64 / (frame.median * 1e3);
+        let mut line = format!(
+            "{bytes:>9} {VULKAN_LABEL:<22} {:>5} {:>10.1} {:>10.1} {gbps:>10.2}  CUDA enqueue {:.0}, submit {:.0}, host wait \
+             {:.0} (GPU: semaphore wait {:.0}, kernel {:.0})",
+            1,
+            frame.median,
+            frame.p90,
+            median(Stage::Kernel, false),
+            median(Stage::Draw, false),
+            median(Stage::Sync, false),
+            median(Stage::Sync, true),
+            median(Stage::Kernel, true),
+        );
+        if wrong_frames > 0 {
+            line.push_str(&format!("; {wrong_frames} frame(s) read the wrong bytes"));
+        }
+        line.push('\n');
+        let result = json!({
+            "bytes": bytes,
+            "path": "vulkan",
+            "device": self.vulkan.description().name,
+            "pipeline_depth": 1,
+            "frame_us": frame,
+            "gigabytes_per_s": gbps,
+            "wrong_frames": wrong_frames,
+            "stages_us": {
+                "cuda_enqueue_host": median(Stage::Kernel, false),
+                "submit_host": median(Stage::Draw, false),
+                "host_wait": median(Stage::Sync, false),
+                "semaphore_wait_gpu": median(Stage::Sync, true),
+                "kernel_gpu": median(Stage::Kernel, true),
+            },
+        });
+        Ok((line, result))
+    }
+}
+
+fn micros(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e6
+}
