@@ -86,7 +86,7 @@ fn cuda_writes_vulkan_memory_and_vulkan_reads_what_the_reference_computes() {
             r.copy(buffer.vulkan(), 0, &out, 0, words * 4)
         })
         .unwrap();
-    assert!(s.share.semaphore().wait(read, Duration::from_secs(10)).unwrap(), "Vulkan never saw CUDA's signal");
+    assert!(s.share.read_semaphore().wait(read, Duration::from_secs(10)).unwrap(), "Vulkan never saw CUDA's signal");
     let seen: Vec<u32> = bytemuck::pod_collect_to_vec(out.host_bytes().unwrap());
     let wrong = seen.iter().enumerate().filter(|&(i, &w)| w != value ^ i as u32).count();
     assert_eq!(wrong, 0, "{wrong} of {words} words differ from value ^ index (exact integers: the bound is 0)");
@@ -140,18 +140,20 @@ fn a_frame_traces_wait_then_launch_then_signal_then_the_vulkan_submit() {
     let out = host_buffer(&s.vulkan, 4);
     let frame = |s: &mut Setup, n: u64| {
         let ready = s.fill(n, &buffer, n as u32);
-        s.share
+        let read = s
+            .share
             .submit_read(&mut s.ring, ready, raw::PipelineStageFlags::TRANSFER, &[&buffer], |r| {
                 r.copy(buffer.vulkan(), 0, &out, 0, 4)
             })
-            .unwrap()
+            .unwrap();
+        (ready, read)
     };
     let context = s.context.clone();
     let trace = context.trace();
     trace.end_frame(); // closes the setup list
-    let first = frame(&mut s, 0);
+    let (_, first_read) = frame(&mut s, 0);
     trace.set_per_frame(true);
-    frame(&mut s, 1);
+    let (ready, read) = frame(&mut s, 1);
     trace.end_frame();
     let calls: Vec<(&str, String)> = trace.last_frame().into_iter().map(|e| (e.call, e.detail)).collect();
     let position =
@@ -163,11 +165,12 @@ fn a_frame_traces_wait_then_launch_then_signal_then_the_vulkan_submit() {
         position("vkQueueSubmit"),
     );
     assert!(wait < launch && launch < signal && signal < submit, "order: {calls:?}");
-    // The values: CUDA waits for the last read of the buffer (frame 0's submit), signals the next
-    // value, and Vulkan's submit waits for exactly that one.
-    assert_eq!(calls[wait].1, format!("timeline ≥ {first}"));
-    assert_eq!(calls[signal].1, format!("timeline = {}", first + 1));
-    assert_eq!(calls[submit].1, format!("waits timeline ≥ {}, signals timeline = {}", first + 1, first + 2));
+    // The values: CUDA waits for the last read of the buffer (frame 0's submit) and signals its
+    // write; Vulkan's submit waits for exactly that write and signals the next read.
+    assert_eq!((first_read, ready, read), (1, 2, 2), "one step and one submit per frame");
+    assert_eq!(calls[wait].1, format!("read ≥ {first_read}"));
+    assert_eq!(calls[signal].1, format!("written = {ready}"));
+    assert_eq!(calls[submit].1, format!("waits written ≥ {ready}, signals read = {read}"));
     s.share.synchronize(Duration::from_secs(10)).unwrap();
 }
 

@@ -308,7 +308,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
             }));
         }
         if let Some(vulkan) = vulkan.as_mut() {
-            let (line, result) = match vulkan {
+            let (line, vulkan_results) = match vulkan {
                 Ok(bench) => {
                     let (function, limits) =
                         kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
@@ -316,11 +316,11 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                 }
                 Err(why) => (
                     format!("{bytes:>9} {:<22} not available here: {why}\n", VULKAN_LABEL),
-                    json!({ "bytes": bytes, "path": "vulkan", "skipped": why.clone() }),
+                    vec![json!({ "bytes": bytes, "path": "vulkan", "skipped": why.clone() })],
                 ),
             };
             table.push_str(&line);
-            results.push(result);
+            results.extend(vulkan_results);
         }
     }
     let json = json!({

@@ -21,6 +21,41 @@ use crate::{Error, Result};
 /// The label of the Vulkan rows.
 pub const VULKAN_LABEL: &str = "Vulkan + timeline";
 
+/// The ways a Vulkan frame is run: the real hand-off, and two that take a part away to show what
+/// the hand-off itself costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// CUDA's step and Vulkan's submission enqueued back to back, ordered on the GPU.
+    Shared,
+    /// As `Shared`, but the host waits for CUDA's step before submitting (so Vulkan's wait is
+    /// already met when it is submitted).
+    CudaFirst,
+    /// Vulkan's submission alone (its wait already met), no CUDA work.
+    VulkanAlone,
+    /// CUDA's step alone, then a host wait for the stream: no Vulkan submission.
+    CudaAlone,
+}
+
+impl Mode {
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Shared => VULKAN_LABEL,
+            Mode::CudaFirst => "Vulkan, CUDA waited",
+            Mode::VulkanAlone => "Vulkan alone",
+            Mode::CudaAlone => "CUDA alone (no Vulkan)",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Mode::Shared => "vulkan",
+            Mode::CudaFirst => "vulkan_cuda_waited_on_host",
+            Mode::VulkanAlone => "vulkan_alone",
+            Mode::CudaAlone => "vulkan_cuda_alone",
+        }
+    }
+}
+
 /// Bytes Vulkan copies back each frame to check it saw this frame's fill.
 const CHECKED_BYTES: usize = 16;
 
@@ -46,9 +81,28 @@ impl VulkanBench {
         Ok(Self { share, commands, readback, vulkan })
     }
 
-    /// Measures `bytes`: returns the table line and the JSON result.
+    /// Measures `bytes`, the hand-off and the two breakdown rows: returns the table lines and the
+    /// JSON results.
     pub fn run(
         &mut self,
+        bytes: usize,
+        options: &TransferBench,
+        function: &mut Function,
+        limits: &DeviceLimits,
+    ) -> Result<(String, Vec<serde_json::Value>)> {
+        let mut lines = String::new();
+        let mut results = Vec::new();
+        for mode in [Mode::Shared, Mode::CudaFirst, Mode::VulkanAlone, Mode::CudaAlone] {
+            let (line, result) = self.run_mode(mode, bytes, options, function, limits)?;
+            lines.push_str(&line);
+            results.push(result);
+        }
+        Ok((lines, results))
+    }
+
+    fn run_mode(
+        &mut self,
+        mode: Mode,
         bytes: usize,
         options: &TransferBench,
         function: &mut Function,
@@ -60,32 +114,46 @@ impl VulkanBench {
         let mut history = FrameHistory::new(options.frames as usize);
         let mut frame_us = Vec::with_capacity(options.frames as usize);
         let mut wrong_frames = 0u32;
+        let mut ready = 0;
         for frame in 0..u64::from(options.warmup + options.frames) {
             let value = frame as u32;
             let mut times = StageTimes::default();
             let started = Instant::now();
-            let ready = self
-                .share
-                .cuda_step(frame, &[&buffer], |spans, stream| launch_fill(function, limits, stream, spans[0], value))?;
-            times.set_host(Stage::Kernel, micros(started));
-            let submitted = Instant::now();
-            let read = self.share.submit_read(
-                &mut self.commands,
-                ready,
-                raw::PipelineStageFlags::TRANSFER,
-                &[&buffer],
-                |r| r.copy(buffer.vulkan(), bytes - checked, &self.readback, 0, checked),
-            )?;
-            times.set_host(Stage::Draw, micros(submitted));
-            let waited = Instant::now();
-            if !self.share.semaphore().wait(read, Duration::from_secs(10))? {
-                return Err(Error::Unavailable(format!("Vulkan did not signal {read} within 10 s")));
+            if mode != Mode::VulkanAlone {
+                ready = self.share.cuda_step(frame, &[&buffer], |spans, stream| {
+                    launch_fill(function, limits, stream, spans[0], value)
+                })?;
+                times.set_host(Stage::Kernel, micros(started));
             }
-            times.set_host(Stage::Sync, micros(waited));
+            if mode == Mode::CudaFirst {
+                self.share.synchronize(Duration::from_secs(10))?;
+            }
+            if mode == Mode::CudaAlone {
+                let waited = Instant::now();
+                self.share.synchronize(Duration::from_secs(10))?;
+                times.set_host(Stage::Sync, micros(waited));
+            } else {
+                let submitted = Instant::now();
+                let read = self.share.submit_read(
+                    &mut self.commands,
+                    ready,
+                    raw::PipelineStageFlags::TRANSFER,
+                    &[&buffer],
+                    |r| r.copy(buffer.vulkan(), bytes - checked, &self.readback, 0, checked),
+                )?;
+                times.set_host(Stage::Draw, micros(submitted));
+                let waited = Instant::now();
+                if !self.share.read_semaphore().wait(read, Duration::from_secs(10))? {
+                    return Err(Error::Unavailable(format!("Vulkan did not signal {read} within 10 s")));
+                }
+                times.set_host(Stage::Sync, micros(waited));
+            }
             let seen: &[u32] =
                 self.readback.host_bytes().and_then(|b| bytemuck::try_cast_slice(&b[..checked]).ok()).unwrap_or(&[]);
             let expected = (0..checked / 4).map(|i| value ^ (first_word + i) as u32);
-            if seen.len() != checked / 4 || !seen.iter().copied().eq(expected) {
+            if matches!(mode, Mode::Shared | Mode::CudaFirst)
+                && (seen.len() != checked / 4 || !seen.iter().copied().eq(expected))
+            {
                 wrong_frames += 1;
             }
             if frame >= u64::from(options.warmup) {
@@ -108,8 +176,9 @@ impl VulkanBench {
         };
         let gbps = bytes as f64 / (frame.median * 1e3);
         let mut line = format!(
-            "{bytes:>9} {VULKAN_LABEL:<22} {:>5} {:>10.1} {:>10.1} {gbps:>10.2}  CUDA enqueue {:.0}, submit {:.0}, host wait \
+            "{bytes:>9} {:<22} {:>5} {:>10.1} {:>10.1} {gbps:>10.2}  CUDA enqueue {:.0}, submit {:.0}, host wait \
              {:.0} (GPU: semaphore wait {:.0}, kernel {:.0})",
+            mode.label(),
             1,
             frame.median,
             frame.p90,
@@ -125,7 +194,7 @@ impl VulkanBench {
         line.push('\n');
         let result = json!({
             "bytes": bytes,
-            "path": "vulkan",
+            "path": mode.key(),
             "device": self.vulkan.description().name,
             "pipeline_depth": 1,
             "frame_us": frame,

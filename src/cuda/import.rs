@@ -29,13 +29,8 @@ impl ImportedMemory {
     /// bytes) and maps its first `bytes` bytes. CUDA owns the descriptor once the import succeeds;
     /// on failure it is closed here.
     pub fn new(context: &Rc<Context>, fd: OwnedFd, allocation_size: u64, bytes: usize) -> Result<Self> {
-        // SAFETY: plain C struct; all-zero is valid for every field.
-        let mut description: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        description.type_ = sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-        description.size = allocation_size;
-        description.flags = sys::CUDA_EXTERNAL_MEMORY_DEDICATED;
         let raw = fd.into_raw_fd();
-        description.handle.fd = raw;
+        let description = memory_description(raw, allocation_size);
         let trace = context.trace();
         let mut external = std::ptr::null_mut();
         // SAFETY: a valid description; on success the driver owns `raw`.
@@ -50,10 +45,8 @@ impl ImportedMemory {
             return Err(error);
         }
         let mut memory = Self { external, ptr: 0, bytes, context: context.clone() };
-        // SAFETY: plain C struct; all-zero is valid.
-        let mut buffer: sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC = unsafe { std::mem::zeroed() };
-        buffer.offset = 0;
-        buffer.size = bytes as u64;
+        let buffer =
+            sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset: 0, size: bytes as u64, flags: 0, reserved: [0; 16] };
         let mut ptr = 0;
         // SAFETY: a live import; the range lies inside the allocation (bytes ≤ allocation_size).
         trace.call(
@@ -89,26 +82,60 @@ impl Drop for ImportedMemory {
     }
 }
 
+// The descriptions are built field by field: their handle types have no zero value, so they
+// cannot be zeroed (`mem::zeroed` panics on them).
+
+fn memory_description(fd: i32, allocation_size: u64) -> sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+    sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+        type_: sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+        handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd },
+        size: allocation_size,
+        flags: sys::CUDA_EXTERNAL_MEMORY_DEDICATED,
+        reserved: [0; 16],
+    }
+}
+
+fn timeline_description(fd: i32) -> sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+    sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+        type_: sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+        handle: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 { fd },
+        flags: 0,
+        reserved: [0; 16],
+    }
+}
+
+fn wait_parameters(value: u64) -> sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
+    // SAFETY: integers, pointers and unions of them: all-zero is a valid value.
+    let mut parameters: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
+    parameters.params.fence.value = value;
+    parameters
+}
+
+fn signal_parameters(value: u64) -> sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
+    // SAFETY: as in `wait_parameters`.
+    let mut parameters: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+    parameters.params.fence.value = value;
+    parameters
+}
+
 /// A timeline semaphore another API made, that CUDA streams wait on and signal.
 pub struct ImportedSemaphore {
     external: sys::CUexternalSemaphore,
+    name: &'static str,
     context: Rc<Context>,
 }
 
 impl ImportedSemaphore {
-    /// Imports `fd`, an opaque file descriptor of a timeline semaphore. CUDA owns the descriptor
-    /// once the import succeeds; on failure it is closed here.
-    pub fn new_timeline(context: &Rc<Context>, fd: OwnedFd) -> Result<Self> {
-        // SAFETY: plain C struct; all-zero is valid for every field.
-        let mut description: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
-        description.type_ = sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD;
+    /// Imports `fd`, an opaque file descriptor of a timeline semaphore, which the trace calls
+    /// `name`. CUDA owns the descriptor once the import succeeds; on failure it is closed here.
+    pub fn new_timeline(context: &Rc<Context>, fd: OwnedFd, name: &'static str) -> Result<Self> {
         let raw = fd.into_raw_fd();
-        description.handle.fd = raw;
+        let description = timeline_description(raw);
         let mut external = std::ptr::null_mut();
         // SAFETY: a valid description; on success the driver owns `raw`.
         let imported = context.trace().call(
             "cuImportExternalSemaphore",
-            || "timeline semaphore, opaque fd".to_owned(),
+            || format!("timeline semaphore '{name}', opaque fd"),
             || unsafe { sys::cuImportExternalSemaphore(&mut external, &description) },
         );
         if let Err(error) = imported {
@@ -116,31 +143,27 @@ impl ImportedSemaphore {
             drop(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) });
             return Err(error);
         }
-        Ok(Self { external, context: context.clone() })
+        Ok(Self { external, name, context: context.clone() })
     }
 
     /// Makes `stream` wait, on the GPU, until the semaphore reaches `value`.
     pub fn wait_async(&self, stream: &Stream, value: u64) -> Result<()> {
-        // SAFETY: plain C struct; all-zero is valid.
-        let mut parameters: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
-        parameters.params.fence.value = value;
+        let parameters = wait_parameters(value);
         // SAFETY: one live semaphore and its parameters, both outliving the call.
         self.context.trace().call(
             "cuWaitExternalSemaphoresAsync",
-            || format!("timeline ≥ {value}"),
+            || format!("{} ≥ {value}", self.name),
             || unsafe { sys::cuWaitExternalSemaphoresAsync(&self.external, &parameters, 1, stream.raw()) },
         )
     }
 
     /// Sets the semaphore to `value` when `stream` reaches this point.
     pub fn signal_async(&self, stream: &Stream, value: u64) -> Result<()> {
-        // SAFETY: plain C struct; all-zero is valid.
-        let mut parameters: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
-        parameters.params.fence.value = value;
+        let parameters = signal_parameters(value);
         // SAFETY: as in `wait_async`.
         self.context.trace().call(
             "cuSignalExternalSemaphoresAsync",
-            || format!("timeline = {value}"),
+            || format!("{} = {value}", self.name),
             || unsafe { sys::cuSignalExternalSemaphoresAsync(&self.external, &parameters, 1, stream.raw()) },
         )
     }
@@ -155,5 +178,28 @@ impl Drop for ImportedSemaphore {
         }) {
             self.context.defer_error(error);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_import_descriptions_are_built_without_a_gpu() {
+        // These run before any driver call, so a description that cannot be built would fail on
+        // every machine: build each here.
+        let memory = memory_description(7, 4096);
+        assert_eq!((memory.size, memory.flags), (4096, sys::CUDA_EXTERNAL_MEMORY_DEDICATED));
+        // SAFETY: the union was written through `fd`.
+        assert_eq!(unsafe { memory.handle.fd }, 7);
+        let semaphore = timeline_description(9);
+        assert_eq!(
+            semaphore.type_,
+            sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
+        );
+        // SAFETY: as above.
+        assert_eq!(unsafe { (semaphore.handle.fd, wait_parameters(5).params.fence.value) }, (9, 5));
+        assert_eq!(signal_parameters(6).params.fence.value, 6);
     }
 }

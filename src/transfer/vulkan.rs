@@ -1,18 +1,21 @@
 //! The Vulkan path: Vulkan allocates the memory it reads (exportable, dedicated) and CUDA imports
-//! it once; a timeline semaphore, made by Vulkan and imported by CUDA, orders the two on the GPU.
-//! A frame, with `v` the semaphore's value:
+//! it once; two timeline semaphores, made by Vulkan and imported by CUDA, order the two on the GPU.
+//! Each has one producer, so its values only grow: CUDA signals `written`, Vulkan signals `read`.
+//! A frame:
 //!
 //! ```text
-//!   CUDA stream:  wait v ≥ last read ─▶ kernel writes ─▶ signal ready
-//!   Vulkan queue:                        (waits ready) ─▶ commands read ─▶ signal read
+//!   CUDA stream:  wait read ≥ last read of the buffers ─▶ kernel writes ─▶ signal written = w
+//!   Vulkan queue:                            wait written ≥ w ─▶ commands read ─▶ signal read = r
 //! ```
 //!
-//! The host only enqueues: no `cuStreamSynchronize`, no fence wait. The next frame's CUDA wait is
-//! for the value of the last Vulkan submission that read the buffers it writes, so with two
-//! buffers in turn CUDA writes one while Vulkan still reads the other.
+//! The host only enqueues: no `cuStreamSynchronize`, no fence wait. CUDA's wait is for the last
+//! Vulkan submission that read the buffers it is about to write, so with two buffers in turn CUDA
+//! writes one while Vulkan still reads the other. (One semaphore for both directions would not do:
+//! with nothing ordering CUDA's signal after Vulkan's, the value could be asked to go backwards.)
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use ash::vk as raw;
 
@@ -30,7 +33,7 @@ pub struct VulkanBuffer {
     // Field order is drop order: CUDA's mapping and import go before Vulkan frees the memory.
     cuda: ImportedMemory,
     vulkan: Buffer,
-    /// The semaphore value after which Vulkan no longer reads the buffer (0: never read).
+    /// The `read` value after which Vulkan no longer reads the buffer (0: never read).
     last_read: Cell<u64>,
 }
 
@@ -46,13 +49,17 @@ impl VulkanBuffer {
     }
 }
 
-/// CUDA and Vulkan sharing buffers, ordered by one timeline semaphore.
+/// CUDA and Vulkan sharing buffers, ordered by two timeline semaphores.
 pub struct VulkanShare {
-    // CUDA's import of the semaphore goes before Vulkan's semaphore.
-    cuda_semaphore: ImportedSemaphore,
-    semaphore: TimelineSemaphore,
-    /// The last value handed out (signalled, or to be signalled, by CUDA or Vulkan).
-    value: u64,
+    // CUDA's imports of the semaphores go before Vulkan's semaphores.
+    cuda_written: ImportedSemaphore,
+    cuda_read: ImportedSemaphore,
+    written: TimelineSemaphore,
+    read: TimelineSemaphore,
+    /// The last value CUDA's steps signal on `written`.
+    written_value: u64,
+    /// The last value Vulkan's submissions signal on `read`.
+    read_value: u64,
     events: EventRing,
     skip_wait: bool,
     stream: Rc<Stream>,
@@ -73,13 +80,18 @@ impl VulkanShare {
                 cuda.device().name
             )));
         }
-        let semaphore = TimelineSemaphore::new(vulkan, true)?;
-        let cuda_semaphore = ImportedSemaphore::new_timeline(cuda, semaphore.export_fd()?)?;
+        let written = TimelineSemaphore::new(vulkan, true)?;
+        let read = TimelineSemaphore::new(vulkan, true)?;
+        let cuda_written = ImportedSemaphore::new_timeline(cuda, written.export_fd()?, "written")?;
+        let cuda_read = ImportedSemaphore::new_timeline(cuda, read.export_fd()?, "read")?;
         let events = EventRing::new(cuda, crate::cuda::timing::FRAMES_IN_FLIGHT, 3)?;
         Ok(Self {
-            cuda_semaphore,
-            semaphore,
-            value: 0,
+            cuda_written,
+            cuda_read,
+            written,
+            read,
+            written_value: 0,
+            read_value: 0,
             events,
             skip_wait: false,
             stream: stream.clone(),
@@ -95,9 +107,9 @@ impl VulkanShare {
         Ok(VulkanBuffer { cuda, vulkan, last_read: Cell::new(0) })
     }
 
-    /// The semaphore, for Vulkan submissions and host waits.
-    pub fn semaphore(&self) -> &TimelineSemaphore {
-        &self.semaphore
+    /// The semaphore Vulkan's submissions signal when they have read (host waits use it).
+    pub fn read_semaphore(&self) -> &TimelineSemaphore {
+        &self.read
     }
 
     /// What if CUDA did not wait for Vulkan's last read before writing (torn frames, on purpose).
@@ -127,15 +139,15 @@ impl VulkanShare {
         let marks = self.events.begin();
         marks.mark(0, stream)?;
         if released > 0 && !self.skip_wait {
-            self.cuda_semaphore.wait_async(stream, released)?;
+            self.cuda_read.wait_async(stream, released)?;
         }
         marks.mark(1, stream)?;
         compute(&spans[..buffers.len()], stream)?;
         marks.mark(2, stream)?;
         self.events.commit(frame);
-        self.value += 1;
-        self.cuda_semaphore.signal_async(stream, self.value)?;
-        Ok(self.value)
+        self.cuda_written.signal_async(stream, self.written_value + 1)?;
+        self.written_value += 1;
+        Ok(self.written_value)
     }
 
     /// Vulkan's half: submits commands (recorded by `record`) that read `buffers` once CUDA's step
@@ -149,23 +161,29 @@ impl VulkanShare {
         buffers: &[&VulkanBuffer],
         record: impl FnOnce(&Recorder<'_>) -> Result<()>,
     ) -> Result<u64> {
-        let read = self.value + 1;
-        let wait = Wait { semaphore: &self.semaphore, value: ready, stage };
-        let signal = Signal { semaphore: &self.semaphore, value: read };
-        let started = std::time::Instant::now();
+        if ready > self.written_value {
+            return Err(Error::InvalidInput(format!(
+                "a Vulkan submission may wait for written ≥ {ready} only after CUDA's step signalled it (the last is {})",
+                self.written_value
+            )));
+        }
+        let read = self.read_value + 1;
+        let wait = Wait { semaphore: &self.written, value: ready, stage };
+        let signal = Signal { semaphore: &self.read, value: read };
+        let started = Instant::now();
         let submitted = ring.submit(&[wait], &[signal], record);
-        self.value = read;
+        self.read_value = read;
         let trace = self.cuda.trace();
         if trace.is_recording() {
             // Vulkan's calls go into the same trace as CUDA's, so a frame reads in order.
             let host_us = started.elapsed().as_secs_f64() * 1e6;
-            trace.note("vkQueueSubmit", format!("waits timeline ≥ {ready}, signals timeline = {read}"), host_us);
+            trace.note("vkQueueSubmit", format!("waits written ≥ {ready}, signals read = {read}"), host_us);
         }
         if let Err(error) = submitted {
             // Nothing will signal `read` now, and CUDA may be told to wait for it: signal it from
-            // the host (once `ready` is reached, so the order stays monotonic) rather than hang.
-            if self.semaphore.wait(ready, std::time::Duration::from_secs(10)).unwrap_or(false) {
-                let _ = self.semaphore.signal(read);
+            // the host, after the submissions before it (values only grow), rather than hang.
+            if self.read.wait(read - 1, Duration::from_secs(10)).unwrap_or(false) {
+                let _ = self.read.signal(read);
             }
             return Err(error);
         }
@@ -175,25 +193,29 @@ impl VulkanShare {
         Ok(read)
     }
 
-    /// The last value handed out: once the semaphore reaches it, all work so far is done.
-    pub fn last_value(&self) -> u64 {
-        self.value
-    }
-
     /// GPU times of an earlier CUDA step (semaphore wait as `Sync`, compute as `Kernel`).
     pub fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
         super::poll_stages(&mut self.events, &[Stage::Sync, Stage::Kernel])
     }
 
-    /// Waits on the host until everything handed out so far is done (before reading results on
-    /// the host or tearing down), at most `timeout`.
-    pub fn synchronize(&self, timeout: std::time::Duration) -> Result<()> {
-        self.stream.synchronize()?;
-        if !self.semaphore.wait(self.value, timeout)? {
+    /// Waits on the host, at most `timeout` for each API, until everything enqueued so far is
+    /// done (before reading results on the host or tearing down).
+    pub fn synchronize(&self, timeout: Duration) -> Result<()> {
+        if !self.read.wait(self.read_value, timeout)? {
             return Err(Error::Unavailable(format!(
-                "the Vulkan queue did not reach semaphore value {} within {timeout:?}",
-                self.value
+                "the Vulkan queue did not reach read = {} within {timeout:?}: the GPU is stuck (restart the app)",
+                self.read_value
             )));
+        }
+        // Every value CUDA waits for has now been signalled, so the stream can finish.
+        let started = Instant::now();
+        while !self.stream.is_idle()? {
+            if started.elapsed() > timeout {
+                return Err(Error::Unavailable(format!(
+                    "the CUDA stream did not finish within {timeout:?}: the GPU is stuck (restart the app)"
+                )));
+            }
+            std::thread::sleep(Duration::from_micros(100));
         }
         Ok(())
     }
@@ -201,8 +223,9 @@ impl VulkanShare {
 
 impl Drop for VulkanShare {
     fn drop(&mut self) {
-        // The stream may still wait on or signal the semaphore: finish it before the import goes.
-        if let Err(error) = self.stream.synchronize() {
+        // The stream may still wait on or signal the semaphores: finish both sides before the
+        // imports go (bounded, so a stuck GPU cannot hang the app here).
+        if let Err(error) = self.synchronize(Duration::from_secs(10)) {
             self.cuda.defer_error(error);
         }
     }
