@@ -39,7 +39,7 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// A recorder that keeps the setup calls until [`Self::end_setup`].
+    /// A recorder that keeps the setup calls until the first [`Self::end_frame`].
     pub fn new(setup: Vec<TraceEntry>) -> Self {
         Self {
             per_frame: Cell::new(false),

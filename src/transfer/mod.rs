@@ -10,6 +10,10 @@
 //!   (`glBufferSubData`). The baseline interop is measured against.
 //! - [`cpu::CpuPath`]: no CUDA; the CPU computes into host memory and uploads it with `glBufferSubData`.
 //!
+//! Beside them, [`vulkan::VulkanShare`]: Vulkan memory that CUDA imports, ordered by timeline
+//! semaphores. It is not a GL path, so it does not implement [`Transfer`]; `bench transfer` uses
+//! it, and a Vulkan renderer will.
+//!
 //! A demo creates its [`SharedBuffer`]s through the path in use and runs each compute step with
 //! [`Transfer::run`], which hands the compute a [`Target`] (device pointers or host slices). The
 //! runtime creates the paths ([`create`] with the [`CudaSide`] it set up).
