@@ -17,9 +17,9 @@ use interop_lab::bench::transfer::{KERNEL, launch_fill};
 use interop_lab::cuda::{Context, DeviceLimits, Function, Module, Stream};
 use interop_lab::runtime::{BackendRequest, CudaOptions};
 use interop_lab::transfer::vulkan::{VulkanBuffer, VulkanShare};
+use interop_lab::vk::commands::CommandRing;
 use interop_lab::vk::device::{DeviceChoice, VulkanContext};
 use interop_lab::vk::memory::{Buffer, MemoryKind};
-use interop_lab::vk::sync::CommandRing;
 
 struct Setup {
     // Drop order: Vulkan-side objects and the share before the contexts.

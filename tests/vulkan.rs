@@ -10,9 +10,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use ash::vk as raw;
+use interop_lab::vk::commands::CommandRing;
 use interop_lab::vk::device::{DeviceChoice, VulkanContext};
 use interop_lab::vk::memory::{Buffer, MemoryKind};
-use interop_lab::vk::sync::{CommandRing, Signal, TimelineSemaphore, Wait};
+use interop_lab::vk::sync::{Signal, TimelineSemaphore, Wait};
 
 /// A device on any driver, or `None` (skipped) when this machine has no Vulkan.
 fn device() -> Option<Rc<VulkanContext>> {

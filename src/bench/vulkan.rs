@@ -13,9 +13,9 @@ use super::transfer::{TransferBench, launch_fill};
 use crate::cuda::{Context, DeviceLimits, Function, Stream};
 use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage, StageTimes};
 use crate::transfer::vulkan::VulkanShare;
+use crate::vk::commands::CommandRing;
 use crate::vk::device::{DeviceChoice, VulkanContext};
 use crate::vk::memory::{Buffer, MemoryKind};
-use crate::vk::sync::CommandRing;
 use crate::{Error, Result};
 
 /// The label of the Vulkan rows.

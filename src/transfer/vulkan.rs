@@ -23,9 +23,10 @@ use crate::cuda::import::{ImportedMemory, ImportedSemaphore};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceSpan, Stream};
 use crate::stats::{LateGpuTimes, Stage};
+use crate::vk::commands::{CommandRing, Recorder};
 use crate::vk::device::VulkanContext;
 use crate::vk::memory::{Buffer, MemoryKind};
-use crate::vk::sync::{CommandRing, Recorder, Signal, TimelineSemaphore, Wait};
+use crate::vk::sync::{Signal, TimelineSemaphore, Wait};
 use crate::{Error, Result};
 
 /// A Vulkan buffer CUDA writes through its import.

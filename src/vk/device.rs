@@ -36,6 +36,7 @@ pub struct VulkanContext {
     queue_family: u32,
     memory: vk::PhysicalDeviceMemoryProperties,
     timestamp_period_ns: f32,
+    dynamic_rendering: bool,
     description: VulkanDevice,
     _instance: Instance,
 }
@@ -79,14 +80,30 @@ impl VulkanContext {
             extensions.push(ash::khr::external_semaphore_fd::NAME);
         }
         let extension_names: Vec<*const std::ffi::c_char> = extensions.iter().map(|e| e.as_ptr()).collect();
+        // Dynamic rendering (1.3) lets the renderer draw without render pass objects; large points
+        // let point sprites be wider than a pixel. Both are asked for where the device has them.
+        let mut supported13 = vk::PhysicalDeviceVulkan13Features::default();
+        let mut supported = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported13);
+        // SAFETY: a device of this live instance; the chain outlives the call.
+        unsafe { instance.instance.get_physical_device_features2(physical, &mut supported) };
+        let large_points = supported.features.large_points == vk::TRUE;
+        // SAFETY: as above.
+        let api_version = unsafe { instance.instance.get_physical_device_properties(physical) }.api_version;
+        let dynamic_rendering = api_version >= vk::API_VERSION_1_3 && supported13.dynamic_rendering == vk::TRUE;
         let priorities = [1.0f32];
         let queues =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
         let mut features12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
-        let create_info = vk::DeviceCreateInfo::default()
+        let mut features13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(true);
+        let base = vk::PhysicalDeviceFeatures::default().large_points(large_points);
+        let mut create_info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&extension_names)
+            .enabled_features(&base)
             .push_next(&mut features12);
+        if dynamic_rendering {
+            create_info = create_info.push_next(&mut features13);
+        }
         // SAFETY: valid create info whose pointers outlive the call; the device is destroyed in Drop.
         let device = unsafe { instance.instance.create_device(physical, &create_info, None) }
             .map_err(|e| vk_error("vkCreateDevice", e))?;
@@ -111,6 +128,7 @@ impl VulkanContext {
             queue_family,
             memory,
             timestamp_period_ns: limits.timestamp_period,
+            dynamic_rendering,
             description,
             _instance: instance,
         }))
@@ -134,6 +152,11 @@ impl VulkanContext {
     /// What the physical device is.
     pub fn description(&self) -> &VulkanDevice {
         &self.description
+    }
+
+    /// Whether the renderer can draw on this device (dynamic rendering, Vulkan 1.3).
+    pub fn can_render(&self) -> bool {
+        self.dynamic_rendering
     }
 
     /// Nanoseconds per timestamp tick.

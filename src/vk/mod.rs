@@ -5,9 +5,14 @@
 //! machine without Vulkan runs the app all the same.
 #![allow(unsafe_code)]
 
+pub mod commands;
 pub mod device;
+pub mod frame;
 pub mod memory;
+pub mod pipeline;
+pub mod shader;
 pub mod sync;
+pub mod target;
 
 use std::ffi::CStr;
 

@@ -1,0 +1,129 @@
+//! What a frame drawn with Vulkan works in: the device, an offscreen target, and the command
+//! buffer being recorded between [`VulkanGraphics::begin_frame`] and
+//! [`VulkanGraphics::end_frame`]. It is what [`crate::graphics::Graphics::Vulkan`] carries, so
+//! the transfer paths can make buffers on the device and the renderer can record into the frame.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use ash::vk;
+
+use super::commands::{CommandRing, Recorder};
+use super::device::{DeviceChoice, VulkanContext};
+use super::memory::{Buffer, MemoryKind};
+use super::target::OffscreenTarget;
+use crate::{Error, Result};
+
+/// Command buffers in flight: enough for the host to record a frame while the GPU runs two.
+const FRAMES_IN_FLIGHT: usize = 3;
+
+/// The Vulkan device and offscreen target of a headless run.
+pub struct VulkanGraphics {
+    // Drop order: the ring (which waits for the GPU) and the target before the device.
+    commands: RefCell<CommandRing>,
+    target: OffscreenTarget,
+    context: Rc<VulkanContext>,
+}
+
+impl VulkanGraphics {
+    /// Opens a device as `choice` says, with a target of `size` pixels.
+    pub fn new(choice: &DeviceChoice, size: [u32; 2]) -> Result<Self> {
+        let context = VulkanContext::new(choice)?;
+        if !context.can_render() {
+            return Err(Error::Unavailable(format!(
+                "Vulkan device {} is Vulkan {}, and the renderer needs 1.3 (dynamic rendering): update the driver",
+                context.description().name,
+                context.description().api_version
+            )));
+        }
+        let target = OffscreenTarget::new(&context, size)?;
+        let commands = RefCell::new(CommandRing::new(&context, FRAMES_IN_FLIGHT)?);
+        Ok(Self { commands, target, context })
+    }
+
+    /// The device.
+    pub fn context(&self) -> &Rc<VulkanContext> {
+        &self.context
+    }
+
+    /// The offscreen target.
+    pub fn target(&self) -> &OffscreenTarget {
+        &self.target
+    }
+
+    /// A host-visible buffer holding `initial`, usable as vertex, index and storage buffer.
+    pub fn host_buffer(&self, initial: &[u8]) -> Result<Buffer> {
+        let usage = vk::BufferUsageFlags::VERTEX_BUFFER
+            | vk::BufferUsageFlags::INDEX_BUFFER
+            | vk::BufferUsageFlags::STORAGE_BUFFER;
+        let mut buffer = Buffer::new(&self.context, initial.len().max(4), usage, MemoryKind::HostVisible)?;
+        if let Some(bytes) = buffer.host_bytes_mut() {
+            bytes[..initial.len()].copy_from_slice(initial);
+        }
+        Ok(buffer)
+    }
+
+    /// Copies `bytes` into the host-visible `buffer`, once every frame submitted so far (which may
+    /// read it) has finished.
+    pub fn write_host_buffer(&self, buffer: &mut Buffer, bytes: &[u8]) -> Result<()> {
+        self.wait_idle()?;
+        let memory = buffer.host_bytes_mut().ok_or_else(|| {
+            Error::InvalidInput("only host-visible Vulkan memory can be written by the CPU".to_owned())
+        })?;
+        if bytes.len() > memory.len() {
+            return Err(Error::InvalidInput(format!("{} bytes do not fit a buffer of {}", bytes.len(), memory.len())));
+        }
+        memory[..bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Releases `buffer` once the frames that may use it have finished.
+    pub fn release_after_frame(&self, buffer: Buffer) {
+        if let Err(error) = self.wait_idle() {
+            log::warn!("releasing a Vulkan buffer: {error}");
+        }
+        drop(buffer);
+    }
+
+    /// Starts recording a frame, the target cleared to `clear`.
+    pub fn begin_frame(&self, clear: [f32; 4]) -> Result<()> {
+        let mut commands = self.commands.try_borrow_mut().map_err(|_| busy())?;
+        commands.begin()?;
+        let cleared = self.target.clear(&commands.recorder()?, clear);
+        if cleared.is_err() {
+            commands.abandon();
+        }
+        cleared
+    }
+
+    /// Records into the frame begun by [`Self::begin_frame`].
+    pub fn record<R>(&self, record: impl FnOnce(&Recorder<'_>, &OffscreenTarget) -> Result<R>) -> Result<R> {
+        let commands = self.commands.try_borrow().map_err(|_| busy())?;
+        record(&commands.recorder()?, &self.target)
+    }
+
+    /// Submits the frame.
+    pub fn end_frame(&self) -> Result<()> {
+        self.commands.try_borrow_mut().map_err(|_| busy())?.submit_recorded(&[], &[])
+    }
+
+    /// Waits for every frame submitted so far.
+    pub fn wait_idle(&self) -> Result<()> {
+        let commands = self.commands.try_borrow().map_err(|_| busy())?;
+        if !commands.wait_all(Duration::from_secs(10))? {
+            return Err(Error::Unavailable("a Vulkan frame did not finish within 10 s: the GPU is stuck".to_owned()));
+        }
+        Ok(())
+    }
+
+    /// The target's pixels after every frame submitted so far: RGBA8, top row first.
+    pub fn read_rgba(&self) -> Result<Vec<u8>> {
+        let mut commands = self.commands.try_borrow_mut().map_err(|_| busy())?;
+        self.target.read_rgba(&mut commands)
+    }
+}
+
+fn busy() -> Error {
+    Error::InvalidInput("the Vulkan frame is being recorded elsewhere (re-entrant use)".to_owned())
+}

@@ -1,0 +1,307 @@
+//! An offscreen colour + depth target drawn into with dynamic rendering, and read back as RGBA8
+//! rows (top row first, like the GL framebuffer's `read_rgba`). Rectangles come in GL's
+//! convention (origin at the lower left), and the viewport is flipped, so a scene drawn with the
+//! same matrices lands on the same pixels as with GL.
+#![allow(unsafe_code)]
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use ash::vk;
+
+use super::commands::{CommandRing, Recorder};
+use super::device::VulkanContext;
+use super::memory::{Buffer, MemoryKind};
+use super::vk_error;
+use crate::{Error, Result};
+
+/// Format of the colour attachment.
+pub const COLOR_FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;
+/// Format of the depth attachment.
+pub const DEPTH_FORMAT: vk::Format = vk::Format::D32_SFLOAT;
+
+/// A 2D image with its own device memory and a view, destroyed on drop.
+struct Image {
+    image: vk::Image,
+    memory: vk::DeviceMemory,
+    view: vk::ImageView,
+    context: Rc<VulkanContext>,
+}
+
+impl Image {
+    fn new(
+        context: &Rc<VulkanContext>,
+        size: [u32; 2],
+        format: vk::Format,
+        usage: vk::ImageUsageFlags,
+        aspect: vk::ImageAspectFlags,
+    ) -> Result<Self> {
+        let device = context.device();
+        let create_info = vk::ImageCreateInfo::default()
+            .image_type(vk::ImageType::TYPE_2D)
+            .format(format)
+            .extent(vk::Extent3D { width: size[0], height: size[1], depth: 1 })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(usage)
+            .initial_layout(vk::ImageLayout::UNDEFINED);
+        // SAFETY: valid create info; destroyed by `made` below.
+        let image = unsafe { device.create_image(&create_info, None) }.map_err(|e| vk_error("vkCreateImage", e))?;
+        let mut made =
+            Self { image, memory: vk::DeviceMemory::null(), view: vk::ImageView::null(), context: context.clone() };
+        // SAFETY: a live image.
+        let requirements = unsafe { device.get_image_memory_requirements(image) };
+        let memory_type = context
+            .memory_type(requirements.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            .ok_or_else(|| Error::Unavailable("the Vulkan device has no device-local memory for images".to_owned()))?;
+        let allocate_info =
+            vk::MemoryAllocateInfo::default().allocation_size(requirements.size).memory_type_index(memory_type);
+        // SAFETY: valid allocate info; freed in Drop.
+        made.memory =
+            unsafe { device.allocate_memory(&allocate_info, None) }.map_err(|e| vk_error("vkAllocateMemory", e))?;
+        // SAFETY: memory of the size the image asked for, bound once at offset 0.
+        unsafe { device.bind_image_memory(image, made.memory, 0) }.map_err(|e| vk_error("vkBindImageMemory", e))?;
+        let view_info = vk::ImageViewCreateInfo::default()
+            .image(image)
+            .view_type(vk::ImageViewType::TYPE_2D)
+            .format(format)
+            .subresource_range(subresource(aspect));
+        // SAFETY: a live image with bound memory; destroyed in Drop.
+        made.view =
+            unsafe { device.create_image_view(&view_info, None) }.map_err(|e| vk_error("vkCreateImageView", e))?;
+        Ok(made)
+    }
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        let device = self.context.device();
+        // SAFETY: each handle was made in `new` (or is null, which the calls accept) and is
+        // destroyed once, after the frames that used it (the owner waits for them).
+        unsafe {
+            device.destroy_image_view(self.view, None);
+            device.destroy_image(self.image, None);
+            device.free_memory(self.memory, None);
+        }
+    }
+}
+
+fn subresource(aspect: vk::ImageAspectFlags) -> vk::ImageSubresourceRange {
+    vk::ImageSubresourceRange {
+        aspect_mask: aspect,
+        base_mip_level: 0,
+        level_count: 1,
+        base_array_layer: 0,
+        layer_count: 1,
+    }
+}
+
+/// A rectangle in GL's convention: `origin` is its lower-left corner, in pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rect {
+    /// Lower-left corner.
+    pub origin: [u32; 2],
+    /// Width and height.
+    pub size: [u32; 2],
+}
+
+/// Colour and depth images of one size, and host memory to read the colour back into.
+pub struct OffscreenTarget {
+    // Drop order: the images and the buffer before the device they hold.
+    color: Image,
+    depth: Image,
+    readback: Buffer,
+    size: [u32; 2],
+    /// The colour image's layout after the last recorded command (commands are submitted in the
+    /// order they are recorded, so this is the layout the next one finds).
+    color_layout: Cell<vk::ImageLayout>,
+}
+
+impl OffscreenTarget {
+    /// A target of `size` pixels.
+    pub fn new(context: &Rc<VulkanContext>, size: [u32; 2]) -> Result<Self> {
+        if size[0] == 0 || size[1] == 0 {
+            return Err(Error::InvalidInput(format!("a {}x{} target has no pixels", size[0], size[1])));
+        }
+        let color = Image::new(
+            context,
+            size,
+            COLOR_FORMAT,
+            vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
+            vk::ImageAspectFlags::COLOR,
+        )?;
+        let depth = Image::new(
+            context,
+            size,
+            DEPTH_FORMAT,
+            vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT,
+            vk::ImageAspectFlags::DEPTH,
+        )?;
+        let bytes = size[0] as usize * size[1] as usize * 4;
+        let readback = Buffer::new(context, bytes, vk::BufferUsageFlags::TRANSFER_DST, MemoryKind::HostVisible)?;
+        Ok(Self { color, depth, readback, size, color_layout: Cell::new(vk::ImageLayout::UNDEFINED) })
+    }
+
+    /// Width and height in pixels.
+    pub fn size(&self) -> [u32; 2] {
+        self.size
+    }
+
+    /// Records: clear the whole target to `clear` (colour; depth to 1).
+    pub fn clear(&self, recorder: &Recorder<'_>, clear: [f32; 4]) -> Result<()> {
+        let whole = Rect { origin: [0, 0], size: self.size };
+        self.begin_rendering(recorder, whole, clear)?;
+        self.end_rendering(recorder);
+        Ok(())
+    }
+
+    /// Records: start drawing into `rect` (clearing it to `clear`, depth to 1), with the viewport
+    /// and scissor set to it.
+    pub fn begin_rendering(&self, recorder: &Recorder<'_>, rect: Rect, clear: [f32; 4]) -> Result<()> {
+        let [x, y] = rect.origin;
+        let [width, height] = rect.size;
+        if width == 0 || height == 0 || x + width > self.size[0] || y + height > self.size[1] {
+            return Err(Error::InvalidInput(format!(
+                "a view of {width}x{height} at ({x}, {y}) does not fit a {}x{} target",
+                self.size[0], self.size[1]
+            )));
+        }
+        let (device, commands) = recorder.raw();
+        self.transition(recorder, vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
+        let depth_barrier = vk::ImageMemoryBarrier::default()
+            .old_layout(vk::ImageLayout::UNDEFINED)
+            .new_layout(vk::ImageLayout::DEPTH_ATTACHMENT_OPTIMAL)
+            .src_access_mask(vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE)
+            .dst_access_mask(
+                vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_READ | vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE,
+            )
+            .image(self.depth.image)
+            .subresource_range(subresource(vk::ImageAspectFlags::DEPTH));
+        let top = self.size[1] - (y + height);
+        let area =
+            vk::Rect2D { offset: vk::Offset2D { x: x as i32, y: top as i32 }, extent: vk::Extent2D { width, height } };
+        let color = [vk::RenderingAttachmentInfo::default()
+            .image_view(self.color.view)
+            .image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+            .load_op(vk::AttachmentLoadOp::CLEAR)
+            .store_op(vk::AttachmentStoreOp::STORE)
+            .clear_value(vk::ClearValue { color: vk::ClearColorValue { float32: clear } })];
+        let depth = vk::RenderingAttachmentInfo::default()
+            .image_view(self.depth.view)
+            .image_layout(vk::ImageLayout::DEPTH_ATTACHMENT_OPTIMAL)
+            .load_op(vk::AttachmentLoadOp::CLEAR)
+            .store_op(vk::AttachmentStoreOp::DONT_CARE)
+            .clear_value(vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } });
+        let rendering = vk::RenderingInfo::default()
+            .render_area(area)
+            .layer_count(1)
+            .color_attachments(&color)
+            .depth_attachment(&depth);
+        // Flipped viewport (negative height): clip-space y up, as in GL.
+        let viewport = vk::Viewport {
+            x: x as f32,
+            y: (top + height) as f32,
+            width: width as f32,
+            height: -(height as f32),
+            min_depth: 0.0,
+            max_depth: 1.0,
+        };
+        // SAFETY: a buffer in the recording state; the images and views are live; the area lies
+        // inside the target (checked above).
+        unsafe {
+            device.cmd_pipeline_barrier(
+                commands,
+                vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS | vk::PipelineStageFlags::LATE_FRAGMENT_TESTS,
+                vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS | vk::PipelineStageFlags::LATE_FRAGMENT_TESTS,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[depth_barrier],
+            );
+            device.cmd_begin_rendering(commands, &rendering);
+            device.cmd_set_viewport(commands, 0, &[viewport]);
+            device.cmd_set_scissor(commands, 0, &[area]);
+        }
+        Ok(())
+    }
+
+    /// Records: stop drawing.
+    pub fn end_rendering(&self, recorder: &Recorder<'_>) {
+        let (device, commands) = recorder.raw();
+        // SAFETY: inside a rendering scope begun by `begin_rendering` on this buffer.
+        unsafe { device.cmd_end_rendering(commands) };
+    }
+
+    /// Copies the colour image into host memory with a submission of its own and waits for it:
+    /// RGBA8, top row first.
+    pub fn read_rgba(&self, ring: &mut CommandRing) -> Result<Vec<u8>> {
+        ring.submit(&[], &[], |recorder| {
+            self.transition(recorder, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
+            let (device, commands) = recorder.raw();
+            let region = vk::BufferImageCopy {
+                buffer_offset: 0,
+                buffer_row_length: 0,
+                buffer_image_height: 0,
+                image_subresource: vk::ImageSubresourceLayers {
+                    aspect_mask: vk::ImageAspectFlags::COLOR,
+                    mip_level: 0,
+                    base_array_layer: 0,
+                    layer_count: 1,
+                },
+                image_offset: vk::Offset3D::default(),
+                image_extent: vk::Extent3D { width: self.size[0], height: self.size[1], depth: 1 },
+            };
+            // SAFETY: the image is in TRANSFER_SRC layout (transition above) and the buffer holds
+            // exactly width × height × 4 bytes.
+            unsafe {
+                device.cmd_copy_image_to_buffer(
+                    commands,
+                    self.color.image,
+                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                    self.readback.raw(),
+                    &[region],
+                );
+            }
+            Ok(())
+        })?;
+        if !ring.wait_all(std::time::Duration::from_secs(10))? {
+            return Err(Error::Unavailable("reading the Vulkan frame back took over 10 s".to_owned()));
+        }
+        Ok(self.readback.host_bytes().map(<[u8]>::to_vec).unwrap_or_default())
+    }
+
+    /// Records a barrier moving the colour image to `layout`, after every earlier use.
+    fn transition(&self, recorder: &Recorder<'_>, layout: vk::ImageLayout) {
+        let old = self.color_layout.replace(layout);
+        if old == layout {
+            return;
+        }
+        let (device, commands) = recorder.raw();
+        let barrier = vk::ImageMemoryBarrier::default()
+            .old_layout(old)
+            .new_layout(layout)
+            .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE | vk::AccessFlags::TRANSFER_READ)
+            .dst_access_mask(
+                vk::AccessFlags::COLOR_ATTACHMENT_READ
+                    | vk::AccessFlags::COLOR_ATTACHMENT_WRITE
+                    | vk::AccessFlags::TRANSFER_READ,
+            )
+            .image(self.color.image)
+            .subresource_range(subresource(vk::ImageAspectFlags::COLOR));
+        // SAFETY: a buffer in the recording state; a live image whose layout at this point of the
+        // queue is `old` (tracked in recording order).
+        unsafe {
+            device.cmd_pipeline_barrier(
+                commands,
+                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[barrier],
+            );
+        }
+    }
+}
