@@ -59,12 +59,24 @@ pub struct RunArgs {
     /// Panel sections to show open: what-if, inspector, sources, trace, device.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub panel_open: Vec<PanelSection>,
+    /// Graphics API to draw with: OpenGL, or Vulkan (headless, the wave, the CPU backend, so far).
+    #[arg(long, value_enum, default_value_t = RendererChoice::Gl)]
+    pub renderer: RendererChoice,
     /// Wait for vertical blank in the window.
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pub vsync: bool,
     /// Backend and transfer-path choices.
     #[command(flatten)]
     pub cuda: CudaArgs,
+}
+
+/// The graphics API frames are drawn with.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RendererChoice {
+    /// OpenGL: every demo, window or headless, every transfer path.
+    Gl,
+    /// Vulkan: headless, the wave demo, the CPU backend writing Vulkan memory (so far).
+    Vulkan,
 }
 
 /// A switch that breaks or slows one rule of the transfer paths, to show its effect.

@@ -2,19 +2,46 @@
 //! paths (which give CUDA the API's memory) and the renderer take what they need from it; the
 //! demos never look inside.
 
+use crate::vk::frame::VulkanGraphics;
+use crate::{Error, Result};
+
 /// The graphics API a frame is drawn with, as demos pass it on: the context (current on this
 /// thread) that the transfer paths and the renderer work in.
 #[derive(Clone, Copy)]
 pub enum Graphics<'a> {
     /// OpenGL.
     Gl(&'a glow::Context),
+    /// Vulkan: the device, the offscreen target and the frame being recorded.
+    Vulkan(&'a VulkanGraphics),
 }
 
 impl<'a> Graphics<'a> {
     /// The GL context, for the GL implementations of the transfer paths and of drawing.
-    pub fn gl(self) -> &'a glow::Context {
+    pub fn gl(self) -> Result<&'a glow::Context> {
         match self {
-            Graphics::Gl(gl) => gl,
+            Graphics::Gl(gl) => Ok(gl),
+            Graphics::Vulkan(_) => Err(Error::Unavailable(
+                "this needs OpenGL, and the frame is drawn with Vulkan (--renderer vulkan runs the CPU path for now)"
+                    .to_owned(),
+            )),
+        }
+    }
+
+    /// The Vulkan side, for the Vulkan implementations.
+    pub fn vulkan(self) -> Result<&'a VulkanGraphics> {
+        match self {
+            Graphics::Vulkan(vulkan) => Ok(vulkan),
+            Graphics::Gl(_) => {
+                Err(Error::Unavailable("this needs Vulkan, and the frame is drawn with OpenGL".to_owned()))
+            }
+        }
+    }
+
+    /// The API's name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Graphics::Gl(_) => "OpenGL",
+            Graphics::Vulkan(_) => "Vulkan",
         }
     }
 }

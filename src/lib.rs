@@ -18,6 +18,7 @@ pub mod gl;
 pub mod graphics;
 pub mod guard;
 pub mod headless;
+pub mod headless_vulkan;
 pub mod host_memory;
 pub mod kernels;
 pub mod output;

@@ -5,13 +5,14 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use interop_lab::args::RunArgs;
+use interop_lab::args::{RendererChoice, RunArgs};
 use interop_lab::bench::map::MapBenchArgs;
 use interop_lab::bench::transfer::TransferBenchArgs;
 use interop_lab::demo::DemoSpec;
 use interop_lab::demos::{DemoBenchCommand, DemoCommand};
 use interop_lab::doctor::DoctorArgs;
 use interop_lab::headless::{self, HeadlessOptions};
+use interop_lab::headless_vulkan;
 use interop_lab::soak::SoakArgs;
 use interop_lab::stats::Stage;
 use interop_lab::stop::StopRequest;
@@ -119,6 +120,11 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
     run.check_outputs()?;
     spec.check_outputs()?;
     run.cuda.check_folders()?;
+    if run.renderer == RendererChoice::Vulkan && !run.headless {
+        return Err(interop_lab::Error::InvalidInput(
+            "the Vulkan renderer runs headless so far: add --headless (the window draws with OpenGL)".to_owned(),
+        ));
+    }
     if run.headless {
         let options = HeadlessOptions {
             frames: run.frames.or(spec.headless_frames()).unwrap_or(120),
@@ -135,7 +141,10 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
             stop: stop.clone(),
             record: run.record.clone(),
         };
-        let report = headless::run(&options)?;
+        let report = match run.renderer {
+            RendererChoice::Gl => headless::run(&options)?,
+            RendererChoice::Vulkan => headless_vulkan::run(&options)?,
+        };
         print_headless(&report, &options);
         if let Some(recording) = &report.recording {
             print_recording(recording, 60);

@@ -85,8 +85,8 @@ impl GlRenderer {
     fn draw_sprites(&mut self, gl: &glow::Context, sprites: &Sprites<'_>, pass: &Pass) -> Result<()> {
         let body = Attribute { location: 0, components: 4, stride: FLOAT4, offset: 0 };
         let velocity = Attribute { location: 1, components: 4, stride: FLOAT4, offset: 0 };
-        pass.vertex_array.set_attributes(gl, sprites.bodies.gl(), &[body], None)?;
-        pass.vertex_array.set_attributes(gl, sprites.velocities.gl(), &[velocity], None)?;
+        pass.vertex_array.set_attributes(gl, sprites.bodies.gl()?, &[body], None)?;
+        pass.vertex_array.set_attributes(gl, sprites.velocities.gl()?, &[velocity], None)?;
         let program = &pass.program;
         program.bind(gl)?;
         program.set_mat4(gl, "view_projection", &sprites.view_projection);
@@ -109,7 +109,10 @@ impl GlRenderer {
             }
         };
         let vertex = Attribute { location: 0, components: 4, stride: FLOAT4, offset: 0 };
-        let bound = pass.vertex_array.set_attributes(gl, grid.vertices.gl(), &[vertex], Some(&indices.buffer));
+        let bound = grid
+            .vertices
+            .gl()
+            .and_then(|vertices| pass.vertex_array.set_attributes(gl, vertices, &[vertex], Some(&indices.buffer)));
         let (count, mesh) = (indices.count, grid.mesh && indices.count > 0);
         self.grid_indices = Some(indices);
         bound?;
@@ -149,11 +152,11 @@ impl GlRenderer {
 
 impl Renderer for GlRenderer {
     fn prepare(&mut self, graphics: Graphics<'_>, scene: &Scene<'_>) -> Result<()> {
-        self.pass(graphics.gl(), scene).map(|_| ())
+        self.pass(graphics.gl()?, scene).map(|_| ())
     }
 
     fn draw(&mut self, graphics: Graphics<'_>, scene: &Scene<'_>, view: &View) -> Result<()> {
-        let gl = graphics.gl();
+        let gl = graphics.gl()?;
         // The pass is taken out while drawing, so the grid's index cache can be updated beside it.
         self.pass(gl, scene)?;
         let slot = match scene {
@@ -191,7 +194,7 @@ impl Renderer for GlRenderer {
     }
 
     fn destroy(&mut self, graphics: Graphics<'_>) {
-        let gl = graphics.gl();
+        let Ok(gl) = graphics.gl() else { return };
         for pass in [&mut self.sprites, &mut self.grid, &mut self.picture] {
             if let Some(mut pass) = pass.take() {
                 pass.destroy(gl);
@@ -205,22 +208,7 @@ impl Renderer for GlRenderer {
 
 /// Two triangles per grid cell.
 fn mesh_indices(gl: &glow::Context, size: [u32; 2]) -> Result<GridIndices> {
-    let [width, height] = size;
-    let cells = width.saturating_sub(1) as usize * height.saturating_sub(1) as usize;
-    let mut indices: Vec<u32> = Vec::with_capacity(cells * 6);
-    for y in 0..height.saturating_sub(1) {
-        for x in 0..width.saturating_sub(1) {
-            let corner = y * width + x;
-            indices.extend_from_slice(&[
-                corner,
-                corner + 1,
-                corner + width,
-                corner + 1,
-                corner + width + 1,
-                corner + width,
-            ]);
-        }
-    }
+    let mut indices = super::grid_triangles(size);
     // A 1-wide grid has no triangles; keep a non-empty buffer so GL objects stay valid.
     let count = indices.len() as i32;
     if indices.is_empty() {

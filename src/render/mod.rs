@@ -17,6 +17,7 @@
 //! ```
 
 pub mod gl;
+pub mod vulkan;
 
 use glam::{Mat4, Vec2};
 
@@ -103,6 +104,28 @@ pub struct Picture<'a> {
     pub split: f32,
 }
 
+/// The triangles of a `width × height` grid of vertices, two per cell, as vertex indices (every
+/// renderer draws [`Grid`]'s mesh from these).
+pub fn grid_triangles(size: [u32; 2]) -> Vec<u32> {
+    let [width, height] = size;
+    let cells = width.saturating_sub(1) as usize * height.saturating_sub(1) as usize;
+    let mut indices: Vec<u32> = Vec::with_capacity(cells * 6);
+    for y in 0..height.saturating_sub(1) {
+        for x in 0..width.saturating_sub(1) {
+            let corner = y * width + x;
+            indices.extend_from_slice(&[
+                corner,
+                corner + 1,
+                corner + width,
+                corner + 1,
+                corner + width + 1,
+                corner + width,
+            ]);
+        }
+    }
+    indices
+}
+
 /// Draws [`Scene`]s with one graphics API.
 pub trait Renderer {
     /// Gets ready to draw scenes like `scene` (builds its shaders), so that a demo whose shaders
@@ -125,7 +148,7 @@ pub struct Image {
 impl Image {
     /// An image of `size` pixels in `format`, holding `pixels` (top row first).
     pub fn new(graphics: Graphics<'_>, size: [u32; 2], format: PixelFormat, pixels: &[u8]) -> Result<Self> {
-        Ok(Self { texture: crate::gl::Texture::new(graphics.gl(), size, format, Some(pixels))? })
+        Ok(Self { texture: crate::gl::Texture::new(graphics.gl()?, size, format, Some(pixels))? })
     }
 
     /// The GL texture, for the GL renderer.
@@ -135,6 +158,8 @@ impl Image {
 
     /// Releases the image (the context must be current).
     pub fn destroy(mut self, graphics: Graphics<'_>) {
-        self.texture.destroy(graphics.gl());
+        if let Ok(gl) = graphics.gl() {
+            self.texture.destroy(gl);
+        }
     }
 }

@@ -1,8 +1,9 @@
-//! The CPU path: no CUDA; the CPU computes into host memory and uploads it with `glBufferSubData`.
+//! The CPU path: no CUDA; the CPU computes into host memory and uploads it with `glBufferSubData`
+//! (on Vulkan: copies it into the host-visible buffer Vulkan draws from).
 
 use std::time::Instant;
 
-use super::{Access, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
+use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
 use super::{micros_since, mismatch};
 use crate::Result;
 use crate::gl;
@@ -40,13 +41,21 @@ impl Transfer for CpuPath {
     }
 
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
-        let gl = graphics.gl();
-        Ok(SharedBuffer { link: Link::Cpu(HostBytes::new(initial)), gl: gl::Buffer::new(gl, initial)? })
+        let memory = match graphics {
+            Graphics::Gl(gl) => BufferMemory::Gl(gl::Buffer::new(gl, initial)?),
+            Graphics::Vulkan(vulkan) => BufferMemory::Vulkan(vulkan.host_buffer(initial)?),
+        };
+        Ok(SharedBuffer { link: Link::Cpu(HostBytes::new(initial)), memory })
     }
 
-    fn read_buffer(&mut self, _graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
-        match &buffer.link {
-            Link::Cpu(data) => Ok(data.bytes().to_vec()),
+    fn read_buffer(&mut self, graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+        match (&buffer.link, &buffer.memory) {
+            // On Vulkan, what is drawn: the host-visible memory itself, once no frame uses it.
+            (Link::Cpu(data), BufferMemory::Vulkan(memory)) => {
+                graphics.vulkan()?.wait_idle()?;
+                Ok(memory.host_bytes().map(|bytes| bytes[..data.bytes().len()].to_vec()).unwrap_or_default())
+            }
+            (Link::Cpu(data), BufferMemory::Gl(_)) => Ok(data.bytes().to_vec()),
             _ => Err(mismatch(TransferKind::Cpu)),
         }
     }
@@ -58,7 +67,6 @@ impl Transfer for CpuPath {
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
-        let gl = graphics.gl();
         let mut times = StageTimes::default();
         let started = Instant::now();
         {
@@ -74,9 +82,14 @@ impl Transfer for CpuPath {
         times.set_host(Stage::Kernel, micros_since(started));
 
         let started = Instant::now();
-        for (buffer, access) in buffers.iter() {
+        for (buffer, access) in buffers.iter_mut() {
             if let (Link::Cpu(data), true) = (&buffer.link, access.writes()) {
-                buffer.gl.write(gl, data.bytes())?;
+                match &mut buffer.memory {
+                    BufferMemory::Gl(memory) => memory.write(graphics.gl()?, data.bytes())?,
+                    // Vulkan draws from host-visible memory: the upload is a copy into it, made
+                    // once the GPU has finished the frames that read it.
+                    BufferMemory::Vulkan(memory) => graphics.vulkan()?.write_host_buffer(memory, data.bytes())?,
+                }
             }
         }
         times.set_host(Stage::Upload, micros_since(started));

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::{Access, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
+use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
 use super::{micros_since, mismatch, poll_stages};
 use crate::cuda::external::ExportableMemory;
 use crate::cuda::interop;
@@ -38,12 +38,15 @@ impl Transfer for External {
     }
 
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
-        let gl = graphics.gl();
+        let gl = graphics.gl()?;
         let memory = ExportableMemory::new(&self.context, initial.len())?;
         copy_to_device(&self.stream, memory.span(), initial)?;
         let fd = memory.export_fd()?;
         let (object, buffer) = self.gl_memory.import_buffer(gl, fd, memory.allocation_size(), initial.len())?;
-        Ok(SharedBuffer { link: Link::External { memory, gl_memory: self.gl_memory, object }, gl: buffer })
+        Ok(SharedBuffer {
+            link: Link::External { memory, gl_memory: self.gl_memory, object },
+            memory: BufferMemory::Gl(buffer),
+        })
     }
 
     fn read_buffer(&mut self, _graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
@@ -64,7 +67,7 @@ impl Transfer for External {
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
-        let gl = graphics.gl();
+        let gl = graphics.gl()?;
         let mut times = StageTimes::default();
         let stream = &*self.stream;
         if buffers.len() > interop::MAX_MAPPED {

@@ -4,7 +4,7 @@
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::{Access, Compute, Link, SharedBuffer, Target, Transfer, TransferKind, WhatIf};
+use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind, WhatIf};
 use super::{micros_since, mismatch, poll_stages};
 use crate::cuda::interop;
 use crate::cuda::timing::EventRing;
@@ -60,7 +60,7 @@ impl Transfer for HostCopy {
     }
 
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
-        let gl = graphics.gl();
+        let gl = graphics.gl()?;
         let mut device = DeviceBuffer::new(&self.context, initial.len())?;
         device.upload(&self.stream, initial)?;
         let staging = if self.pinned {
@@ -69,7 +69,7 @@ impl Transfer for HostCopy {
             Staging::Pageable(vec![0u8; initial.len()])
         };
         let buffer = gl::Buffer::new(gl, initial)?;
-        Ok(SharedBuffer { link: Link::HostCopy { device, staging }, gl: buffer })
+        Ok(SharedBuffer { link: Link::HostCopy { device, staging }, memory: BufferMemory::Gl(buffer) })
     }
 
     fn read_buffer(&mut self, _graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
@@ -90,7 +90,7 @@ impl Transfer for HostCopy {
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
-        let gl = graphics.gl();
+        let gl = graphics.gl()?;
         let kind = self.kind();
         let mut times = StageTimes::default();
         let stream = &*self.stream;
@@ -141,8 +141,8 @@ impl Transfer for HostCopy {
         for (buffer, access) in buffers.iter() {
             if let (Link::HostCopy { staging, .. }, true) = (&buffer.link, access.writes()) {
                 match staging {
-                    Staging::Pinned(pinned) if racing => buffer.gl.write(gl, &pinned.snapshot_racing())?,
-                    staging => buffer.gl.write(gl, staging.bytes())?,
+                    Staging::Pinned(pinned) if racing => buffer.gl()?.write(gl, &pinned.snapshot_racing())?,
+                    staging => buffer.gl()?.write(gl, staging.bytes())?,
                 }
             }
         }

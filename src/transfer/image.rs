@@ -84,7 +84,9 @@ impl SharedImage {
             ImageLink::Registered(resource) => drop(resource),
             ImageLink::PixelBuffer(buffer) => buffer.destroy(graphics),
         }
-        texture.destroy(graphics.gl());
+        if let Ok(gl) = graphics.gl() {
+            texture.destroy(gl);
+        }
     }
 }
 
@@ -101,7 +103,7 @@ impl dyn Transfer + '_ {
         initial: &[u8],
         in_place: bool,
     ) -> Result<SharedImage> {
-        let gl = graphics.gl();
+        let gl = graphics.gl()?;
         let texture = gl::Texture::new(gl, size, format, Some(initial))?;
         if in_place && let Some(mapping) = self.mapping() {
             return mapping.register_image(graphics, texture);
@@ -135,7 +137,7 @@ impl dyn Transfer + '_ {
                 let mut times =
                     self.run(graphics, frame, &mut buffers, &mut |target| compute(ImageTarget::Buffer(target)))?;
                 let started = Instant::now();
-                texture.upload_from_buffer(graphics.gl(), buffer.gl())?;
+                texture.upload_from_buffer(graphics.gl()?, buffer.gl()?)?;
                 let upload = times.host(Stage::Upload).unwrap_or(0.0) + started.elapsed().as_secs_f64() * 1e6;
                 times.set_host(Stage::Upload, upload);
                 Ok(times)
@@ -148,7 +150,7 @@ impl dyn Transfer + '_ {
         self.synchronize()?;
         match &image.link {
             ImageLink::PixelBuffer(buffer) => self.read_buffer(graphics, buffer),
-            ImageLink::Registered(_) => image.texture.read(graphics.gl()),
+            ImageLink::Registered(_) => image.texture.read(graphics.gl()?),
         }
     }
 
@@ -156,7 +158,7 @@ impl dyn Transfer + '_ {
     /// pixels from stale ones.
     pub fn fill_image(&mut self, graphics: Graphics<'_>, image: &mut SharedImage, bytes: &[u8]) -> Result<()> {
         self.synchronize()?;
-        image.texture.upload(graphics.gl(), bytes)?;
+        image.texture.upload(graphics.gl()?, bytes)?;
         if let ImageLink::PixelBuffer(buffer) = &mut image.link {
             let fresh = self.create_buffer(graphics, bytes)?;
             std::mem::replace(buffer, fresh).destroy(graphics);

@@ -5,7 +5,8 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::{
-    Access, Compute, ImageTarget, Link, Mapping, SharedBuffer, SharedImage, Target, Transfer, TransferKind, WhatIf,
+    Access, BufferMemory, Compute, ImageTarget, Link, Mapping, SharedBuffer, SharedImage, Target, Transfer,
+    TransferKind, WhatIf,
 };
 use super::{micros_since, mismatch};
 use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
@@ -48,7 +49,7 @@ impl Transfer for Interop {
     }
 
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
-        let gl = graphics.gl();
+        let gl = graphics.gl()?;
         // GL allocates, CUDA writes the first contents through the mapping: every byte a kernel
         // later reads was then written on the CUDA side, which is what compute-sanitizer's
         // initcheck can follow (it does not see bytes that glBufferData uploaded).
@@ -59,12 +60,11 @@ impl Transfer for Interop {
         let written = mapped.buffer(0).and_then(|span| copy_to_device(&self.stream, span, initial));
         mapped.unmap().and(written)?;
         // The registration is declared before the GL buffer it registers, so it goes first.
-        Ok(SharedBuffer { link: Link::Interop(resource), gl: buffer.keep() })
+        Ok(SharedBuffer { link: Link::Interop(resource), memory: BufferMemory::Gl(buffer.keep()) })
     }
 
     fn read_buffer(&mut self, graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
-        let gl = graphics.gl();
-        buffer.gl.read(gl)
+        buffer.gl()?.read(graphics.gl()?)
     }
 
     fn run(
@@ -145,7 +145,7 @@ impl Interop {
         if self.register_every_frame {
             // What not to do: registration costs about a millisecond per buffer (see the trace).
             for (buffer, _) in buffers.iter_mut() {
-                let fresh = GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.gl.name())?;
+                let fresh = GraphicsResource::register_buffer(&self.context, &self.entry_points, buffer.gl()?.name())?;
                 if let Link::Interop(resource) = &mut buffer.link {
                     *resource = fresh;
                 }
@@ -237,7 +237,8 @@ impl Mapping for Interop {
     }
 
     fn register_image(&mut self, graphics: Graphics<'_>, texture: gl::Texture) -> Result<SharedImage> {
-        let texture = Guard::new(texture, |mut texture: gl::Texture| texture.destroy(graphics.gl()));
+        let gl = graphics.gl()?;
+        let texture = Guard::new(texture, |mut texture: gl::Texture| texture.destroy(gl));
         let resource =
             GraphicsResource::register_image(&self.context, &self.entry_points, texture.name(), glow::TEXTURE_2D)?;
         Ok(SharedImage::registered(resource, texture.keep()))

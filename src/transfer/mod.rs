@@ -166,11 +166,18 @@ impl Access {
     }
 }
 
-/// A GL buffer that compute writes, plus what its transfer path keeps for it.
+/// A graphics buffer (GL or Vulkan) that compute writes, plus what its transfer path keeps for it.
 pub struct SharedBuffer {
-    // Field order is drop order: the CUDA side (registration, mirrors) goes before the GL buffer.
+    // Field order is drop order: the CUDA side (registration, mirrors) goes before the buffer.
     link: Link,
-    gl: gl::Buffer,
+    memory: BufferMemory,
+}
+
+/// The graphics API's buffer behind a [`SharedBuffer`].
+enum BufferMemory {
+    Gl(gl::Buffer),
+    /// Host-visible Vulkan memory (the CPU path on Vulkan), drawn from in place.
+    Vulkan(crate::vk::memory::Buffer),
 }
 
 enum Link {
@@ -207,24 +214,55 @@ impl SharedBuffer {
     ///     let _ = buffer.gl();
     /// }
     /// ```
-    pub fn gl(&self) -> &gl::Buffer {
-        &self.gl
+    pub fn gl(&self) -> Result<&gl::Buffer> {
+        match &self.memory {
+            BufferMemory::Gl(buffer) => Ok(buffer),
+            BufferMemory::Vulkan(_) => {
+                Err(Error::Unavailable("a Vulkan buffer cannot be drawn with OpenGL".to_owned()))
+            }
+        }
+    }
+
+    /// The Vulkan buffer, for drawing with Vulkan.
+    pub fn vulkan(&self) -> Result<&crate::vk::memory::Buffer> {
+        match &self.memory {
+            BufferMemory::Vulkan(buffer) => Ok(buffer),
+            BufferMemory::Gl(_) => Err(Error::Unavailable("an OpenGL buffer cannot be drawn with Vulkan".to_owned())),
+        }
     }
 
     /// Size in bytes.
     pub fn len(&self) -> usize {
-        self.gl.len()
+        match &self.memory {
+            BufferMemory::Gl(buffer) => buffer.len(),
+            BufferMemory::Vulkan(buffer) => buffer.len(),
+        }
     }
 
     /// Whether the buffer holds no bytes.
     pub fn is_empty(&self) -> bool {
-        self.gl.is_empty()
+        self.len() == 0
     }
 
-    /// Releases the CUDA side, then deletes the GL buffer. The GL context must be current.
+    /// Releases the CUDA side, then deletes the buffer. A GL context must be current for a GL
+    /// buffer; a Vulkan buffer is released by its own `Drop` once the device is done with it.
     pub fn destroy(self, graphics: Graphics<'_>) {
-        let gl = graphics.gl();
-        let SharedBuffer { link, gl: mut buffer } = self;
+        let SharedBuffer { link, memory } = self;
+        let mut buffer = match memory {
+            BufferMemory::Gl(buffer) => buffer,
+            BufferMemory::Vulkan(buffer) => {
+                drop(link);
+                if let Ok(vulkan) = graphics.vulkan() {
+                    vulkan.release_after_frame(buffer);
+                }
+                return;
+            }
+        };
+        let Ok(gl) = graphics.gl() else {
+            log::warn!("a GL buffer was released without its GL context; it is leaked");
+            std::mem::forget(buffer);
+            return;
+        };
         match link {
             // GL's buffer and memory object go first; the CUDA allocation stays alive for GL until
             // its import is released, so the order is safe either way, but this one reads right.

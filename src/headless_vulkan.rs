@@ -1,0 +1,132 @@
+//! Headless runs drawn with Vulkan (`--renderer vulkan --headless`): the demo's frames into an
+//! offscreen Vulkan target, the last one as PNG, the stage times as JSON. The CPU backend
+//! computes, writing host-visible Vulkan memory the renderer draws from. CUDA writing Vulkan
+//! memory is measured by `bench transfer` (docs/vulkan.md) and not drawn yet; the panel is drawn
+//! with OpenGL only.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::demo::{Demo, DemoEnv, View};
+use crate::headless::{HeadlessOptions, HeadlessReport};
+use crate::record::Recorder;
+use crate::render::vulkan::VulkanRenderer;
+use crate::render::{Graphics, Renderer};
+use crate::runtime::BackendRequest;
+use crate::stats::{FrameHistory, FrameSample, Stage};
+use crate::transfer::TransferKind;
+use crate::vk::device::DeviceChoice;
+use crate::vk::frame::VulkanGraphics;
+use crate::{Error, Result};
+
+/// Runs the demo headless on Vulkan.
+pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
+    if options.frames == 0 {
+        return Err(Error::InvalidInput("--frames must be at least 1".to_owned()));
+    }
+    if options.panel {
+        return Err(Error::InvalidInput(
+            "the panel is drawn with OpenGL only so far: drop --panel, or use --renderer gl".to_owned(),
+        ));
+    }
+    if options.cuda.backend == BackendRequest::Cuda {
+        return Err(Error::InvalidInput(
+            "--renderer vulkan draws with the CPU backend so far (CUDA writing Vulkan memory is measured by `bench \
+             transfer`): use --backend auto or cpu, or --renderer gl"
+                .to_owned(),
+        ));
+    }
+    if options.shaders_dir.is_some() {
+        log::warn!("--shaders replaces the GL shaders; the Vulkan renderer uses its built-in ones");
+    }
+    let [width, height] = options.size;
+    crate::host_memory::check(
+        &format!("a {width}x{height} headless frame (read back and encoded)"),
+        u64::from(width) * u64::from(height) * 8,
+        "choose a smaller --size",
+    )?;
+    let vulkan = VulkanGraphics::new(&DeviceChoice::Any, options.size)?;
+    log::info!(
+        "Vulkan renderer on {} ({}), CPU backend",
+        vulkan.context().description().name,
+        vulkan.context().description().driver
+    );
+    let graphics = Graphics::Vulkan(&vulkan);
+    let env = DemoEnv { graphics, cuda: None, transfer: TransferKind::Cpu };
+    let mut demo = options.spec.create(&env)?;
+    let mut renderer = VulkanRenderer::new();
+    let view = View { origin: [0, 0], size: options.size };
+    let result = renderer
+        .prepare(graphics, &demo.scene(&view))
+        .and_then(|()| render(&vulkan, demo.as_mut(), &mut renderer, view, options));
+    let finished = demo.finish(graphics);
+    demo.destroy(graphics);
+    renderer.destroy(graphics);
+    let report = result?;
+    finished?;
+    Ok(report)
+}
+
+fn render(
+    vulkan: &VulkanGraphics,
+    demo: &mut dyn Demo,
+    renderer: &mut VulkanRenderer,
+    view: View,
+    options: &HeadlessOptions,
+) -> Result<HeadlessReport> {
+    let graphics = Graphics::Vulkan(vulkan);
+    let mut recorder = options.record.as_deref().map(Recorder::start).transpose()?;
+    let mut history = FrameHistory::new(options.frames.min(10_000) as usize);
+    let started = Instant::now();
+    let mut frames = 0;
+    let mut last_start: Option<Instant> = None;
+    while frames < options.frames && !(frames > 0 && options.stop.requested()) {
+        let frame = u64::from(frames);
+        frames += 1;
+        let frame_started = Instant::now();
+        let frame_us = last_start.map_or(f64::NAN, |t| (frame_started - t).as_secs_f64() * 1e6);
+        last_start = Some(frame_started);
+        let mut stages = demo.step(graphics, frame, options.dt)?;
+        let draw_started = Instant::now();
+        vulkan.begin_frame([0.0, 0.0, 0.0, 1.0])?;
+        let drawn = renderer.draw(graphics, &demo.scene(&view), &view);
+        vulkan.end_frame()?;
+        drawn?;
+        stages.set_host(Stage::Draw, draw_started.elapsed().as_secs_f64() * 1e6);
+        history.push(FrameSample { frame, frame_us, stages });
+        if let Some(recorder) = recorder.as_mut() {
+            recorder.frame(options.size, vulkan.read_rgba()?);
+        }
+    }
+    let pixels = vulkan.read_rgba()?;
+    let wall = started.elapsed().as_secs_f64();
+    if let Some(path) = &options.screenshot {
+        crate::output::write_rgba8(path, options.size, &pixels)?;
+    }
+    if frames < options.frames {
+        log::warn!("stopped after {frames} of {} frames; writing what was asked for", options.frames);
+    }
+    let summary = history.summary(None);
+    let frames_per_second = f64::from(frames) / wall;
+    let device = vulkan.context().description();
+    let json = json!({
+        "demo": demo.name(),
+        "renderer": "vulkan",
+        "vulkan_device": { "name": device.name, "driver": device.driver, "api_version": device.api_version },
+        "backend": "cpu",
+        "transfer": TransferKind::Cpu.label(),
+        "size": options.size,
+        "frames": frames,
+        "frames_asked": options.frames,
+        "wall_seconds": wall,
+        "frames_per_second": frames_per_second,
+        "stages_us": summary.stages,
+    });
+    if let Some(path) = &options.stats {
+        let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        crate::output::write(path, (text + "\n").as_bytes())?;
+    }
+    let recording = recorder.map(Recorder::finish).transpose()?;
+    Ok(HeadlessReport { json, summary, pixels, frames_per_second, frames, recording })
+}

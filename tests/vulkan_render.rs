@@ -1,0 +1,173 @@
+//! The Vulkan renderer on whatever Vulkan driver is installed (CI: Mesa's lavapipe, required there
+//! with `INTEROP_LAB_REQUIRE_VULKAN=1`): the CPU backend writes the reference into Vulkan memory,
+//! a headless wave frame drawn with Vulkan agrees with the same frame drawn with GL, and what the
+//! Vulkan renderer does not draw yet is refused with a message, never a panic.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
+mod common;
+
+use interop_lab::demo::{Demo, DemoEnv, DemoSpec};
+use interop_lab::demos::nbody::NBodySettings;
+use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
+use interop_lab::demos::wave::{DrawMode, Wave, WaveSettings};
+use interop_lab::graphics::Graphics;
+use interop_lab::headless::{self, HeadlessOptions, HeadlessReport};
+use interop_lab::headless_vulkan;
+use interop_lab::runtime::{BackendRequest, CudaOptions};
+use interop_lab::transfer::TransferKind;
+use interop_lab::vk::device::DeviceChoice;
+use interop_lab::vk::frame::VulkanGraphics;
+
+fn vulkan_available() -> bool {
+    let opened = VulkanGraphics::new(&DeviceChoice::Any, [16, 16]);
+    if let Err(error) = &opened {
+        eprintln!("Vulkan renderer: {error}");
+    }
+    common::available(opened.is_ok(), "a Vulkan 1.3 loader and driver", "INTEROP_LAB_REQUIRE_VULKAN")
+}
+
+fn options(spec: DemoSpec, size: [u32; 2]) -> HeadlessOptions {
+    HeadlessOptions {
+        spec,
+        frames: 3,
+        size,
+        dt: 1.0 / 60.0,
+        screenshot: None,
+        stats: None,
+        panel: false,
+        cuda: CudaOptions { backend: BackendRequest::Cpu, ..CudaOptions::default() },
+        shaders_dir: None,
+        what_if: Default::default(),
+        open_sections: Vec::new(),
+        stop: Default::default(),
+        record: None,
+    }
+}
+
+/// PSNR of RGB over every pixel (alpha ignored), in dB.
+fn psnr(a: &[u8], b: &[u8]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let (mut sum, mut count) = (0.0f64, 0usize);
+    for (p, q) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+        for channel in 0..3 {
+            let d = f64::from(p[channel]) - f64::from(q[channel]);
+            sum += d * d;
+            count += 1;
+        }
+    }
+    let mse = sum / count as f64;
+    if mse == 0.0 { f64::INFINITY } else { 10.0 * (255.0f64 * 255.0 / mse).log10() }
+}
+
+/// Share of pixels that differ from the top-left one (the clear colour).
+fn drawn_share(report: &HeadlessReport) -> f64 {
+    let background = &report.pixels[..4];
+    let drawn = report.pixels.chunks_exact(4).filter(|p| p != &background).count();
+    drawn as f64 / (report.pixels.len() / 4) as f64
+}
+
+#[test]
+fn the_cpu_backend_writes_the_reference_into_vulkan_memory() {
+    if !vulkan_available() {
+        return;
+    }
+    let vulkan = VulkanGraphics::new(&DeviceChoice::Any, [16, 16]).unwrap();
+    let graphics = Graphics::Vulkan(&vulkan);
+    let mut random = common::Random::new();
+    for (width, height) in [(97u32, 61u32), (1, 13)] {
+        let settings = WaveSettings {
+            width,
+            height,
+            frequency: random.range(0.5, 12.0) as f32,
+            amplitude: random.range(0.05, 1.0) as f32,
+            ..WaveSettings::default()
+        };
+        let env = DemoEnv { graphics, cuda: None, transfer: TransferKind::Cpu };
+        let mut wave = Wave::new(&env, settings.clone()).unwrap();
+        wave.poison_positions(graphics).unwrap();
+        let phase = random.range(0.0, std::f64::consts::TAU);
+        wave.set_phase(phase);
+        wave.step(graphics, 0, 0.0).unwrap();
+        // Read from the host-visible memory Vulkan draws from, not from the CPU's own copy.
+        let out = wave.read_positions(graphics).unwrap();
+        let frame = WaveFrame {
+            width,
+            height,
+            phase: phase as f32,
+            frequency: settings.frequency,
+            amplitude: settings.amplitude,
+        };
+        assert!(out.iter().flatten().all(|v| v.is_finite()), "{width}x{height}: every vertex written (poison was NaN)");
+        let error = relative_error(&out, &reference(&frame));
+        assert!(error < 1e-6, "{width}x{height}: ‖out − ref‖/‖ref‖ = {error}");
+        Box::new(wave).destroy(graphics);
+    }
+}
+
+#[test]
+fn a_wave_frame_on_vulkan_matches_the_same_frame_on_gl() {
+    if !vulkan_available() {
+        return;
+    }
+    let mut random = common::Random::new();
+    for mode in [DrawMode::Mesh, DrawMode::Points] {
+        let settings = WaveSettings {
+            frequency: random.range(1.0, 8.0) as f32,
+            amplitude: random.range(0.2, 1.0) as f32,
+            mode,
+            point_size: 3.0,
+            ..WaveSettings::default()
+        };
+        let size = [320, 200];
+        let gl = headless::run(&options(DemoSpec::new(settings.clone()), size)).unwrap();
+        let vulkan = headless_vulkan::run(&options(DemoSpec::new(settings), size)).unwrap();
+        let (gl_drawn, vulkan_drawn) = (drawn_share(&gl), drawn_share(&vulkan));
+        assert!(vulkan_drawn > 0.1, "{mode:?}: only {:.1} % of the Vulkan frame drawn", vulkan_drawn * 100.0);
+        let db = psnr(&gl.pixels, &vulkan.pixels);
+        eprintln!(
+            "{mode:?}: PSNR {db:.1} dB; drawn {:.1} % (GL) / {:.1} % (Vulkan)",
+            gl_drawn * 100.0,
+            vulkan_drawn * 100.0
+        );
+        // The same geometry, colours and light through two rasterisers: they differ only at
+        // edges and in rounding. A flipped, shifted or unlit frame scores far below 25 dB.
+        assert!(db >= 25.0, "{mode:?}: the Vulkan frame differs from GL's: PSNR {db:.1} dB < 25");
+    }
+}
+
+#[test]
+fn a_flipped_frame_would_fail_the_comparison() {
+    // The comparison must be able to fail: the GL frame against itself upside down.
+    let size = [320, 200];
+    let gl = headless::run(&options(DemoSpec::new(WaveSettings::default()), size)).unwrap();
+    let row = size[0] as usize * 4;
+    let flipped: Vec<u8> = gl.pixels.chunks_exact(row).rev().flatten().copied().collect();
+    let db = psnr(&gl.pixels, &flipped);
+    assert!(db < 25.0, "a flipped frame scored {db:.1} dB");
+}
+
+#[test]
+fn what_vulkan_does_not_draw_yet_is_refused_with_the_way_out() {
+    if !vulkan_available() {
+        return;
+    }
+    let refused = headless_vulkan::run(&options(DemoSpec::new(NBodySettings::default()), [64, 64]));
+    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("--renderer gl"), "n-body: {message}");
+
+    let mut with_panel = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
+    with_panel.panel = true;
+    let message = headless_vulkan::run(&with_panel).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("--panel"), "panel: {message}");
+
+    let mut on_cuda = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
+    on_cuda.cuda.backend = BackendRequest::Cuda;
+    let message = headless_vulkan::run(&on_cuda).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("--backend"), "CUDA: {message}");
+
+    let window = common::binary().args(["wave", "--renderer", "vulkan", "--frames", "1"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&window.stderr);
+    assert!(!window.status.success() && stderr.contains("--headless"), "window: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
