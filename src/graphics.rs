@@ -21,7 +21,8 @@ impl<'a> Graphics<'a> {
         match self {
             Graphics::Gl(gl) => Ok(gl),
             Graphics::Vulkan(_) => Err(Error::Unavailable(
-                "this needs OpenGL, and the frame is drawn with Vulkan (--renderer vulkan runs the CPU path for now)"
+                "this needs OpenGL, and the frame is drawn with Vulkan, which so far draws the wave and n-body on the \
+                 CPU backend: use --renderer gl"
                     .to_owned(),
             )),
         }

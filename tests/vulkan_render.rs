@@ -1,13 +1,14 @@
 //! The Vulkan renderer on whatever Vulkan driver is installed (CI: Mesa's lavapipe, required there
 //! with `INTEROP_LAB_REQUIRE_VULKAN=1`): the CPU backend writes the reference into Vulkan memory,
-//! a headless wave frame drawn with Vulkan agrees with the same frame drawn with GL, and what the
-//! Vulkan renderer does not draw yet is refused with a message, never a panic.
+//! headless wave and n-body frames drawn with Vulkan agree with the same frames drawn with GL, and
+//! what the Vulkan renderer does not draw yet is refused with a message, never a panic.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
 
 mod common;
 
 use interop_lab::demo::{Demo, DemoEnv, DemoSpec};
+use interop_lab::demos::blur::BlurSettings;
 use interop_lab::demos::nbody::NBodySettings;
 use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::{DrawMode, Wave, WaveSettings};
@@ -137,6 +138,22 @@ fn a_wave_frame_on_vulkan_matches_the_same_frame_on_gl() {
 }
 
 #[test]
+fn an_nbody_frame_on_vulkan_matches_the_same_frame_on_gl() {
+    if !vulkan_available() {
+        return;
+    }
+    // The CPU backend's bodies and steps are deterministic, so both runs draw the same bodies.
+    let size = [320, 200];
+    let gl = headless::run(&options(DemoSpec::new(NBodySettings::default()), size)).unwrap();
+    let vulkan = headless_vulkan::run(&options(DemoSpec::new(NBodySettings::default()), size)).unwrap();
+    let (gl_drawn, vulkan_drawn) = (drawn_share(&gl), drawn_share(&vulkan));
+    let db = psnr(&gl.pixels, &vulkan.pixels);
+    eprintln!("n-body: PSNR {db:.1} dB; drawn {:.1} % (GL) / {:.1} % (Vulkan)", gl_drawn * 100.0, vulkan_drawn * 100.0);
+    assert!(vulkan_drawn > 0.01, "only {:.2} % of the Vulkan frame drawn", vulkan_drawn * 100.0);
+    assert!(db >= 25.0, "the Vulkan frame differs from GL's: PSNR {db:.1} dB < 25");
+}
+
+#[test]
 fn a_flipped_frame_would_fail_the_comparison() {
     // The comparison must be able to fail: the GL frame against itself upside down.
     let size = [320, 200];
@@ -152,9 +169,9 @@ fn what_vulkan_does_not_draw_yet_is_refused_with_the_way_out() {
     if !vulkan_available() {
         return;
     }
-    let refused = headless_vulkan::run(&options(DemoSpec::new(NBodySettings::default()), [64, 64]));
+    let refused = headless_vulkan::run(&options(DemoSpec::new(BlurSettings::default()), [64, 64]));
     let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("--renderer gl"), "n-body: {message}");
+    assert!(message.contains("--renderer gl"), "blur: {message}");
 
     let mut with_panel = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
     with_panel.panel = true;
@@ -165,6 +182,10 @@ fn what_vulkan_does_not_draw_yet_is_refused_with_the_way_out() {
     on_cuda.cuda.backend = BackendRequest::Cuda;
     let message = headless_vulkan::run(&on_cuda).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(message.contains("--backend"), "CUDA: {message}");
+
+    let huge = headless_vulkan::run(&options(DemoSpec::new(WaveSettings::default()), [1 << 20, 8]));
+    let message = huge.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("--size"), "a frame wider than the device allows: {message}");
 
     let window = common::binary().args(["wave", "--renderer", "vulkan", "--frames", "1"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&window.stderr);

@@ -10,7 +10,7 @@ use ash::vk;
 
 use super::device::VulkanContext;
 use super::memory::Buffer;
-use super::pipeline::GraphicsPipeline;
+use super::pipeline::{FLOAT4, GraphicsPipeline, MAX_VERTEX_BUFFERS};
 use super::sync::{Signal, TimelineSemaphore, Wait};
 use super::vk_error;
 use crate::{Error, Result};
@@ -64,19 +64,16 @@ impl Recorder<'_> {
         Ok(())
     }
 
-    /// Draws `count` vertices of `vertices` (`stride` bytes each) with `pipeline`, its push
-    /// constants set to `constants`.
-    pub fn draw(
-        &self,
-        pipeline: &GraphicsPipeline,
-        constants: &[u8],
-        vertices: &Buffer,
-        stride: usize,
-        count: u32,
-    ) -> Result<()> {
-        let available = vertices.len() / stride.max(1);
-        if count as usize > available {
-            return Err(Error::InvalidInput(format!("drawing {count} vertices from a buffer that holds {available}")));
+    /// Draws `count` vertices of `vertices` (one buffer per attribute, a float4 per vertex) with
+    /// `pipeline`, its push constants set to `constants`.
+    pub fn draw(&self, pipeline: &GraphicsPipeline, constants: &[u8], vertices: &[&Buffer], count: u32) -> Result<()> {
+        for buffer in vertices {
+            let available = buffer.len() / FLOAT4 as usize;
+            if count as usize > available {
+                return Err(Error::InvalidInput(format!(
+                    "drawing {count} vertices from a buffer that holds {available}"
+                )));
+            }
         }
         self.bind(pipeline, constants, vertices)?;
         // SAFETY: a buffer in the recording state inside a rendering scope; the vertices read lie
@@ -91,7 +88,7 @@ impl Recorder<'_> {
         &self,
         pipeline: &GraphicsPipeline,
         constants: &[u8],
-        vertices: &Buffer,
+        vertices: &[&Buffer],
         indices: &Buffer,
         count: u32,
     ) -> Result<()> {
@@ -111,7 +108,19 @@ impl Recorder<'_> {
         Ok(())
     }
 
-    fn bind(&self, pipeline: &GraphicsPipeline, constants: &[u8], vertices: &Buffer) -> Result<()> {
+    fn bind(&self, pipeline: &GraphicsPipeline, constants: &[u8], vertices: &[&Buffer]) -> Result<()> {
+        if vertices.len() != pipeline.vertex_buffers() {
+            return Err(Error::InvalidInput(format!(
+                "{} vertex buffers for a pipeline that reads {}",
+                vertices.len(),
+                pipeline.vertex_buffers()
+            )));
+        }
+        let mut handles = [vk::Buffer::null(); MAX_VERTEX_BUFFERS];
+        for (handle, buffer) in handles.iter_mut().zip(vertices) {
+            *handle = buffer.raw();
+        }
+        let offsets = [0u64; MAX_VERTEX_BUFFERS];
         if constants.len() != pipeline.push_constant_bytes() as usize {
             return Err(Error::InvalidInput(format!(
                 "{} bytes of push constants for a pipeline that takes {}",
@@ -119,8 +128,8 @@ impl Recorder<'_> {
                 pipeline.push_constant_bytes()
             )));
         }
-        // SAFETY: a buffer in the recording state; a live pipeline and buffer; the constants cover
-        // exactly the pipeline's push-constant range (checked above).
+        // SAFETY: a buffer in the recording state; a live pipeline and buffers, as many as it reads;
+        // the constants cover exactly the pipeline's push-constant range (checked above).
         unsafe {
             self.device.cmd_bind_pipeline(self.buffer, vk::PipelineBindPoint::GRAPHICS, pipeline.raw());
             self.device.cmd_push_constants(
@@ -130,7 +139,7 @@ impl Recorder<'_> {
                 0,
                 constants,
             );
-            self.device.cmd_bind_vertex_buffers(self.buffer, 0, &[vertices.raw()], &[0]);
+            self.device.cmd_bind_vertex_buffers(self.buffer, 0, &handles[..vertices.len()], &offsets[..vertices.len()]);
         }
         Ok(())
     }

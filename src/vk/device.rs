@@ -36,6 +36,7 @@ pub struct VulkanContext {
     queue_family: u32,
     memory: vk::PhysicalDeviceMemoryProperties,
     timestamp_period_ns: f32,
+    max_image_size: u32,
     dynamic_rendering: bool,
     description: VulkanDevice,
     _instance: Instance,
@@ -128,6 +129,7 @@ impl VulkanContext {
             queue_family,
             memory,
             timestamp_period_ns: limits.timestamp_period,
+            max_image_size: limits.max_image_dimension2_d,
             dynamic_rendering,
             description,
             _instance: instance,
@@ -157,6 +159,11 @@ impl VulkanContext {
     /// Whether the renderer can draw on this device (dynamic rendering, Vulkan 1.3).
     pub fn can_render(&self) -> bool {
         self.dynamic_rendering
+    }
+
+    /// The largest width or height of a 2D image (`maxImageDimension2D`).
+    pub fn max_image_size(&self) -> u32 {
+        self.max_image_size
     }
 
     /// Nanoseconds per timestamp tick.

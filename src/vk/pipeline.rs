@@ -1,5 +1,5 @@
 //! Graphics pipelines for the offscreen target (dynamic rendering: no render pass objects), built
-//! from two shader files, one vertex buffer of float4s and a push-constant block.
+//! from two shader files, one or two vertex buffers of float4s and a push-constant block.
 #![allow(unsafe_code)]
 
 use std::rc::Rc;
@@ -13,12 +13,18 @@ use super::vk_error;
 use crate::Result;
 use crate::sources::SourceFile;
 
+/// Most vertex buffers a pipeline reads.
+pub const MAX_VERTEX_BUFFERS: usize = 2;
+/// Bytes per vertex in each vertex buffer: one float4.
+pub const FLOAT4: u32 = 16;
+
 /// How fragments are combined with what is already drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blend {
     /// Depth-tested, written over (a lit surface).
     DepthTested,
-    /// Added, no depth (glowing sprites).
+    /// Added (source × its alpha + destination, as GL's `SRC_ALPHA, ONE`), no depth: glowing
+    /// sprites.
     Additive,
 }
 
@@ -40,8 +46,8 @@ pub struct PipelineDescription<'a> {
     pub fragment: &'a SourceFile,
     /// Triangles or points.
     pub topology: Topology,
-    /// Bytes per vertex; attribute 0 is a float4 at offset 0.
-    pub stride: u32,
+    /// Vertex buffers: buffer `i` feeds attribute `location = i`, one float4 per vertex.
+    pub vertex_buffers: u32,
     /// How fragments combine.
     pub blend: Blend,
     /// Size of the push-constant block both stages read.
@@ -53,6 +59,7 @@ pub struct GraphicsPipeline {
     pipeline: vk::Pipeline,
     layout: vk::PipelineLayout,
     push_constant_bytes: u32,
+    vertex_buffers: usize,
     context: Rc<VulkanContext>,
 }
 
@@ -86,20 +93,23 @@ impl GraphicsPipeline {
                 .module(fragment.raw())
                 .name(c"main"),
         ];
-        let bindings = [vk::VertexInputBindingDescription {
-            binding: 0,
-            stride: description.stride,
-            input_rate: vk::VertexInputRate::VERTEX,
-        }];
-        let attributes = [vk::VertexInputAttributeDescription {
-            location: 0,
-            binding: 0,
-            format: vk::Format::R32G32B32A32_SFLOAT,
-            offset: 0,
-        }];
+        let count = description.vertex_buffers.clamp(1, MAX_VERTEX_BUFFERS as u32) as usize;
+        let bindings: [vk::VertexInputBindingDescription; MAX_VERTEX_BUFFERS] =
+            std::array::from_fn(|i| vk::VertexInputBindingDescription {
+                binding: i as u32,
+                stride: FLOAT4,
+                input_rate: vk::VertexInputRate::VERTEX,
+            });
+        let attributes: [vk::VertexInputAttributeDescription; MAX_VERTEX_BUFFERS] =
+            std::array::from_fn(|i| vk::VertexInputAttributeDescription {
+                location: i as u32,
+                binding: i as u32,
+                format: vk::Format::R32G32B32A32_SFLOAT,
+                offset: 0,
+            });
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
-            .vertex_binding_descriptions(&bindings)
-            .vertex_attribute_descriptions(&attributes);
+            .vertex_binding_descriptions(&bindings[..count])
+            .vertex_attribute_descriptions(&attributes[..count]);
         let topology = match description.topology {
             Topology::Triangles => vk::PrimitiveTopology::TRIANGLE_LIST,
             Topology::Points => vk::PrimitiveTopology::POINT_LIST,
@@ -124,10 +134,10 @@ impl GraphicsPipeline {
                 .color_write_mask(vk::ColorComponentFlags::RGBA),
             Blend::Additive => vk::PipelineColorBlendAttachmentState::default()
                 .blend_enable(true)
-                .src_color_blend_factor(vk::BlendFactor::ONE)
+                .src_color_blend_factor(vk::BlendFactor::SRC_ALPHA)
                 .dst_color_blend_factor(vk::BlendFactor::ONE)
                 .color_blend_op(vk::BlendOp::ADD)
-                .src_alpha_blend_factor(vk::BlendFactor::ONE)
+                .src_alpha_blend_factor(vk::BlendFactor::SRC_ALPHA)
                 .dst_alpha_blend_factor(vk::BlendFactor::ONE)
                 .alpha_blend_op(vk::BlendOp::ADD)
                 .color_write_mask(vk::ColorComponentFlags::RGBA),
@@ -159,6 +169,7 @@ impl GraphicsPipeline {
             pipeline: pipelines[0],
             layout: layout.keep(),
             push_constant_bytes: description.push_constant_bytes,
+            vertex_buffers: count,
             context: context.clone(),
         })
     }
@@ -171,6 +182,11 @@ impl GraphicsPipeline {
     /// Its layout, for push constants.
     pub fn layout(&self) -> vk::PipelineLayout {
         self.layout
+    }
+
+    /// Vertex buffers it reads.
+    pub fn vertex_buffers(&self) -> usize {
+        self.vertex_buffers
     }
 
     /// Bytes of push constants it takes.

@@ -125,6 +125,15 @@ impl OffscreenTarget {
         if size[0] == 0 || size[1] == 0 {
             return Err(Error::InvalidInput(format!("a {}x{} target has no pixels", size[0], size[1])));
         }
+        let largest = context.max_image_size();
+        if size[0] > largest || size[1] > largest {
+            return Err(Error::InvalidInput(format!(
+                "a {}x{} frame is larger than Vulkan device {} allows ({largest} pixels a side): choose a smaller --size",
+                size[0],
+                size[1],
+                context.description().name
+            )));
+        }
         let color = Image::new(
             context,
             size,
