@@ -47,6 +47,25 @@ pub struct HeadlessOptions {
     pub record: Option<PathBuf>,
 }
 
+impl HeadlessOptions {
+    /// Refuses what no headless run can do: no frames, a time step that is not a number ≥ 0, a
+    /// frame too large for host memory to read back.
+    pub fn check(&self) -> Result<()> {
+        if self.frames == 0 {
+            return Err(Error::InvalidInput("--frames must be at least 1".to_owned()));
+        }
+        if !(self.dt.is_finite() && self.dt >= 0.0) {
+            return Err(Error::InvalidInput(format!("time step {} must be a finite number ≥ 0", self.dt)));
+        }
+        let [width, height] = self.size;
+        crate::host_memory::check(
+            &format!("a {width}x{height} headless frame (read back and encoded)"),
+            u64::from(width) * u64::from(height) * 8,
+            "choose a smaller --size",
+        )
+    }
+}
+
 /// What a headless run measured.
 #[derive(Debug, Clone)]
 pub struct HeadlessReport {
@@ -66,18 +85,7 @@ pub struct HeadlessReport {
 
 /// Runs the demo headless.
 pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
-    if options.frames == 0 {
-        return Err(Error::InvalidInput("--frames must be at least 1".to_owned()));
-    }
-    if !(options.dt.is_finite() && options.dt >= 0.0) {
-        return Err(Error::InvalidInput(format!("time step {} must be a finite number ≥ 0", options.dt)));
-    }
-    let [width, height] = options.size;
-    crate::host_memory::check(
-        &format!("a {width}x{height} headless frame (read back and encoded)"),
-        u64::from(width) * u64::from(height) * 8,
-        "choose a smaller --size",
-    )?;
+    options.check()?;
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&options.cuda))?;
     let gl = context.gl().clone();
     let selection = runtime::select(&options.cuda, &gl, &|name| context.proc_address(name));

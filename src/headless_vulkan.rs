@@ -22,9 +22,7 @@ use crate::{Error, Result};
 
 /// Runs the demo headless on Vulkan.
 pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
-    if options.frames == 0 {
-        return Err(Error::InvalidInput("--frames must be at least 1".to_owned()));
-    }
+    options.check()?;
     if options.panel {
         return Err(Error::InvalidInput(
             "the panel is drawn with OpenGL only so far: drop --panel, or use --renderer gl".to_owned(),
@@ -40,12 +38,6 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     if options.shaders_dir.is_some() {
         log::warn!("--shaders replaces the GL shaders; the Vulkan renderer uses its built-in ones");
     }
-    let [width, height] = options.size;
-    crate::host_memory::check(
-        &format!("a {width}x{height} headless frame (read back and encoded)"),
-        u64::from(width) * u64::from(height) * 8,
-        "choose a smaller --size",
-    )?;
     let vulkan = VulkanGraphics::new(&DeviceChoice::Any, options.size)?;
     log::info!(
         "Vulkan renderer on {} ({}), CPU backend",

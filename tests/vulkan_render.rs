@@ -7,16 +7,14 @@
 
 mod common;
 
-use interop_lab::demo::{Demo, DemoEnv, DemoSpec};
+use interop_lab::demo::DemoSpec;
 use interop_lab::demos::blur::BlurSettings;
 use interop_lab::demos::nbody::NBodySettings;
-use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
-use interop_lab::demos::wave::{DrawMode, Wave, WaveSettings};
+use interop_lab::demos::wave::{DrawMode, WaveSettings};
 use interop_lab::graphics::Graphics;
 use interop_lab::headless::{self, HeadlessOptions, HeadlessReport};
 use interop_lab::headless_vulkan;
 use interop_lab::runtime::{BackendRequest, CudaOptions};
-use interop_lab::transfer::TransferKind;
 use interop_lab::vk::device::DeviceChoice;
 use interop_lab::vk::frame::VulkanGraphics;
 
@@ -74,36 +72,8 @@ fn the_cpu_backend_writes_the_reference_into_vulkan_memory() {
         return;
     }
     let vulkan = VulkanGraphics::new(&DeviceChoice::Any, [16, 16]).unwrap();
-    let graphics = Graphics::Vulkan(&vulkan);
-    let mut random = common::Random::new();
-    for (width, height) in [(97u32, 61u32), (1, 13)] {
-        let settings = WaveSettings {
-            width,
-            height,
-            frequency: random.range(0.5, 12.0) as f32,
-            amplitude: random.range(0.05, 1.0) as f32,
-            ..WaveSettings::default()
-        };
-        let env = DemoEnv { graphics, cuda: None, transfer: TransferKind::Cpu };
-        let mut wave = Wave::new(&env, settings.clone()).unwrap();
-        wave.poison_positions(graphics).unwrap();
-        let phase = random.range(0.0, std::f64::consts::TAU);
-        wave.set_phase(phase);
-        wave.step(graphics, 0, 0.0).unwrap();
-        // Read from the host-visible memory Vulkan draws from, not from the CPU's own copy.
-        let out = wave.read_positions(graphics).unwrap();
-        let frame = WaveFrame {
-            width,
-            height,
-            phase: phase as f32,
-            frequency: settings.frequency,
-            amplitude: settings.amplitude,
-        };
-        assert!(out.iter().flatten().all(|v| v.is_finite()), "{width}x{height}: every vertex written (poison was NaN)");
-        let error = relative_error(&out, &reference(&frame));
-        assert!(error < 1e-6, "{width}x{height}: ‖out − ref‖/‖ref‖ = {error}");
-        Box::new(wave).destroy(graphics);
-    }
+    // Read back from the host-visible memory Vulkan draws from, not from the CPU's own copy.
+    common::check_wave_cpu_step(Graphics::Vulkan(&vulkan), &[(97, 61), (1, 13)]);
 }
 
 #[test]

@@ -5,48 +5,19 @@
 
 mod common;
 
-use interop_lab::demo::{Demo, DemoEnv, DemoSpec};
-use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
-use interop_lab::demos::wave::{Wave, WaveSettings};
+use interop_lab::demo::DemoSpec;
+use interop_lab::demos::wave::WaveSettings;
 use interop_lab::gl::context::headless::HeadlessGl;
 use interop_lab::graphics::Graphics;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions};
 use interop_lab::stats::Stage;
-use interop_lab::transfer::TransferKind;
 
 #[test]
 fn cpu_step_writes_the_reference_into_the_gl_buffer() {
     let context = HeadlessGl::new(None).expect("headless GL");
     let gl = context.gl().clone();
-    let mut random = common::Random::new();
-    for (width, height) in [(97u32, 61u32), (1, 13), (200, 1)] {
-        let settings = WaveSettings {
-            width,
-            height,
-            frequency: random.range(0.5, 12.0) as f32,
-            amplitude: random.range(0.05, 1.0) as f32,
-            ..WaveSettings::default()
-        };
-        let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: None, transfer: TransferKind::Cpu };
-        let mut wave = Wave::new(&env, settings.clone()).expect("wave on the CPU");
-        wave.poison_positions(Graphics::Gl(&gl)).expect("poison");
-        let phase = random.range(0.0, std::f64::consts::TAU);
-        wave.set_phase(phase);
-        wave.step(Graphics::Gl(&gl), 0, 0.0).expect("step");
-        let out = wave.read_positions(Graphics::Gl(&gl)).expect("read back");
-        let frame = WaveFrame {
-            width,
-            height,
-            phase: phase as f32,
-            frequency: settings.frequency,
-            amplitude: settings.amplitude,
-        };
-        assert!(out.iter().flatten().all(|v| v.is_finite()), "{width}x{height}: every vertex written");
-        let error = relative_error(&out, &reference(&frame));
-        assert!(error < 1e-6, "{width}x{height}: ‖out − ref‖/‖ref‖ = {error}");
-        Box::new(wave).destroy(Graphics::Gl(&gl));
-    }
+    common::check_wave_cpu_step(Graphics::Gl(&gl), &[(97, 61), (1, 13), (200, 1)]);
 }
 
 #[test]

@@ -65,3 +65,42 @@ impl Random {
         low + (high - low) * ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
     }
 }
+
+/// Steps the wave once on the CPU path of `graphics` at a random phase, for each grid size, and
+/// checks what the path reads back (GL: its host copy; Vulkan: the memory drawn from) against the
+/// f64 reference; the buffers are poisoned with NaN first.
+pub fn check_wave_cpu_step(graphics: interop_lab::graphics::Graphics<'_>, sizes: &[(u32, u32)]) {
+    use interop_lab::demo::{Demo, DemoEnv};
+    use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
+    use interop_lab::demos::wave::{Wave, WaveSettings};
+    use interop_lab::transfer::TransferKind;
+
+    let mut random = Random::new();
+    for &(width, height) in sizes {
+        let settings = WaveSettings {
+            width,
+            height,
+            frequency: random.range(0.5, 12.0) as f32,
+            amplitude: random.range(0.05, 1.0) as f32,
+            ..WaveSettings::default()
+        };
+        let env = DemoEnv { graphics, cuda: None, transfer: TransferKind::Cpu };
+        let mut wave = Wave::new(&env, settings.clone()).expect("wave on the CPU");
+        wave.poison_positions(graphics).expect("poison");
+        let phase = random.range(0.0, std::f64::consts::TAU);
+        wave.set_phase(phase);
+        wave.step(graphics, 0, 0.0).expect("step");
+        let out = wave.read_positions(graphics).expect("read back");
+        let frame = WaveFrame {
+            width,
+            height,
+            phase: phase as f32,
+            frequency: settings.frequency,
+            amplitude: settings.amplitude,
+        };
+        assert!(out.iter().flatten().all(|v| v.is_finite()), "{width}x{height}: every vertex written (poison was NaN)");
+        let error = relative_error(&out, &reference(&frame));
+        assert!(error < 1e-6, "{width}x{height}: ‖out − ref‖/‖ref‖ = {error}");
+        Box::new(wave).destroy(graphics);
+    }
+}
