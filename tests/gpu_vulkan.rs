@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use ash::vk as raw;
-use interop_lab::bench::transfer::{KERNEL, launch_fill};
+use interop_lab::bench::fill::{KERNEL, launch_fill};
 use interop_lab::cuda::{Context, DeviceLimits, Function, Module, Stream};
 use interop_lab::runtime::{BackendRequest, CudaOptions};
 use interop_lab::transfer::vulkan::{VulkanBuffer, VulkanShare};

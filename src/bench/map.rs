@@ -211,7 +211,7 @@ pub fn run(args: &MapBenchArgs) -> Result<BenchReport> {
     let stream = Stream::new(&cuda.context)?;
     let second = Stream::new(&cuda.context)?;
     let plain = crate::cuda::DeviceBuffer::new(&cuda.context, LONG_KERNEL_BYTES)?;
-    let compiled = cuda.compiler.compile(&super::transfer::KERNEL, &[])?;
+    let compiled = cuda.compiler.compile(&super::fill::KERNEL, &[])?;
     let module = Module::load(&cuda.context, &compiled)?;
     let fill = module.function("fill")?;
     if args.bytes > 1 << 30 {
@@ -427,7 +427,7 @@ impl Run<'_> {
 
     /// Launches `fill` over `span` on `stream`.
     fn launch_fill(&mut self, stream: &Stream, span: crate::cuda::DeviceSpan, value: u32) -> Result<()> {
-        super::transfer::launch_fill(&mut self.fill, &self.limits, stream, span, value)
+        super::fill::launch_fill(&mut self.fill, &self.limits, stream, span, value)
     }
 
     /// GL copies `bytes` from `from` to `to` (both GL buffers of this context).

@@ -1,7 +1,6 @@
 //! `interop-lab bench transfer`: what each way of getting a kernel's output into a GL buffer costs
 //! per frame, for several buffer sizes. A fill kernel (or the CPU) writes every byte; each frame
 //! ends when GL has executed everything issued, so the figure is the latency a frame pays.
-#![allow(unsafe_code)]
 
 use std::path::PathBuf;
 
@@ -11,37 +10,17 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde_json::json;
 
-use super::vulkan::{VULKAN_LABEL, VulkanBench};
+use super::fill::launch_fill;
+use super::vulkan::{FrameCounts, VULKAN_LABEL, VulkanBench};
 use crate::args::CudaArgs;
-use crate::cuda::launch::arg;
-use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module, Stream};
+use crate::cuda::{DeviceLimits, Module, Stream};
 use crate::demo::bench::BenchReport;
 use crate::gl::context::headless::HeadlessGl;
 use crate::render::Graphics;
 use crate::runtime::{self, CudaOptions};
-use crate::sources::SourceFile;
 use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage};
 use crate::transfer::{Access, Target, TransferKind};
-use crate::{Error, Result, gl, source_file};
-
-/// The kernel source.
-pub const KERNEL: SourceFile = source_file!("kernels/fill.cu");
-
-/// Launches `fill` (from [`KERNEL`]) over `span` on `stream`: word i becomes `value ^ i`.
-pub fn launch_fill(
-    function: &mut Function,
-    limits: &DeviceLimits,
-    stream: &Stream,
-    span: crate::cuda::DeviceSpan,
-    value: u32,
-) -> Result<()> {
-    let words = (span.bytes / 4) as u64;
-    let config = LaunchConfig { grid: [1024, 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
-    let mut args = [arg(&span.ptr), arg(&words), arg(&value)];
-    // SAFETY: matches fill(unsigned*, unsigned long long, unsigned); the kernel writes words
-    // < span.bytes / 4 only, inside `span` (a mapped or allocated buffer).
-    unsafe { function.launch(stream, limits, &config, &mut args) }
-}
+use crate::{Error, Result, gl};
 
 #[derive(Args, Debug)]
 /// `interop-lab bench transfer`.
@@ -176,7 +155,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
     };
     let mut kernel = match &selection.cuda {
         Some(cuda) => {
-            let compiled = cuda.compiler.compile(&KERNEL, &[])?;
+            let compiled = cuda.compiler.compile(&super::fill::KERNEL, &[])?;
             let module = Module::load(&cuda.context, &compiled)?;
             Some((module.function("fill")?, DeviceLimits::from(cuda.context.device())))
         }
@@ -312,7 +291,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                 Ok(bench) => {
                     let (function, limits) =
                         kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
-                    bench.run(bytes, options, function, limits)?
+                    bench.run(bytes, FrameCounts { warmup: options.warmup, timed: options.frames }, function, limits)?
                 }
                 Err(why) => (
                     format!("{bytes:>9} {:<22} not available here: {why}\n", VULKAN_LABEL),

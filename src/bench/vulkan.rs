@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ash::vk as raw;
 use serde_json::json;
 
-use super::transfer::{TransferBench, launch_fill};
+use super::fill::launch_fill;
 use crate::cuda::{Context, DeviceLimits, Function, Stream};
 use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage, StageTimes};
 use crate::transfer::vulkan::VulkanShare;
@@ -17,6 +17,15 @@ use crate::vk::commands::CommandRing;
 use crate::vk::device::{DeviceChoice, VulkanContext};
 use crate::vk::memory::{Buffer, MemoryKind};
 use crate::{Error, Result};
+
+/// Frames a row runs: untimed first, then timed.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameCounts {
+    /// Untimed frames.
+    pub warmup: u32,
+    /// Timed frames (median and p90 reported).
+    pub timed: u32,
+}
 
 /// The label of the Vulkan rows.
 pub const VULKAN_LABEL: &str = "Vulkan + timeline";
@@ -86,14 +95,14 @@ impl VulkanBench {
     pub fn run(
         &mut self,
         bytes: usize,
-        options: &TransferBench,
+        counts: FrameCounts,
         function: &mut Function,
         limits: &DeviceLimits,
     ) -> Result<(String, Vec<serde_json::Value>)> {
         let mut lines = String::new();
         let mut results = Vec::new();
         for mode in [Mode::Shared, Mode::CudaFirst, Mode::VulkanAlone, Mode::CudaAlone] {
-            let (line, result) = self.run_mode(mode, bytes, options, function, limits)?;
+            let (line, result) = self.run_mode(mode, bytes, counts, function, limits)?;
             lines.push_str(&line);
             results.push(result);
         }
@@ -104,18 +113,18 @@ impl VulkanBench {
         &mut self,
         mode: Mode,
         bytes: usize,
-        options: &TransferBench,
+        counts: FrameCounts,
         function: &mut Function,
         limits: &DeviceLimits,
     ) -> Result<(String, serde_json::Value)> {
         let buffer = self.share.create_buffer(bytes, raw::BufferUsageFlags::STORAGE_BUFFER)?;
         let checked = CHECKED_BYTES.min(bytes);
         let first_word = (bytes - checked) / 4;
-        let mut history = FrameHistory::new(options.frames as usize);
-        let mut frame_us = Vec::with_capacity(options.frames as usize);
+        let mut history = FrameHistory::new(counts.timed as usize);
+        let mut frame_us = Vec::with_capacity(counts.timed as usize);
         let mut wrong_frames = 0u32;
         let mut ready = 0;
-        for frame in 0..u64::from(options.warmup + options.frames) {
+        for frame in 0..u64::from(counts.warmup + counts.timed) {
             let value = frame as u32;
             let mut times = StageTimes::default();
             let started = Instant::now();
@@ -156,7 +165,7 @@ impl VulkanBench {
             {
                 wrong_frames += 1;
             }
-            if frame >= u64::from(options.warmup) {
+            if frame >= u64::from(counts.warmup) {
                 frame_us.push(micros(started));
                 history.push(FrameSample { frame, frame_us: f64::NAN, stages: times });
             }

@@ -8,10 +8,14 @@ use ash::vk;
 
 use super::device::VulkanContext;
 use super::shader::{ShaderModule, ShaderStage};
-use super::target::{COLOR_FORMAT, DEPTH_FORMAT};
 use super::vk_error;
 use crate::Result;
 use crate::sources::SourceFile;
+
+/// Format of the colour attachment pipelines draw into (the offscreen target's).
+pub const COLOR_FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;
+/// Format of the depth attachment.
+pub const DEPTH_FORMAT: vk::Format = vk::Format::D32_SFLOAT;
 
 /// Most vertex buffers a pipeline reads.
 pub const MAX_VERTEX_BUFFERS: usize = 2;

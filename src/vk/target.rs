@@ -12,13 +12,9 @@ use ash::vk;
 use super::commands::{CommandRing, Recorder};
 use super::device::VulkanContext;
 use super::memory::{Buffer, MemoryKind};
+use super::pipeline::{COLOR_FORMAT, DEPTH_FORMAT};
 use super::vk_error;
 use crate::{Error, Result};
-
-/// Format of the colour attachment.
-pub const COLOR_FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;
-/// Format of the depth attachment.
-pub const DEPTH_FORMAT: vk::Format = vk::Format::D32_SFLOAT;
 
 /// A 2D image with its own device memory and a view, destroyed on drop.
 struct Image {
