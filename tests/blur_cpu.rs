@@ -1,4 +1,5 @@
-//! The blur demo on the CPU backend, end to end: a headless run's --output equals the f64
+//! The blur demo on the CPU backend, end to end (drawn with GL, and with Vulkan where it runs): a
+//! headless run's --output equals the f64
 //! reference of the same filter within the stated bounds, and bad input is named.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
@@ -41,11 +42,24 @@ fn headless_cpu_output_matches_the_f64_reference() {
     let source = random_source(251, 97, &mut random);
     let input = dir.join("input.png");
     image::save(&input, [251, 97], PixelFormat::Rgba8, &source.rgba8).expect("save input");
-    for (variant, sigma) in [("separable", 3.5), ("box", 6.0), ("naive", 1.5), ("recursive", 6.0)] {
-        let output = dir.join(format!("{variant}.png"));
+    // The Vulkan renderer writes the same output from the memory it draws (where Vulkan runs).
+    let vulkan = interop_lab::vk::frame::VulkanGraphics::new(&interop_lab::vk::device::DeviceChoice::Any, [8, 8]);
+    let renderers: &[&str] =
+        if common::available(vulkan.is_ok(), "a Vulkan 1.3 loader and driver", "INTEROP_LAB_REQUIRE_VULKAN") {
+            &["gl", "vulkan"]
+        } else {
+            &["gl"]
+        };
+    drop(vulkan);
+    let runs = [("separable", 3.5), ("box", 6.0), ("naive", 1.5), ("recursive", 6.0)];
+    for (renderer, (variant, sigma)) in renderers.iter().flat_map(|r| runs.iter().map(move |v| (r, v))) {
+        let (variant, sigma) = (*variant, *sigma);
+        let output = dir.join(format!("{variant}-{renderer}.png"));
         let status = binary()
             .args([
                 "blur",
+                "--renderer",
+                renderer,
                 "--headless",
                 "--backend",
                 "cpu",
@@ -64,7 +78,7 @@ fn headless_cpu_output_matches_the_f64_reference() {
             .arg(&output)
             .output()
             .expect("run");
-        assert!(status.status.success(), "{variant}: {}", String::from_utf8_lossy(&status.stderr));
+        assert!(status.status.success(), "{variant} on {renderer}: {}", String::from_utf8_lossy(&status.stderr));
         let out = image::load(&output).expect("output written");
         assert_eq!((out.width, out.height), (251, 97));
         let exact = source.to_float_image(PixelFormat::Rgba8);
@@ -85,7 +99,7 @@ fn headless_cpu_output_matches_the_f64_reference() {
         }
         let mean = sum / (reference.pixels.len() * 4) as f64;
         // RGBA8: f32 sums then rounding to the nearest level: at most one level off, rarely.
-        assert!(max <= 1.0 && mean < 0.3, "{variant}: max {max}, mean {mean}");
+        assert!(max <= 1.0 && mean < 0.3, "{variant} on {renderer}: max {max}, mean {mean}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }

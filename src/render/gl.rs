@@ -132,8 +132,8 @@ impl GlRenderer {
 
     fn draw_picture(gl: &glow::Context, picture: &Picture<'_>, pass: &Pass, view: &View) -> Result<()> {
         let nearest = picture.zoom >= 1.0;
-        picture.original.texture().bind(gl, 0, nearest)?;
-        picture.result.texture().bind(gl, 1, nearest)?;
+        picture.original.texture().gl()?.bind(gl, 0, nearest)?;
+        picture.result.texture().gl()?.bind(gl, 1, nearest)?;
         let program = &pass.program;
         program.bind(gl)?;
         program.set_i32(gl, "original", 0);

@@ -24,7 +24,7 @@ use glam::{Mat4, Vec2};
 use crate::Result;
 pub use crate::graphics::Graphics;
 use crate::pixel::PixelFormat;
-use crate::transfer::{SharedBuffer, SharedImage};
+use crate::transfer::{SharedBuffer, SharedImage, TextureMemory};
 
 /// The viewport a demo draws into (the part of the framebuffer right of the panel).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -142,24 +142,22 @@ pub trait Renderer {
 /// An image the graphics side holds for drawing only (no kernel writes it), e.g. the original
 /// beside a filtered one.
 pub struct Image {
-    texture: crate::gl::Texture,
+    texture: TextureMemory,
 }
 
 impl Image {
     /// An image of `size` pixels in `format`, holding `pixels` (top row first).
     pub fn new(graphics: Graphics<'_>, size: [u32; 2], format: PixelFormat, pixels: &[u8]) -> Result<Self> {
-        Ok(Self { texture: crate::gl::Texture::new(graphics.gl()?, size, format, Some(pixels))? })
+        Ok(Self { texture: TextureMemory::new(graphics, size, format, pixels)? })
     }
 
-    /// The GL texture, for the GL renderer.
-    pub fn texture(&self) -> &crate::gl::Texture {
+    /// The texture, for the renderer of its API.
+    pub fn texture(&self) -> &TextureMemory {
         &self.texture
     }
 
-    /// Releases the image (the context must be current).
-    pub fn destroy(mut self, graphics: Graphics<'_>) {
-        if let Ok(gl) = graphics.gl() {
-            self.texture.destroy(gl);
-        }
+    /// Releases the image (a GL context must be current for a GL texture).
+    pub fn destroy(self, graphics: Graphics<'_>) {
+        self.texture.destroy(graphics);
     }
 }

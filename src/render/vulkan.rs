@@ -1,9 +1,11 @@
 //! The Vulkan renderer: draws a [`Scene`] into the frame [`VulkanGraphics`] is recording, with the
 //! GL renderer's look (the same matrices, colour ramps, light, sprite shape, clear colours, depth
 //! test and blending), so the two APIs give the same picture: the wave's grid (lit mesh or points)
-//! and n-body's sprites. Blur's picture is drawn with OpenGL only, so far.
+//! n-body's sprites and blur's before/after picture.
 
-use super::{Graphics, Grid, Renderer, Scene, Sprites, View};
+use ash::vk::DescriptorSet;
+
+use super::{Graphics, Grid, Picture, Renderer, Scene, Sprites, View};
 use crate::sources::SourceFile;
 use crate::vk::frame::VulkanGraphics;
 use crate::vk::memory::Buffer;
@@ -15,6 +17,12 @@ const GRID_VERTEX: SourceFile = source_file!("shaders/vulkan/wave.vert");
 const GRID_FRAGMENT: SourceFile = source_file!("shaders/vulkan/wave.frag");
 const SPRITES_VERTEX: SourceFile = source_file!("shaders/vulkan/nbody.vert");
 const SPRITES_FRAGMENT: SourceFile = source_file!("shaders/vulkan/nbody.frag");
+
+const PICTURE_VERTEX: SourceFile = source_file!("shaders/vulkan/blur_view.vert");
+const PICTURE_FRAGMENT: SourceFile = source_file!("shaders/vulkan/blur_view.frag");
+
+/// The picture's clear colour (the GL renderer's).
+const PICTURE_CLEAR: [f32; 4] = [0.05, 0.05, 0.06, 1.0];
 
 /// The sprites' clear colour (the GL renderer's).
 const SPRITES_CLEAR: [f32; 4] = [0.0, 0.0, 0.01, 1.0];
@@ -46,6 +54,26 @@ struct SpriteConstants {
     brightness: f32,
 }
 
+/// The push-constant block of `shaders/vulkan/blur_view.frag` (44 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct PictureConstants {
+    viewport_origin: [f32; 2],
+    viewport_size: [f32; 2],
+    image_size: [f32; 2],
+    pan: [f32; 2],
+    zoom: f32,
+    split: f32,
+    target_height: f32,
+}
+
+/// The picture's pipeline and the textures its descriptor set binds now: (original, result,
+/// nearest filtering), by texture identity.
+struct PicturePass {
+    pipeline: GraphicsPipeline,
+    bound: Option<((u64, u64, bool), DescriptorSet)>,
+}
+
 /// The grid's pipelines (mesh and points) and its triangles for one size.
 struct GridPasses {
     mesh: GraphicsPipeline,
@@ -58,6 +86,7 @@ struct GridPasses {
 pub struct VulkanRenderer {
     grid: Option<GridPasses>,
     sprites: Option<GraphicsPipeline>,
+    picture: Option<PicturePass>,
 }
 
 impl VulkanRenderer {
@@ -73,6 +102,7 @@ impl VulkanRenderer {
                 fragment: &GRID_FRAGMENT,
                 topology,
                 vertex_buffers: 1,
+                textures: 0,
                 blend: Blend::DepthTested,
                 push_constant_bytes: std::mem::size_of::<GridConstants>() as u32,
             };
@@ -86,6 +116,59 @@ impl VulkanRenderer {
         self.grid.as_mut().ok_or_else(|| Error::Unavailable("the grid pipelines were not built".to_owned()))
     }
 
+    fn picture_pass(&mut self, vulkan: &VulkanGraphics) -> Result<&mut PicturePass> {
+        if self.picture.is_none() {
+            let description = PipelineDescription {
+                vertex: &PICTURE_VERTEX,
+                fragment: &PICTURE_FRAGMENT,
+                topology: Topology::Triangles,
+                vertex_buffers: 0,
+                textures: 2,
+                blend: Blend::DepthTested,
+                push_constant_bytes: std::mem::size_of::<PictureConstants>() as u32,
+            };
+            let pipeline = GraphicsPipeline::new(vulkan.context(), &description)?;
+            self.picture = Some(PicturePass { pipeline, bound: None });
+        }
+        self.picture.as_mut().ok_or_else(|| Error::Unavailable("the picture pipeline was not built".to_owned()))
+    }
+
+    fn draw_picture(&mut self, vulkan: &VulkanGraphics, picture: &Picture<'_>, view: &View) -> Result<()> {
+        let pass = self.picture_pass(vulkan)?;
+        let original = picture.original.texture().vulkan()?;
+        let result = picture.result.texture().vulkan()?;
+        let nearest = picture.zoom >= 1.0;
+        let key = (original.id(), result.id(), nearest);
+        let set = match pass.bound {
+            Some((bound, set)) if bound == key => set,
+            _ => {
+                // The set is rewritten: the frames that use the old one must be done first.
+                vulkan.wait_idle()?;
+                let set = pass.pipeline.bind_textures(&[(original, nearest), (result, nearest)])?;
+                pass.bound = Some((key, set));
+                set
+            }
+        };
+        let [width, height] = picture.size;
+        let constants = PictureConstants {
+            viewport_origin: [view.origin[0] as f32, view.origin[1] as f32],
+            viewport_size: [view.size[0] as f32, view.size[1] as f32],
+            image_size: [width as f32, height as f32],
+            pan: picture.pan.to_array(),
+            zoom: picture.zoom,
+            split: picture.split,
+            target_height: vulkan.target().size()[1] as f32,
+        };
+        let rect = Rect { origin: view.origin, size: view.size };
+        let pipeline = &pass.pipeline;
+        vulkan.record(|recorder, target| {
+            target.begin_rendering(recorder, rect, PICTURE_CLEAR)?;
+            let drawn = recorder.draw_fullscreen(pipeline, bytemuck::bytes_of(&constants), set);
+            target.end_rendering(recorder);
+            drawn
+        })
+    }
+
     fn sprites_pass(&mut self, vulkan: &VulkanGraphics) -> Result<&GraphicsPipeline> {
         if self.sprites.is_none() {
             let description = PipelineDescription {
@@ -93,6 +176,7 @@ impl VulkanRenderer {
                 fragment: &SPRITES_FRAGMENT,
                 topology: Topology::Points,
                 vertex_buffers: 2,
+                textures: 0,
                 blend: Blend::Additive,
                 push_constant_bytes: std::mem::size_of::<SpriteConstants>() as u32,
             };
@@ -169,7 +253,7 @@ impl Renderer for VulkanRenderer {
         match scene {
             Scene::Grid(_) => self.grid_passes(vulkan).map(|_| ()),
             Scene::Sprites(_) => self.sprites_pass(vulkan).map(|_| ()),
-            Scene::Picture(_) => Err(not_yet()),
+            Scene::Picture(_) => self.picture_pass(vulkan).map(|_| ()),
         }
     }
 
@@ -178,24 +262,18 @@ impl Renderer for VulkanRenderer {
         match scene {
             Scene::Grid(grid) => self.draw_grid(vulkan, grid, view),
             Scene::Sprites(sprites) => self.draw_sprites(vulkan, sprites, view),
-            Scene::Picture(_) => Err(not_yet()),
+            Scene::Picture(picture) => self.draw_picture(vulkan, picture, view),
         }
     }
 
     fn destroy(&mut self, graphics: Graphics<'_>) {
-        let (grid, sprites) = (self.grid.take(), self.sprites.take());
+        let (grid, sprites, picture) = (self.grid.take(), self.sprites.take(), self.picture.take());
         if let Ok(vulkan) = graphics.vulkan() {
             // The pipelines and the index buffer go once the frames that use them are done.
             if let Err(error) = vulkan.wait_idle() {
                 log::warn!("releasing the Vulkan renderer: {error}");
             }
         }
-        drop((grid, sprites));
+        drop((grid, sprites, picture));
     }
-}
-
-fn not_yet() -> Error {
-    Error::Unavailable(
-        "the Vulkan renderer draws the wave and n-body so far; blur draws with OpenGL (--renderer gl)".to_owned(),
-    )
 }

@@ -19,7 +19,65 @@ use crate::stats::{Stage, StageTimes};
 pub struct SharedImage {
     // Field order is drop order: the CUDA side (registration, pixel buffer) before the texture.
     link: ImageLink,
-    texture: gl::Texture,
+    texture: TextureMemory,
+}
+
+/// The graphics API's texture behind an image.
+pub enum TextureMemory {
+    /// A GL texture.
+    Gl(gl::Texture),
+    /// A sampled Vulkan image.
+    Vulkan(crate::vk::texture::Texture),
+}
+
+impl TextureMemory {
+    /// A texture of `size` pixels in `format` holding `pixels` (top row first), in the API of
+    /// `graphics`.
+    pub fn new(graphics: Graphics<'_>, size: [u32; 2], format: PixelFormat, pixels: &[u8]) -> Result<Self> {
+        Ok(match graphics {
+            Graphics::Gl(gl) => TextureMemory::Gl(gl::Texture::new(gl, size, format, Some(pixels))?),
+            Graphics::Vulkan(vulkan) => TextureMemory::Vulkan(vulkan.texture(size, format, pixels)?),
+        })
+    }
+
+    /// The GL texture, for the GL renderer.
+    pub fn gl(&self) -> Result<&gl::Texture> {
+        match self {
+            TextureMemory::Gl(texture) => Ok(texture),
+            TextureMemory::Vulkan(_) => {
+                Err(crate::Error::Unavailable("a Vulkan image cannot be drawn with OpenGL".to_owned()))
+            }
+        }
+    }
+
+    /// The Vulkan image, for the Vulkan renderer.
+    pub fn vulkan(&self) -> Result<&crate::vk::texture::Texture> {
+        match self {
+            TextureMemory::Vulkan(texture) => Ok(texture),
+            TextureMemory::Gl(_) => {
+                Err(crate::Error::Unavailable("an OpenGL texture cannot be drawn with Vulkan".to_owned()))
+            }
+        }
+    }
+
+    /// Releases the texture: a GL one now (its context must be current), a Vulkan one once the
+    /// frames that sample it are done.
+    pub fn destroy(self, graphics: Graphics<'_>) {
+        match (self, graphics) {
+            (TextureMemory::Gl(mut texture), Graphics::Gl(gl)) => texture.destroy(gl),
+            (TextureMemory::Vulkan(texture), Graphics::Vulkan(vulkan)) => {
+                if let Err(error) = vulkan.wait_idle() {
+                    log::warn!("releasing a Vulkan image: {error}");
+                }
+                drop(texture);
+            }
+            (TextureMemory::Gl(texture), Graphics::Vulkan(_)) => {
+                log::warn!("a GL texture was released without its GL context; it is leaked");
+                std::mem::forget(texture);
+            }
+            (TextureMemory::Vulkan(texture), Graphics::Gl(_)) => drop(texture),
+        }
+    }
 }
 
 enum ImageLink {
@@ -48,7 +106,7 @@ pub enum ImageTarget<'a> {
 impl SharedImage {
     /// A texture registered with CUDA (the interop path makes these).
     pub(super) fn registered(resource: GraphicsResource, texture: gl::Texture) -> Self {
-        Self { link: ImageLink::Registered(resource), texture }
+        Self { link: ImageLink::Registered(resource), texture: TextureMemory::Gl(texture) }
     }
 
     /// The registration, when the texture is written in place.
@@ -60,7 +118,7 @@ impl SharedImage {
     }
 
     /// The texture, for drawing (borrowing it means no kernel writes it right now).
-    pub fn texture(&self) -> &gl::Texture {
+    pub fn texture(&self) -> &TextureMemory {
         &self.texture
     }
 
@@ -79,14 +137,12 @@ impl SharedImage {
 
     /// Releases the CUDA side, then deletes the texture. The context must be current.
     pub fn destroy(self, graphics: Graphics<'_>) {
-        let SharedImage { link, mut texture } = self;
+        let SharedImage { link, texture } = self;
         match link {
             ImageLink::Registered(resource) => drop(resource),
             ImageLink::PixelBuffer(buffer) => buffer.destroy(graphics),
         }
-        if let Ok(gl) = graphics.gl() {
-            texture.destroy(gl);
-        }
+        texture.destroy(graphics);
     }
 }
 
@@ -103,12 +159,18 @@ impl dyn Transfer + '_ {
         initial: &[u8],
         in_place: bool,
     ) -> Result<SharedImage> {
-        let gl = graphics.gl()?;
-        let texture = gl::Texture::new(gl, size, format, Some(initial))?;
-        if in_place && let Some(mapping) = self.mapping() {
-            return mapping.register_image(graphics, texture);
-        }
-        let texture = Guard::new(texture, |mut texture: gl::Texture| texture.destroy(gl));
+        let texture = TextureMemory::new(graphics, size, format, initial)?;
+        let texture = match texture {
+            TextureMemory::Gl(texture) if in_place && self.mapping().is_some() => {
+                let label = self.kind().label();
+                return match self.mapping() {
+                    Some(mapping) => mapping.register_image(graphics, texture),
+                    None => Err(crate::Error::Unavailable(format!("the {label} path cannot register textures"))),
+                };
+            }
+            other => other,
+        };
+        let texture = Guard::new(texture, |texture: TextureMemory| texture.destroy(graphics));
         let buffer = self.create_buffer(graphics, initial)?;
         Ok(SharedImage { link: ImageLink::PixelBuffer(buffer), texture: texture.keep() })
     }
@@ -137,7 +199,10 @@ impl dyn Transfer + '_ {
                 let mut times =
                     self.run(graphics, frame, &mut buffers, &mut |target| compute(ImageTarget::Buffer(target)))?;
                 let started = Instant::now();
-                texture.upload_from_buffer(graphics.gl()?, buffer.gl()?)?;
+                match texture {
+                    TextureMemory::Gl(texture) => texture.upload_from_buffer(graphics.gl()?, buffer.gl()?)?,
+                    TextureMemory::Vulkan(texture) => graphics.vulkan()?.upload_texture(texture, buffer.vulkan()?)?,
+                }
                 let upload = times.host(Stage::Upload).unwrap_or(0.0) + started.elapsed().as_secs_f64() * 1e6;
                 times.set_host(Stage::Upload, upload);
                 Ok(times)
@@ -150,7 +215,7 @@ impl dyn Transfer + '_ {
         self.synchronize()?;
         match &image.link {
             ImageLink::PixelBuffer(buffer) => self.read_buffer(graphics, buffer),
-            ImageLink::Registered(_) => image.texture.read(graphics.gl()?),
+            ImageLink::Registered(_) => image.texture.gl()?.read(graphics.gl()?),
         }
     }
 
@@ -158,7 +223,14 @@ impl dyn Transfer + '_ {
     /// pixels from stale ones.
     pub fn fill_image(&mut self, graphics: Graphics<'_>, image: &mut SharedImage, bytes: &[u8]) -> Result<()> {
         self.synchronize()?;
-        image.texture.upload(graphics.gl()?, bytes)?;
+        match &image.texture {
+            TextureMemory::Gl(texture) => texture.upload(graphics.gl()?, bytes)?,
+            TextureMemory::Vulkan(texture) => {
+                let staging = graphics.vulkan()?.host_buffer(bytes)?;
+                graphics.vulkan()?.upload_texture(texture, &staging)?;
+                graphics.vulkan()?.release_after_frame(staging);
+            }
+        }
         if let ImageLink::PixelBuffer(buffer) = &mut image.link {
             let fresh = self.create_buffer(graphics, bytes)?;
             std::mem::replace(buffer, fresh).destroy(graphics);

@@ -250,7 +250,7 @@ impl Mapping for Interop {
         image: &mut SharedImage,
         compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
     ) -> Result<StageTimes> {
-        let size = image.texture().size();
+        let size = image.texture().gl()?.size();
         let context = self.context.clone();
         let Some(resource) = image.resource_mut() else {
             return Err(Error::InvalidInput("this image goes through a pixel buffer, not a registration".to_owned()));

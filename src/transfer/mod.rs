@@ -33,7 +33,7 @@ use serde::Serialize;
 use self::cpu::{CpuPath, HostBytes};
 use self::external::External;
 use self::host_copy::{HostCopy, Staging};
-pub use self::image::{ImageTarget, SharedImage};
+pub use self::image::{ImageTarget, SharedImage, TextureMemory};
 use self::interop::Interop;
 use crate::cuda::external::ExportableMemory;
 use crate::cuda::interop::{GlEntryPoints, GraphicsResource, MapAccess};

@@ -108,6 +108,27 @@ impl Recorder<'_> {
         Ok(())
     }
 
+    /// Draws one triangle whose vertices the vertex shader makes up (covering the viewport), with
+    /// `pipeline`, its push constants and its textures (`set`, from
+    /// [`GraphicsPipeline::bind_textures`]).
+    pub fn draw_fullscreen(&self, pipeline: &GraphicsPipeline, constants: &[u8], set: vk::DescriptorSet) -> Result<()> {
+        self.bind(pipeline, constants, &[])?;
+        // SAFETY: a buffer in the recording state inside a rendering scope; a set made for this
+        // pipeline's layout whose textures are live (the caller holds them).
+        unsafe {
+            self.device.cmd_bind_descriptor_sets(
+                self.buffer,
+                vk::PipelineBindPoint::GRAPHICS,
+                pipeline.layout(),
+                0,
+                &[set],
+                &[],
+            );
+            self.device.cmd_draw(self.buffer, 3, 1, 0, 0);
+        }
+        Ok(())
+    }
+
     fn bind(&self, pipeline: &GraphicsPipeline, constants: &[u8], vertices: &[&Buffer]) -> Result<()> {
         if vertices.len() != pipeline.vertex_buffers() {
             return Err(Error::InvalidInput(format!(
@@ -139,7 +160,14 @@ impl Recorder<'_> {
                 0,
                 constants,
             );
-            self.device.cmd_bind_vertex_buffers(self.buffer, 0, &handles[..vertices.len()], &offsets[..vertices.len()]);
+            if !vertices.is_empty() {
+                self.device.cmd_bind_vertex_buffers(
+                    self.buffer,
+                    0,
+                    &handles[..vertices.len()],
+                    &offsets[..vertices.len()],
+                );
+            }
         }
         Ok(())
     }

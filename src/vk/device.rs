@@ -37,6 +37,8 @@ pub struct VulkanContext {
     memory: vk::PhysicalDeviceMemoryProperties,
     timestamp_period_ns: f32,
     max_image_size: u32,
+    /// Whether RGBA32F images can be sampled with linear filtering (RGBA8 always can).
+    filter_float: bool,
     dynamic_rendering: bool,
     description: VulkanDevice,
     _instance: Instance,
@@ -91,6 +93,12 @@ impl VulkanContext {
         // SAFETY: as above.
         let api_version = unsafe { instance.instance.get_physical_device_properties(physical) }.api_version;
         let dynamic_rendering = api_version >= vk::API_VERSION_1_3 && supported13.dynamic_rendering == vk::TRUE;
+        // SAFETY: as above.
+        let float_features = unsafe {
+            instance.instance.get_physical_device_format_properties(physical, vk::Format::R32G32B32A32_SFLOAT)
+        };
+        let filter_float =
+            float_features.optimal_tiling_features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE_FILTER_LINEAR);
         let priorities = [1.0f32];
         let queues =
             [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
@@ -130,6 +138,7 @@ impl VulkanContext {
             memory,
             timestamp_period_ns: limits.timestamp_period,
             max_image_size: limits.max_image_dimension2_d,
+            filter_float,
             dynamic_rendering,
             description,
             _instance: instance,
@@ -159,6 +168,11 @@ impl VulkanContext {
     /// Whether the renderer can draw on this device (dynamic rendering, Vulkan 1.3).
     pub fn can_render(&self) -> bool {
         self.dynamic_rendering
+    }
+
+    /// Whether sampled images of `format` can be filtered linearly.
+    pub fn can_filter_linearly(&self, format: vk::Format) -> bool {
+        format != vk::Format::R32G32B32A32_SFLOAT || self.filter_float
     }
 
     /// The largest width or height of a 2D image (`maxImageDimension2D`).

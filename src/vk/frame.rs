@@ -13,6 +13,8 @@ use super::commands::{CommandRing, Recorder};
 use super::device::{DeviceChoice, VulkanContext};
 use super::memory::{Buffer, MemoryKind};
 use super::target::OffscreenTarget;
+use super::texture::Texture;
+use crate::pixel::PixelFormat;
 use crate::{Error, Result};
 
 /// Command buffers in flight: enough for the host to record a frame while the GPU runs two.
@@ -62,6 +64,32 @@ impl VulkanGraphics {
             bytes[..initial.len()].copy_from_slice(initial);
         }
         Ok(buffer)
+    }
+
+    /// A sampled image of `size` pixels in `format` holding `pixels` (top row first), uploaded
+    /// through a staging buffer; returns once the upload has finished.
+    pub fn texture(&self, size: [u32; 2], format: PixelFormat, pixels: &[u8]) -> Result<Texture> {
+        let texture = Texture::new(&self.context, size, format)?;
+        if pixels.len() != texture.bytes() {
+            return Err(Error::InvalidInput(format!(
+                "{} bytes for a {}x{} image of {} bytes",
+                pixels.len(),
+                size[0],
+                size[1],
+                texture.bytes()
+            )));
+        }
+        let staging = self.host_buffer(pixels)?;
+        self.upload_texture(&texture, &staging)?;
+        self.wait_idle()?;
+        Ok(texture)
+    }
+
+    /// Copies `source` (the image's bytes, rows top first) into `texture` with a submission of its
+    /// own, ahead of the frames submitted after it.
+    pub fn upload_texture(&self, texture: &Texture, source: &Buffer) -> Result<()> {
+        let mut commands = self.commands.try_borrow_mut().map_err(|_| busy())?;
+        commands.submit(&[], &[], |recorder| texture.record_upload(recorder, source))
     }
 
     /// Copies `bytes` into the host-visible `buffer`, once every frame submitted so far (which may

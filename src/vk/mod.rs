@@ -13,6 +13,7 @@ pub mod pipeline;
 pub mod shader;
 pub mod sync;
 pub mod target;
+pub mod texture;
 
 use std::ffi::CStr;
 

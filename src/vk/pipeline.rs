@@ -8,9 +8,10 @@ use ash::vk;
 
 use super::device::VulkanContext;
 use super::shader::{ShaderModule, ShaderStage};
+use super::texture::Texture;
 use super::vk_error;
-use crate::Result;
 use crate::sources::SourceFile;
+use crate::{Error, Result};
 
 /// Format of the colour attachment pipelines draw into (the offscreen target's).
 pub const COLOR_FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;
@@ -19,6 +20,10 @@ pub const DEPTH_FORMAT: vk::Format = vk::Format::D32_SFLOAT;
 
 /// Most vertex buffers a pipeline reads.
 pub const MAX_VERTEX_BUFFERS: usize = 2;
+/// Most textures a pipeline samples.
+pub const MAX_TEXTURES: usize = 2;
+/// Descriptor sets a pipeline's pool holds.
+const SETS: usize = 1;
 /// Bytes per vertex in each vertex buffer: one float4.
 pub const FLOAT4: u32 = 16;
 
@@ -50,8 +55,11 @@ pub struct PipelineDescription<'a> {
     pub fragment: &'a SourceFile,
     /// Triangles or points.
     pub topology: Topology,
-    /// Vertex buffers: buffer `i` feeds attribute `location = i`, one float4 per vertex.
+    /// Vertex buffers: buffer `i` feeds attribute `location = i`, one float4 per vertex (0: the
+    /// vertex shader makes its vertices up from `gl_VertexIndex`).
     pub vertex_buffers: u32,
+    /// Sampled textures: texture i's image at `binding = 2i` of set 0, its sampler at `2i + 1`.
+    pub textures: u32,
     /// How fragments combine.
     pub blend: Blend,
     /// Size of the push-constant block both stages read.
@@ -64,6 +72,9 @@ pub struct GraphicsPipeline {
     layout: vk::PipelineLayout,
     push_constant_bytes: u32,
     vertex_buffers: usize,
+    textures: usize,
+    pool: vk::DescriptorPool,
+    set_layout: vk::DescriptorSetLayout,
     context: Rc<VulkanContext>,
 }
 
@@ -78,7 +89,45 @@ impl GraphicsPipeline {
             offset: 0,
             size: description.push_constant_bytes,
         }];
-        let layout_info = vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&ranges);
+        let textures = description.textures.min(MAX_TEXTURES as u32) as usize;
+        // Texture i is an image at binding 2i and its sampler at 2i + 1 (GLSL `texture2D` and
+        // `sampler`, combined in the shader with `sampler2D(image, sampler)`).
+        let bindings: [vk::DescriptorSetLayoutBinding; 2 * MAX_TEXTURES] = std::array::from_fn(|i| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(i as u32)
+                .descriptor_type(descriptor_type(i))
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+        });
+        let set_info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings[..2 * textures]);
+        // SAFETY: valid create info; destroyed in Drop (or by the guard below).
+        let set_layout = unsafe { device.create_descriptor_set_layout(&set_info, None) }
+            .map_err(|e| vk_error("vkCreateDescriptorSetLayout", e))?;
+        let set_layout = crate::guard::Guard::new(set_layout, |layout| {
+            // SAFETY: created above, used by nothing yet.
+            unsafe { device.destroy_descriptor_set_layout(layout, None) }
+        });
+        let sizes = [
+            vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::SAMPLED_IMAGE,
+                descriptor_count: (textures.max(1) * SETS) as u32,
+            },
+            vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::SAMPLER,
+                descriptor_count: (textures.max(1) * SETS) as u32,
+            },
+        ];
+        let pool_info = vk::DescriptorPoolCreateInfo::default().max_sets(SETS as u32).pool_sizes(&sizes);
+        // SAFETY: valid create info; destroyed in Drop (or by the guard below).
+        let pool = unsafe { device.create_descriptor_pool(&pool_info, None) }
+            .map_err(|e| vk_error("vkCreateDescriptorPool", e))?;
+        let pool = crate::guard::Guard::new(pool, |pool| {
+            // SAFETY: created above, no set in use.
+            unsafe { device.destroy_descriptor_pool(pool, None) }
+        });
+        let set_layouts = [*set_layout];
+        let layout_info =
+            vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&ranges).set_layouts(&set_layouts);
         // SAFETY: valid create info; destroyed in Drop (or below on failure).
         let layout = unsafe { device.create_pipeline_layout(&layout_info, None) }
             .map_err(|e| vk_error("vkCreatePipelineLayout", e))?;
@@ -97,7 +146,7 @@ impl GraphicsPipeline {
                 .module(fragment.raw())
                 .name(c"main"),
         ];
-        let count = description.vertex_buffers.clamp(1, MAX_VERTEX_BUFFERS as u32) as usize;
+        let count = description.vertex_buffers.min(MAX_VERTEX_BUFFERS as u32) as usize;
         let bindings: [vk::VertexInputBindingDescription; MAX_VERTEX_BUFFERS] =
             std::array::from_fn(|i| vk::VertexInputBindingDescription {
                 binding: i as u32,
@@ -174,6 +223,9 @@ impl GraphicsPipeline {
             layout: layout.keep(),
             push_constant_bytes: description.push_constant_bytes,
             vertex_buffers: count,
+            textures,
+            pool: pool.keep(),
+            set_layout: set_layout.keep(),
             context: context.clone(),
         })
     }
@@ -188,6 +240,44 @@ impl GraphicsPipeline {
         self.layout
     }
 
+    /// A descriptor set binding `textures` (each with nearest or linear filtering) to the
+    /// pipeline's texture bindings. Every set made earlier is freed first, so the caller must
+    /// have waited for the frames that used them.
+    pub fn bind_textures(&self, textures: &[(&Texture, bool)]) -> Result<vk::DescriptorSet> {
+        if textures.len() != self.textures {
+            return Err(Error::InvalidInput(format!(
+                "{} textures for a pipeline that samples {}",
+                textures.len(),
+                self.textures
+            )));
+        }
+        let device = self.context.device();
+        // SAFETY: the pool is live and, as the caller guarantees, none of its sets is in use.
+        unsafe { device.reset_descriptor_pool(self.pool, vk::DescriptorPoolResetFlags::empty()) }
+            .map_err(|e| vk_error("vkResetDescriptorPool", e))?;
+        let layouts = [self.set_layout];
+        let allocate_info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.pool).set_layouts(&layouts);
+        // SAFETY: a live pool with room for a set of this layout.
+        let set = unsafe { device.allocate_descriptor_sets(&allocate_info) }
+            .map_err(|e| vk_error("vkAllocateDescriptorSets", e))?[0];
+        let infos: Vec<[vk::DescriptorImageInfo; 1]> =
+            textures.iter().flat_map(|(texture, nearest)| texture.descriptors(*nearest)).map(|info| [info]).collect();
+        let writes: Vec<vk::WriteDescriptorSet<'_>> = infos
+            .iter()
+            .enumerate()
+            .map(|(binding, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(binding as u32)
+                    .descriptor_type(descriptor_type(binding))
+                    .image_info(info)
+            })
+            .collect();
+        // SAFETY: a freshly allocated set; the views and samplers are live (borrowed textures).
+        unsafe { device.update_descriptor_sets(&writes, &[]) };
+        Ok(set)
+    }
+
     /// Vertex buffers it reads.
     pub fn vertex_buffers(&self) -> usize {
         self.vertex_buffers
@@ -199,6 +289,11 @@ impl GraphicsPipeline {
     }
 }
 
+/// What binding `index` of a pipeline's set holds: images at even bindings, samplers at odd.
+fn descriptor_type(index: usize) -> vk::DescriptorType {
+    if index.is_multiple_of(2) { vk::DescriptorType::SAMPLED_IMAGE } else { vk::DescriptorType::SAMPLER }
+}
+
 impl Drop for GraphicsPipeline {
     fn drop(&mut self) {
         // SAFETY: created in `new`, destroyed once, after the frames that used it (the owner
@@ -206,6 +301,8 @@ impl Drop for GraphicsPipeline {
         unsafe {
             self.context.device().destroy_pipeline(self.pipeline, None);
             self.context.device().destroy_pipeline_layout(self.layout, None);
+            self.context.device().destroy_descriptor_pool(self.pool, None);
+            self.context.device().destroy_descriptor_set_layout(self.set_layout, None);
         }
     }
 }

@@ -1,0 +1,238 @@
+//! Sampled images: a 2D image the fragment shader reads, filled from a buffer by a copy on the
+//! queue (`vkCmdCopyBufferToImage`), with its own device memory, view and two samplers (nearest
+//! for zooming in, linear for zooming out where the format can be filtered).
+#![allow(unsafe_code)]
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use ash::vk;
+
+use super::commands::Recorder;
+use super::device::VulkanContext;
+use super::memory::Buffer;
+use super::vk_error;
+use crate::pixel::PixelFormat;
+use crate::{Error, Result};
+
+/// A sampled 2D image; everything is destroyed on drop (after the frames that use it: the owner
+/// waits for them).
+pub struct Texture {
+    image: vk::Image,
+    memory: vk::DeviceMemory,
+    view: vk::ImageView,
+    nearest: vk::Sampler,
+    linear: vk::Sampler,
+    size: [u32; 2],
+    format: PixelFormat,
+    /// Layout after the last recorded command (commands run in the order they are recorded).
+    layout: Cell<vk::ImageLayout>,
+    context: Rc<VulkanContext>,
+}
+
+fn vk_format(format: PixelFormat) -> vk::Format {
+    match format {
+        PixelFormat::Rgba8 => vk::Format::R8G8B8A8_UNORM,
+        PixelFormat::Rgba32f => vk::Format::R32G32B32A32_SFLOAT,
+    }
+}
+
+impl Texture {
+    /// An image of `size` pixels in `format` (contents undefined until the first upload).
+    pub fn new(context: &Rc<VulkanContext>, size: [u32; 2], format: PixelFormat) -> Result<Self> {
+        let largest = context.max_image_size();
+        if size[0] == 0 || size[1] == 0 || size[0] > largest || size[1] > largest {
+            return Err(Error::InvalidInput(format!(
+                "a {}x{} image does not fit Vulkan device {} (1 to {largest} pixels a side)",
+                size[0],
+                size[1],
+                context.description().name
+            )));
+        }
+        let device = context.device();
+        let create_info = vk::ImageCreateInfo::default()
+            .image_type(vk::ImageType::TYPE_2D)
+            .format(vk_format(format))
+            .extent(vk::Extent3D { width: size[0], height: size[1], depth: 1 })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST)
+            .initial_layout(vk::ImageLayout::UNDEFINED);
+        // SAFETY: valid create info; everything made here is destroyed by `made`'s Drop.
+        let image = unsafe { device.create_image(&create_info, None) }.map_err(|e| vk_error("vkCreateImage", e))?;
+        let mut made = Self {
+            image,
+            memory: vk::DeviceMemory::null(),
+            view: vk::ImageView::null(),
+            nearest: vk::Sampler::null(),
+            linear: vk::Sampler::null(),
+            size,
+            format,
+            layout: Cell::new(vk::ImageLayout::UNDEFINED),
+            context: context.clone(),
+        };
+        // SAFETY: a live image.
+        let requirements = unsafe { device.get_image_memory_requirements(image) };
+        let memory_type = context
+            .memory_type(requirements.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            .ok_or_else(|| Error::Unavailable("the Vulkan device has no device-local memory for images".to_owned()))?;
+        let allocate_info =
+            vk::MemoryAllocateInfo::default().allocation_size(requirements.size).memory_type_index(memory_type);
+        // SAFETY: valid allocate info; freed in Drop.
+        made.memory =
+            unsafe { device.allocate_memory(&allocate_info, None) }.map_err(|e| vk_error("vkAllocateMemory", e))?;
+        // SAFETY: memory of the size the image asked for, bound once at offset 0.
+        unsafe { device.bind_image_memory(image, made.memory, 0) }.map_err(|e| vk_error("vkBindImageMemory", e))?;
+        let view_info = vk::ImageViewCreateInfo::default()
+            .image(image)
+            .view_type(vk::ImageViewType::TYPE_2D)
+            .format(vk_format(format))
+            .subresource_range(color_range());
+        // SAFETY: a live image with bound memory; destroyed in Drop.
+        made.view =
+            unsafe { device.create_image_view(&view_info, None) }.map_err(|e| vk_error("vkCreateImageView", e))?;
+        let filterable = context.can_filter_linearly(vk_format(format));
+        for (filter, slot) in [(vk::Filter::NEAREST, &mut made.nearest), (vk::Filter::LINEAR, &mut made.linear)] {
+            let filter = if filterable { filter } else { vk::Filter::NEAREST };
+            let sampler_info = vk::SamplerCreateInfo::default()
+                .mag_filter(filter)
+                .min_filter(filter)
+                .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+                .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+                .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE);
+            // SAFETY: valid create info; destroyed in Drop.
+            *slot =
+                unsafe { device.create_sampler(&sampler_info, None) }.map_err(|e| vk_error("vkCreateSampler", e))?;
+        }
+        Ok(made)
+    }
+
+    /// Size in pixels.
+    pub fn size(&self) -> [u32; 2] {
+        self.size
+    }
+
+    /// Bytes of the whole image (rows top first, tightly packed).
+    pub fn bytes(&self) -> usize {
+        self.size[0] as usize * self.size[1] as usize * self.format.bytes_per_pixel()
+    }
+
+    /// The image's descriptor, then its sampler's (`nearest`, or linear filtering).
+    pub(crate) fn descriptors(&self, nearest: bool) -> [vk::DescriptorImageInfo; 2] {
+        let image = vk::DescriptorImageInfo {
+            sampler: vk::Sampler::null(),
+            image_view: self.view,
+            image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+        };
+        let sampler = vk::DescriptorImageInfo {
+            sampler: if nearest { self.nearest } else { self.linear },
+            image_view: vk::ImageView::null(),
+            image_layout: vk::ImageLayout::UNDEFINED,
+        };
+        [image, sampler]
+    }
+
+    /// An identity for caches: equal for the same texture while it lives.
+    pub fn id(&self) -> u64 {
+        vk::Handle::as_raw(self.view)
+    }
+
+    /// Records: copy `source` (the whole image's bytes, rows top first) into the image, then make
+    /// it ready for fragment shaders to sample.
+    pub fn record_upload(&self, recorder: &Recorder<'_>, source: &Buffer) -> Result<()> {
+        if source.len() < self.bytes() {
+            return Err(Error::InvalidInput(format!(
+                "{} bytes cannot fill a {}x{} image of {} bytes",
+                source.len(),
+                self.size[0],
+                self.size[1],
+                self.bytes()
+            )));
+        }
+        let (device, commands) = recorder.raw();
+        let to_transfer = self.barrier(vk::ImageLayout::TRANSFER_DST_OPTIMAL);
+        let region = vk::BufferImageCopy {
+            buffer_offset: 0,
+            buffer_row_length: 0,
+            buffer_image_height: 0,
+            image_subresource: vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                mip_level: 0,
+                base_array_layer: 0,
+                layer_count: 1,
+            },
+            image_offset: vk::Offset3D::default(),
+            image_extent: vk::Extent3D { width: self.size[0], height: self.size[1], depth: 1 },
+        };
+        let to_shader = self.barrier(vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL);
+        // SAFETY: a buffer in the recording state; the image is in the layouts the barriers say
+        // (tracked in recording order); the buffer holds at least the image's bytes (checked).
+        unsafe {
+            device.cmd_pipeline_barrier(
+                commands,
+                vk::PipelineStageFlags::FRAGMENT_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[to_transfer],
+            );
+            device.cmd_copy_buffer_to_image(
+                commands,
+                source.raw(),
+                self.image,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                &[region],
+            );
+            device.cmd_pipeline_barrier(
+                commands,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::FRAGMENT_SHADER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[to_shader],
+            );
+        }
+        Ok(())
+    }
+
+    /// A barrier from the tracked layout to `layout` (and the tracked layout updated).
+    fn barrier(&self, layout: vk::ImageLayout) -> vk::ImageMemoryBarrier<'static> {
+        let old = self.layout.replace(layout);
+        vk::ImageMemoryBarrier::default()
+            .old_layout(old)
+            .new_layout(layout)
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_READ)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_READ)
+            .image(self.image)
+            .subresource_range(color_range())
+    }
+}
+
+impl Drop for Texture {
+    fn drop(&mut self) {
+        let device = self.context.device();
+        // SAFETY: each handle was made in `new` (or is null, which the calls accept) and is
+        // destroyed once, after the frames that used it (the owner waits for them).
+        unsafe {
+            device.destroy_sampler(self.nearest, None);
+            device.destroy_sampler(self.linear, None);
+            device.destroy_image_view(self.view, None);
+            device.destroy_image(self.image, None);
+            device.free_memory(self.memory, None);
+        }
+    }
+}
+
+fn color_range() -> vk::ImageSubresourceRange {
+    vk::ImageSubresourceRange {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        base_mip_level: 0,
+        level_count: 1,
+        base_array_layer: 0,
+        layer_count: 1,
+    }
+}
