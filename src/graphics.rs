@@ -21,8 +21,8 @@ impl<'a> Graphics<'a> {
         match self {
             Graphics::Gl(gl) => Ok(gl),
             Graphics::Vulkan(_) => Err(Error::Unavailable(
-                "this needs OpenGL, and the frame is drawn with Vulkan, which so far draws the wave and n-body on the \
-                 CPU backend: use --renderer gl"
+                "this needs OpenGL, and the frame is drawn with Vulkan, which runs the CPU path only so far: use \
+                 --renderer gl"
                     .to_owned(),
             )),
         }

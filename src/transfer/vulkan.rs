@@ -62,7 +62,6 @@ pub struct VulkanShare {
     /// The last value Vulkan's submissions signal on `read`.
     read_value: u64,
     events: EventRing,
-    skip_wait: bool,
     stream: Rc<Stream>,
     cuda: Rc<Context>,
     vulkan: Rc<VulkanContext>,
@@ -94,7 +93,6 @@ impl VulkanShare {
             written_value: 0,
             read_value: 0,
             events,
-            skip_wait: false,
             stream: stream.clone(),
             cuda: cuda.clone(),
             vulkan: vulkan.clone(),
@@ -111,11 +109,6 @@ impl VulkanShare {
     /// The semaphore Vulkan's submissions signal when they have read (host waits use it).
     pub fn read_semaphore(&self) -> &TimelineSemaphore {
         &self.read
-    }
-
-    /// What if CUDA did not wait for Vulkan's last read before writing (torn frames, on purpose).
-    pub fn set_skip_wait(&mut self, skip: bool) {
-        self.skip_wait = skip;
     }
 
     /// CUDA's half of frame `frame`: on the stream, waits until Vulkan has finished reading
@@ -139,7 +132,7 @@ impl VulkanShare {
         let released = buffers.iter().map(|b| b.last_read.get()).max().unwrap_or(0);
         let marks = self.events.begin();
         marks.mark(0, stream)?;
-        if released > 0 && !self.skip_wait {
+        if released > 0 {
             self.cuda_read.wait_async(stream, released)?;
         }
         marks.mark(1, stream)?;
