@@ -14,7 +14,7 @@ use crate::record::Recorder;
 use crate::render::vulkan::VulkanRenderer;
 use crate::render::{Graphics, Renderer};
 use crate::runtime::BackendRequest;
-use crate::stats::{FrameHistory, FrameSample, Stage};
+use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::transfer::TransferKind;
 use crate::vk::device::DeviceChoice;
 use crate::vk::frame::VulkanGraphics;
@@ -60,6 +60,15 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     Ok(report)
 }
 
+/// Each frame's Vulkan timestamps as the GPU time of its draw stage.
+fn add_gpu_times(history: &mut FrameHistory, times: Vec<(u64, f64)>) {
+    for (frame, microseconds) in times {
+        let mut stages = StageTimes::default();
+        stages.set_gpu(Stage::Draw, microseconds);
+        history.add_late(LateGpuTimes { frame, times: stages });
+    }
+}
+
 fn render(
     vulkan: &VulkanGraphics,
     demo: &mut dyn Demo,
@@ -81,7 +90,7 @@ fn render(
         last_start = Some(frame_started);
         let mut stages = demo.step(graphics, frame, options.dt)?;
         let draw_started = Instant::now();
-        vulkan.begin_frame([0.0, 0.0, 0.0, 1.0])?;
+        vulkan.begin_frame([0.0, 0.0, 0.0, 1.0], frame)?;
         let drawn = renderer.draw(graphics, &demo.scene(&view), &view);
         vulkan.end_frame()?;
         drawn?;
@@ -90,7 +99,9 @@ fn render(
         if let Some(recorder) = recorder.as_mut() {
             recorder.frame(options.size, vulkan.read_rgba()?);
         }
+        add_gpu_times(&mut history, vulkan.take_gpu_times(false)?);
     }
+    add_gpu_times(&mut history, vulkan.take_gpu_times(true)?);
     let pixels = vulkan.read_rgba()?;
     let wall = started.elapsed().as_secs_f64();
     if let Some(path) = &options.screenshot {

@@ -16,6 +16,7 @@ use interop_lab::headless::{self, HeadlessOptions, HeadlessReport};
 use interop_lab::headless_vulkan;
 use interop_lab::pixel::PixelFormat;
 use interop_lab::runtime::{BackendRequest, CudaOptions};
+use interop_lab::stats::Stage;
 use interop_lab::vk::device::DeviceChoice;
 use interop_lab::vk::frame::VulkanGraphics;
 
@@ -139,6 +140,25 @@ fn a_blur_frame_on_vulkan_matches_the_same_frame_on_gl() {
         assert!(drawn_share(&vulkan) > 0.5, "{format:?}: the picture covers the view");
         assert!(db >= 25.0, "{format:?}: the Vulkan frame differs from GL's: PSNR {db:.1} dB < 25");
     }
+}
+
+#[test]
+fn every_vulkan_frame_gets_its_gpu_time_from_timestamps() {
+    if !vulkan_available() {
+        return;
+    }
+    let probe = VulkanGraphics::new(&DeviceChoice::Any, [16, 16]).unwrap();
+    if !probe.context().timestamps() {
+        eprintln!("skipped: {} writes no timestamps", probe.context().description().name);
+        return;
+    }
+    drop(probe);
+    let mut run = options(DemoSpec::new(WaveSettings::default()), [160, 100]);
+    run.frames = 7; // more frames than command buffers: every slot is reused
+    let report = headless_vulkan::run(&run).unwrap();
+    let draw = report.summary.stage(Stage::Draw).and_then(|s| s.gpu_us).expect("GPU draw times");
+    assert_eq!(draw.samples, 7, "one GPU time per frame");
+    assert!(draw.median.is_finite() && draw.median > 0.0, "a frame takes some GPU time: {}", draw.median);
 }
 
 #[test]

@@ -37,6 +37,8 @@ pub struct VulkanContext {
     memory: vk::PhysicalDeviceMemoryProperties,
     timestamp_period_ns: f32,
     max_image_size: u32,
+    /// Whether the queue writes timestamps.
+    timestamps: bool,
     /// Whether RGBA32F images can be sampled with linear filtering (RGBA8 always can).
     filter_float: bool,
     dynamic_rendering: bool,
@@ -138,6 +140,7 @@ impl VulkanContext {
             memory,
             timestamp_period_ns: limits.timestamp_period,
             max_image_size: limits.max_image_dimension2_d,
+            timestamps: families[queue_family as usize].timestamp_valid_bits > 0 && limits.timestamp_period > 0.0,
             filter_float,
             dynamic_rendering,
             description,
@@ -178,6 +181,11 @@ impl VulkanContext {
     /// The largest width or height of a 2D image (`maxImageDimension2D`).
     pub fn max_image_size(&self) -> u32 {
         self.max_image_size
+    }
+
+    /// Whether the queue writes timestamps (GPU times of Vulkan work).
+    pub fn timestamps(&self) -> bool {
+        self.timestamps
     }
 
     /// Nanoseconds per timestamp tick.

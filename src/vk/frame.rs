@@ -14,6 +14,7 @@ use super::device::{DeviceChoice, VulkanContext};
 use super::memory::{Buffer, MemoryKind};
 use super::target::OffscreenTarget;
 use super::texture::Texture;
+use super::timing::FrameTimer;
 use crate::pixel::PixelFormat;
 use crate::{Error, Result};
 
@@ -22,8 +23,12 @@ const FRAMES_IN_FLIGHT: usize = 3;
 
 /// The Vulkan device and offscreen target of a headless run.
 pub struct VulkanGraphics {
-    // Drop order: the ring (which waits for the GPU) and the target before the device.
+    // Drop order: the ring (which waits for the GPU), the timer and the target before the device.
     commands: RefCell<CommandRing>,
+    /// Timestamps around each frame's commands, where the queue writes them.
+    timer: RefCell<Option<FrameTimer>>,
+    /// GPU times (frame, µs) read and not yet taken.
+    gpu_times: RefCell<Vec<(u64, f64)>>,
     target: OffscreenTarget,
     context: Rc<VulkanContext>,
 }
@@ -41,7 +46,8 @@ impl VulkanGraphics {
         }
         let target = OffscreenTarget::new(&context, size)?;
         let commands = RefCell::new(CommandRing::new(&context, FRAMES_IN_FLIGHT)?);
-        Ok(Self { commands, target, context })
+        let timer = RefCell::new(FrameTimer::new(&context, FRAMES_IN_FLIGHT)?);
+        Ok(Self { commands, timer, gpu_times: RefCell::new(Vec::new()), target, context })
     }
 
     /// The device.
@@ -114,10 +120,23 @@ impl VulkanGraphics {
         drop(buffer);
     }
 
-    /// Starts recording a frame, the target cleared to `clear`.
-    pub fn begin_frame(&self, clear: [f32; 4]) -> Result<()> {
+    /// Starts recording frame `frame`, the target cleared to `clear`.
+    pub fn begin_frame(&self, clear: [f32; 4], frame: u64) -> Result<()> {
         let mut commands = self.commands.try_borrow_mut().map_err(|_| busy())?;
         commands.begin()?;
+        let mut timer = self.timer.try_borrow_mut().map_err(|_| busy())?;
+        if let (Some(timer), Some(slot)) = (timer.as_mut(), commands.open_slot()) {
+            // The ring has waited for this slot's last submission: its times can be read.
+            let taken = timer.take(slot);
+            if let Err(error) = &taken {
+                commands.abandon();
+                return Err(Error::Unavailable(error.to_string()));
+            }
+            if let Ok(Some(time)) = taken {
+                self.gpu_times.borrow_mut().push(time);
+            }
+            timer.begin(&commands.recorder()?, slot, frame);
+        }
         let cleared = self.target.clear(&commands.recorder()?, clear);
         if cleared.is_err() {
             commands.abandon();
@@ -133,7 +152,30 @@ impl VulkanGraphics {
 
     /// Submits the frame.
     pub fn end_frame(&self) -> Result<()> {
-        self.commands.try_borrow_mut().map_err(|_| busy())?.submit_recorded(&[], &[])
+        let mut commands = self.commands.try_borrow_mut().map_err(|_| busy())?;
+        if let (Some(timer), Some(slot)) = (self.timer.borrow().as_ref(), commands.open_slot()) {
+            timer.end(&commands.recorder()?, slot);
+        }
+        commands.submit_recorded(&[], &[])
+    }
+
+    /// GPU times of finished frames not taken before: (frame, µs of its commands), oldest first.
+    /// With `all`, waits for every frame first, so none is left behind.
+    pub fn take_gpu_times(&self, all: bool) -> Result<Vec<(u64, f64)>> {
+        if all {
+            self.wait_idle()?;
+            let mut timer = self.timer.try_borrow_mut().map_err(|_| busy())?;
+            if let Some(timer) = timer.as_mut() {
+                for slot in 0..timer.slots() {
+                    if let Some(time) = timer.take(slot)? {
+                        self.gpu_times.borrow_mut().push(time);
+                    }
+                }
+            }
+        }
+        let mut times = std::mem::take(&mut *self.gpu_times.borrow_mut());
+        times.sort_by_key(|&(frame, _)| frame);
+        Ok(times)
     }
 
     /// Waits for every frame submitted so far.

@@ -14,6 +14,7 @@ pub mod shader;
 pub mod sync;
 pub mod target;
 pub mod texture;
+pub mod timing;
 
 use std::ffi::CStr;
 
