@@ -407,7 +407,12 @@ fn check_vulkan(devices: &[DeviceInfo], cuda_device: Option<i32>) -> VulkanCheck
             }
         }
     };
-    VulkanCheck { probe: Some(probe), cuda_match, verdict }
+    let renderer = match probe.devices.iter().position(|d| d.dynamic_rendering && d.timeline_semaphore) {
+        Some(index) => format!("; headless frames can be drawn with --renderer vulkan (device {index})"),
+        None if probe.devices.is_empty() => String::new(),
+        None => "; no device has Vulkan 1.3 dynamic rendering, so --renderer vulkan cannot draw here".to_owned(),
+    };
+    VulkanCheck { probe: Some(probe), cuda_match, verdict: verdict + &renderer }
 }
 
 /// The headless context probed in this process, on a thread of its own (a thread keeps its
@@ -587,6 +592,7 @@ pub fn render(report: &Report) -> String {
                 (v.external_memory_fd, "external memory fd"),
                 (v.external_semaphore_fd, "external semaphore fd"),
                 (v.timeline_semaphore, "timeline semaphores"),
+                (v.dynamic_rendering, "dynamic rendering (--renderer vulkan)"),
             ]
             .iter()
             .filter_map(|(has, name)| has.then_some(*name))

@@ -87,14 +87,9 @@ impl VulkanContext {
         let extension_names: Vec<*const std::ffi::c_char> = extensions.iter().map(|e| e.as_ptr()).collect();
         // Dynamic rendering (1.3) lets the renderer draw without render pass objects; large points
         // let point sprites be wider than a pixel. Both are asked for where the device has them.
-        let mut supported13 = vk::PhysicalDeviceVulkan13Features::default();
-        let mut supported = vk::PhysicalDeviceFeatures2::default().push_next(&mut supported13);
-        // SAFETY: a device of this live instance; the chain outlives the call.
-        unsafe { instance.instance.get_physical_device_features2(physical, &mut supported) };
-        let large_points = supported.features.large_points == vk::TRUE;
-        // SAFETY: as above.
-        let api_version = unsafe { instance.instance.get_physical_device_properties(physical) }.api_version;
-        let dynamic_rendering = api_version >= vk::API_VERSION_1_3 && supported13.dynamic_rendering == vk::TRUE;
+        // SAFETY: a device of this live instance.
+        let large_points = unsafe { instance.instance.get_physical_device_features(physical) }.large_points == vk::TRUE;
+        let dynamic_rendering = description.dynamic_rendering;
         // SAFETY: as above.
         let float_features = unsafe {
             instance.instance.get_physical_device_format_properties(physical, vk::Format::R32G32B32A32_SFLOAT)
@@ -272,9 +267,14 @@ fn pick<'a>(
             }
             Ok(found)
         }
-        DeviceChoice::Any => devices.iter().find(|(_, d)| d.timeline_semaphore).ok_or_else(|| {
-            Error::Unavailable(format!("no Vulkan device has timeline semaphores (Vulkan 1.2): {}", listed()))
-        }),
+        // A device the renderer can draw with first (dynamic rendering), else any with timelines.
+        DeviceChoice::Any => devices
+            .iter()
+            .find(|(_, d)| d.timeline_semaphore && d.dynamic_rendering)
+            .or_else(|| devices.iter().find(|(_, d)| d.timeline_semaphore))
+            .ok_or_else(|| {
+                Error::Unavailable(format!("no Vulkan device has timeline semaphores (Vulkan 1.2): {}", listed()))
+            }),
     }
 }
 
@@ -292,6 +292,7 @@ mod tests {
             external_memory_fd: shares,
             external_semaphore_fd: shares,
             timeline_semaphore: true,
+            dynamic_rendering: true,
         };
         (vk::PhysicalDevice::null(), description)
     }
@@ -318,6 +319,11 @@ mod tests {
         let message = pick(&devices, &choice).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(message.contains("VK_KHR_external_memory_fd") && !message.contains("timeline"), "{message}");
         assert!(pick(&devices, &DeviceChoice::Any).is_ok(), "the CPU backend shares nothing");
+        let mut old = device("old", "bb", true);
+        old.1.dynamic_rendering = false;
+        let both = [old, device("new", "cc", true)];
+        let chosen = pick(&both, &DeviceChoice::Any).map(|d| d.1.name.as_str()).ok();
+        assert_eq!(chosen, Some("new"), "a device the renderer can draw with comes first");
         assert!(pick(&[], &DeviceChoice::Any).is_err());
     }
 }

@@ -52,6 +52,8 @@ pub struct VulkanDevice {
     pub external_semaphore_fd: bool,
     /// Timeline semaphores (Vulkan 1.2 core feature).
     pub timeline_semaphore: bool,
+    /// Dynamic rendering (Vulkan 1.3): what the app's Vulkan renderer draws with.
+    pub dynamic_rendering: bool,
 }
 
 impl VulkanDevice {
@@ -149,6 +151,14 @@ fn describe(instance: &ash::Instance, device: vk::PhysicalDevice) -> Result<Vulk
     // SAFETY: as above.
     unsafe { instance.get_physical_device_features2(device, &mut features) };
     let timeline_semaphore = timeline.timeline_semaphore == vk::TRUE;
+    // Dynamic rendering is a Vulkan 1.3 feature: asked of 1.3 devices only.
+    let dynamic_rendering = base.api_version >= vk::API_VERSION_1_3 && {
+        let mut features13 = vk::PhysicalDeviceVulkan13Features::default();
+        let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut features13);
+        // SAFETY: as above; a 1.3 device knows the structure.
+        unsafe { instance.get_physical_device_features2(device, &mut features) };
+        features13.dynamic_rendering == vk::TRUE
+    };
     // SAFETY: as above.
     let extensions = unsafe { instance.enumerate_device_extension_properties(device) }
         .map_err(|e| vk_error("vkEnumerateDeviceExtensionProperties", e))?;
@@ -165,6 +175,7 @@ fn describe(instance: &ash::Instance, device: vk::PhysicalDevice) -> Result<Vulk
         external_memory_fd: has(ash::khr::external_memory_fd::NAME),
         external_semaphore_fd: has(ash::khr::external_semaphore_fd::NAME),
         timeline_semaphore,
+        dynamic_rendering,
     })
 }
 
