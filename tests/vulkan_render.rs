@@ -159,6 +159,9 @@ fn every_vulkan_frame_gets_its_gpu_time_from_timestamps() {
     let draw = report.summary.stage(Stage::Draw).and_then(|s| s.gpu_us).expect("GPU draw times");
     assert_eq!(draw.samples, 7, "one GPU time per frame");
     assert!(draw.median.is_finite() && draw.median > 0.0, "a frame takes some GPU time: {}", draw.median);
+    // The CPU path's wait for the frames that read its memory is a stage of its own.
+    let sync = report.summary.stage(Stage::Sync).and_then(|s| s.host_us).expect("the wait is timed");
+    assert_eq!(sync.samples, 7);
 }
 
 #[test]

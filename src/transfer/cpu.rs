@@ -81,13 +81,20 @@ impl Transfer for CpuPath {
         }
         times.set_host(Stage::Kernel, micros_since(started));
 
+        if let Graphics::Vulkan(vulkan) = graphics {
+            // Vulkan draws from the very memory written next: wait for the frames that read it
+            // (a stage of its own, so the upload below is the copy alone).
+            let started = Instant::now();
+            vulkan.wait_idle()?;
+            times.set_host(Stage::Sync, micros_since(started));
+        }
         let started = Instant::now();
         for (buffer, access) in buffers.iter_mut() {
             if let (Link::Cpu(data), true) = (&buffer.link, access.writes()) {
                 match &mut buffer.memory {
                     BufferMemory::Gl(memory) => memory.write(graphics.gl()?, data.bytes())?,
-                    // Vulkan draws from host-visible memory: the upload is a copy into it, made
-                    // once the GPU has finished the frames that read it.
+                    // Vulkan draws from host-visible memory: the upload is a copy into it (the
+                    // frames that read it have finished: waited above).
                     BufferMemory::Vulkan(memory) => graphics.vulkan()?.write_host_buffer(memory, data.bytes())?,
                 }
             }
