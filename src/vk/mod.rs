@@ -8,6 +8,7 @@
 pub mod commands;
 pub mod device;
 pub mod frame;
+mod image;
 pub mod memory;
 pub mod pipeline;
 pub mod shader;

@@ -11,88 +11,10 @@ use ash::vk;
 
 use super::commands::{CommandRing, Recorder};
 use super::device::VulkanContext;
+use super::image::{Image, subresource};
 use super::memory::{Buffer, MemoryKind};
 use super::pipeline::{COLOR_FORMAT, DEPTH_FORMAT};
-use super::vk_error;
 use crate::{Error, Result};
-
-/// A 2D image with its own device memory and a view, destroyed on drop.
-struct Image {
-    image: vk::Image,
-    memory: vk::DeviceMemory,
-    view: vk::ImageView,
-    context: Rc<VulkanContext>,
-}
-
-impl Image {
-    fn new(
-        context: &Rc<VulkanContext>,
-        size: [u32; 2],
-        format: vk::Format,
-        usage: vk::ImageUsageFlags,
-        aspect: vk::ImageAspectFlags,
-    ) -> Result<Self> {
-        let device = context.device();
-        let create_info = vk::ImageCreateInfo::default()
-            .image_type(vk::ImageType::TYPE_2D)
-            .format(format)
-            .extent(vk::Extent3D { width: size[0], height: size[1], depth: 1 })
-            .mip_levels(1)
-            .array_layers(1)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(usage)
-            .initial_layout(vk::ImageLayout::UNDEFINED);
-        // SAFETY: valid create info; destroyed by `made` below.
-        let image = unsafe { device.create_image(&create_info, None) }.map_err(|e| vk_error("vkCreateImage", e))?;
-        let mut made =
-            Self { image, memory: vk::DeviceMemory::null(), view: vk::ImageView::null(), context: context.clone() };
-        // SAFETY: a live image.
-        let requirements = unsafe { device.get_image_memory_requirements(image) };
-        let memory_type = context
-            .memory_type(requirements.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
-            .ok_or_else(|| Error::Unavailable("the Vulkan device has no device-local memory for images".to_owned()))?;
-        let allocate_info =
-            vk::MemoryAllocateInfo::default().allocation_size(requirements.size).memory_type_index(memory_type);
-        // SAFETY: valid allocate info; freed in Drop.
-        made.memory =
-            unsafe { device.allocate_memory(&allocate_info, None) }.map_err(|e| vk_error("vkAllocateMemory", e))?;
-        // SAFETY: memory of the size the image asked for, bound once at offset 0.
-        unsafe { device.bind_image_memory(image, made.memory, 0) }.map_err(|e| vk_error("vkBindImageMemory", e))?;
-        let view_info = vk::ImageViewCreateInfo::default()
-            .image(image)
-            .view_type(vk::ImageViewType::TYPE_2D)
-            .format(format)
-            .subresource_range(subresource(aspect));
-        // SAFETY: a live image with bound memory; destroyed in Drop.
-        made.view =
-            unsafe { device.create_image_view(&view_info, None) }.map_err(|e| vk_error("vkCreateImageView", e))?;
-        Ok(made)
-    }
-}
-
-impl Drop for Image {
-    fn drop(&mut self) {
-        let device = self.context.device();
-        // SAFETY: each handle was made in `new` (or is null, which the calls accept) and is
-        // destroyed once, after the frames that used it (the owner waits for them).
-        unsafe {
-            device.destroy_image_view(self.view, None);
-            device.destroy_image(self.image, None);
-            device.free_memory(self.memory, None);
-        }
-    }
-}
-
-fn subresource(aspect: vk::ImageAspectFlags) -> vk::ImageSubresourceRange {
-    vk::ImageSubresourceRange {
-        aspect_mask: aspect,
-        base_mip_level: 0,
-        level_count: 1,
-        base_array_layer: 0,
-        layer_count: 1,
-    }
-}
 
 /// A rectangle in GL's convention: `origin` is its lower-left corner, in pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,6 +10,7 @@ use ash::vk;
 
 use super::commands::Recorder;
 use super::device::VulkanContext;
+use super::image::{Image, subresource};
 use super::memory::Buffer;
 use super::vk_error;
 use crate::pixel::PixelFormat;
@@ -18,15 +19,14 @@ use crate::{Error, Result};
 /// A sampled 2D image; everything is destroyed on drop (after the frames that use it: the owner
 /// waits for them).
 pub struct Texture {
-    image: vk::Image,
-    memory: vk::DeviceMemory,
-    view: vk::ImageView,
     nearest: vk::Sampler,
     linear: vk::Sampler,
     size: [u32; 2],
     format: PixelFormat,
     /// Layout after the last recorded command (commands run in the order they are recorded).
     layout: Cell<vk::ImageLayout>,
+    // Dropped after the samplers (destroyed in Drop).
+    image: Image,
     context: Rc<VulkanContext>,
 }
 
@@ -50,49 +50,22 @@ impl Texture {
             )));
         }
         let device = context.device();
-        let create_info = vk::ImageCreateInfo::default()
-            .image_type(vk::ImageType::TYPE_2D)
-            .format(vk_format(format))
-            .extent(vk::Extent3D { width: size[0], height: size[1], depth: 1 })
-            .mip_levels(1)
-            .array_layers(1)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST)
-            .initial_layout(vk::ImageLayout::UNDEFINED);
-        // SAFETY: valid create info; everything made here is destroyed by `made`'s Drop.
-        let image = unsafe { device.create_image(&create_info, None) }.map_err(|e| vk_error("vkCreateImage", e))?;
+        let image = Image::new(
+            context,
+            size,
+            vk_format(format),
+            vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST,
+            vk::ImageAspectFlags::COLOR,
+        )?;
         let mut made = Self {
-            image,
-            memory: vk::DeviceMemory::null(),
-            view: vk::ImageView::null(),
             nearest: vk::Sampler::null(),
             linear: vk::Sampler::null(),
             size,
             format,
             layout: Cell::new(vk::ImageLayout::UNDEFINED),
+            image,
             context: context.clone(),
         };
-        // SAFETY: a live image.
-        let requirements = unsafe { device.get_image_memory_requirements(image) };
-        let memory_type = context
-            .memory_type(requirements.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
-            .ok_or_else(|| Error::Unavailable("the Vulkan device has no device-local memory for images".to_owned()))?;
-        let allocate_info =
-            vk::MemoryAllocateInfo::default().allocation_size(requirements.size).memory_type_index(memory_type);
-        // SAFETY: valid allocate info; freed in Drop.
-        made.memory =
-            unsafe { device.allocate_memory(&allocate_info, None) }.map_err(|e| vk_error("vkAllocateMemory", e))?;
-        // SAFETY: memory of the size the image asked for, bound once at offset 0.
-        unsafe { device.bind_image_memory(image, made.memory, 0) }.map_err(|e| vk_error("vkBindImageMemory", e))?;
-        let view_info = vk::ImageViewCreateInfo::default()
-            .image(image)
-            .view_type(vk::ImageViewType::TYPE_2D)
-            .format(vk_format(format))
-            .subresource_range(color_range());
-        // SAFETY: a live image with bound memory; destroyed in Drop.
-        made.view =
-            unsafe { device.create_image_view(&view_info, None) }.map_err(|e| vk_error("vkCreateImageView", e))?;
         let filterable = context.can_filter_linearly(vk_format(format));
         for (filter, slot) in [(vk::Filter::NEAREST, &mut made.nearest), (vk::Filter::LINEAR, &mut made.linear)] {
             let filter = if filterable { filter } else { vk::Filter::NEAREST };
@@ -123,7 +96,7 @@ impl Texture {
     pub(crate) fn descriptors(&self, nearest: bool) -> [vk::DescriptorImageInfo; 2] {
         let image = vk::DescriptorImageInfo {
             sampler: vk::Sampler::null(),
-            image_view: self.view,
+            image_view: self.image.view,
             image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
         };
         let sampler = vk::DescriptorImageInfo {
@@ -136,7 +109,7 @@ impl Texture {
 
     /// An identity for caches: equal for the same texture while it lives.
     pub fn id(&self) -> u64 {
-        vk::Handle::as_raw(self.view)
+        vk::Handle::as_raw(self.image.view)
     }
 
     /// Records: copy `source` (the whole image's bytes, rows top first) into the image, then make
@@ -182,7 +155,7 @@ impl Texture {
             device.cmd_copy_buffer_to_image(
                 commands,
                 source.raw(),
-                self.image,
+                self.image.image,
                 vk::ImageLayout::TRANSFER_DST_OPTIMAL,
                 &[region],
             );
@@ -207,32 +180,20 @@ impl Texture {
             .new_layout(layout)
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_READ)
             .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_READ)
-            .image(self.image)
-            .subresource_range(color_range())
+            .image(self.image.image)
+            .subresource_range(subresource(vk::ImageAspectFlags::COLOR))
     }
 }
 
 impl Drop for Texture {
     fn drop(&mut self) {
         let device = self.context.device();
-        // SAFETY: each handle was made in `new` (or is null, which the calls accept) and is
-        // destroyed once, after the frames that used it (the owner waits for them).
+        // SAFETY: each sampler was made in `new` (or is null, which the call accepts) and is
+        // destroyed once, after the frames that used it (the owner waits for them); the image
+        // goes with its own Drop.
         unsafe {
             device.destroy_sampler(self.nearest, None);
             device.destroy_sampler(self.linear, None);
-            device.destroy_image_view(self.view, None);
-            device.destroy_image(self.image, None);
-            device.free_memory(self.memory, None);
         }
-    }
-}
-
-fn color_range() -> vk::ImageSubresourceRange {
-    vk::ImageSubresourceRange {
-        aspect_mask: vk::ImageAspectFlags::COLOR,
-        base_mip_level: 0,
-        level_count: 1,
-        base_array_layer: 0,
-        layer_count: 1,
     }
 }
