@@ -15,7 +15,7 @@ use interop_lab::graphics::Graphics;
 use interop_lab::headless::{self, HeadlessOptions, HeadlessReport};
 use interop_lab::headless_vulkan;
 use interop_lab::pixel::PixelFormat;
-use interop_lab::runtime::{BackendRequest, CudaOptions};
+use interop_lab::runtime::BackendRequest;
 use interop_lab::stats::Stage;
 use interop_lab::vk::device::DeviceChoice;
 use interop_lab::vk::frame::VulkanGraphics;
@@ -29,21 +29,7 @@ fn vulkan_available() -> bool {
 }
 
 fn options(spec: DemoSpec, size: [u32; 2]) -> HeadlessOptions {
-    HeadlessOptions {
-        spec,
-        frames: 3,
-        size,
-        dt: 1.0 / 60.0,
-        screenshot: None,
-        stats: None,
-        panel: false,
-        cuda: CudaOptions { backend: BackendRequest::Cpu, ..CudaOptions::default() },
-        shaders_dir: None,
-        what_if: Default::default(),
-        open_sections: Vec::new(),
-        stop: Default::default(),
-        record: None,
-    }
+    common::cpu_headless_options(spec, 3, size)
 }
 
 /// PSNR of RGB over every pixel (alpha ignored), in dB.

@@ -10,7 +10,6 @@ use interop_lab::demos::wave::WaveSettings;
 use interop_lab::gl::context::headless::HeadlessGl;
 use interop_lab::graphics::Graphics;
 use interop_lab::headless::{self, HeadlessOptions};
-use interop_lab::runtime::{BackendRequest, CudaOptions};
 use interop_lab::stats::Stage;
 
 #[test]
@@ -25,19 +24,9 @@ fn headless_cpu_run_renders_and_reports_its_stages() {
     let dir = std::env::temp_dir().join(format!("interop-lab-headless-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let options = HeadlessOptions {
-        spec: DemoSpec::new(WaveSettings::default()),
-        frames: 12,
-        size: [320, 200],
-        dt: 1.0 / 60.0,
         screenshot: Some(dir.join("wave.png")),
         stats: Some(dir.join("wave.json")),
-        panel: false,
-        cuda: CudaOptions { backend: BackendRequest::Cpu, ..CudaOptions::default() },
-        shaders_dir: None,
-        what_if: Default::default(),
-        open_sections: Vec::new(),
-        stop: Default::default(),
-        record: None,
+        ..common::cpu_headless_options(DemoSpec::new(WaveSettings::default()), 12, [320, 200])
     };
     let report = headless::run(&options).expect("headless run");
     // Not blank: a good share of the pixels differ from the background colour.

@@ -104,3 +104,26 @@ pub fn check_wave_cpu_step(graphics: interop_lab::graphics::Graphics<'_>, sizes:
         Box::new(wave).destroy(graphics);
     }
 }
+
+/// A headless run of `frames` frames of `size` on the CPU backend, writing no files.
+pub fn cpu_headless_options(
+    spec: interop_lab::demo::DemoSpec,
+    frames: u32,
+    size: [u32; 2],
+) -> interop_lab::headless::HeadlessOptions {
+    interop_lab::headless::HeadlessOptions {
+        spec,
+        frames,
+        size,
+        dt: 1.0 / 60.0,
+        screenshot: None,
+        stats: None,
+        panel: false,
+        cuda: CudaOptions { backend: interop_lab::runtime::BackendRequest::Cpu, ..CudaOptions::default() },
+        shaders_dir: None,
+        what_if: Default::default(),
+        open_sections: Vec::new(),
+        stop: Default::default(),
+        record: None,
+    }
+}
