@@ -37,14 +37,6 @@ impl<'a> Graphics<'a> {
             }
         }
     }
-
-    /// The API's name, for messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Graphics::Gl(_) => "OpenGL",
-            Graphics::Vulkan(_) => "Vulkan",
-        }
-    }
 }
 
 impl<'a> From<&'a glow::Context> for Graphics<'a> {

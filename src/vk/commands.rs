@@ -254,19 +254,9 @@ impl CommandRing {
         Ok(())
     }
 
-    /// Which of the ring's buffers is being recorded (0 to [`Self::len`] − 1).
+    /// Which of the ring's buffers is being recorded, if one is.
     pub fn open_slot(&self) -> Option<usize> {
         self.open
-    }
-
-    /// Command buffers in the ring.
-    pub fn len(&self) -> usize {
-        self.buffers.len()
-    }
-
-    /// Whether the ring has no buffers (never: it is made with at least one).
-    pub fn is_empty(&self) -> bool {
-        self.buffers.is_empty()
     }
 
     /// The buffer being recorded.

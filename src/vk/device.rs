@@ -214,12 +214,6 @@ impl VulkanContext {
             .find(|(index, kind)| type_bits & (1 << index) != 0 && kind.property_flags.contains(flags))
             .map(|(index, _)| index as u32)
     }
-
-    /// Waits until the device has finished everything submitted.
-    pub fn wait_idle(&self) -> Result<()> {
-        // SAFETY: a live device; no other thread submits to it.
-        unsafe { self.device.device_wait_idle() }.map_err(|e| vk_error("vkDeviceWaitIdle", e))
-    }
 }
 
 impl Drop for VulkanContext {

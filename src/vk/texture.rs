@@ -82,11 +82,6 @@ impl Texture {
         Ok(made)
     }
 
-    /// Size in pixels.
-    pub fn size(&self) -> [u32; 2] {
-        self.size
-    }
-
     /// Bytes of the whole image (rows top first, tightly packed).
     pub fn bytes(&self) -> usize {
         self.size[0] as usize * self.size[1] as usize * self.format.bytes_per_pixel()
