@@ -90,3 +90,21 @@ pub(crate) fn subresource(aspect: vk::ImageAspectFlags) -> vk::ImageSubresourceR
         layer_count: 1,
     }
 }
+
+/// A copy between a whole colour image of `size` and tightly packed rows in a buffer (top row
+/// first, at offset 0).
+pub(crate) fn whole_image_copy(size: [u32; 2]) -> vk::BufferImageCopy {
+    vk::BufferImageCopy {
+        buffer_offset: 0,
+        buffer_row_length: 0,
+        buffer_image_height: 0,
+        image_subresource: vk::ImageSubresourceLayers {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: 0,
+            base_array_layer: 0,
+            layer_count: 1,
+        },
+        image_offset: vk::Offset3D::default(),
+        image_extent: vk::Extent3D { width: size[0], height: size[1], depth: 1 },
+    }
+}

@@ -11,7 +11,7 @@ use ash::vk;
 
 use super::commands::{CommandRing, Recorder};
 use super::device::VulkanContext;
-use super::image::{Image, subresource};
+use super::image::{Image, subresource, whole_image_copy};
 use super::memory::{Buffer, MemoryKind};
 use super::pipeline::{COLOR_FORMAT, DEPTH_FORMAT};
 use crate::{Error, Result};
@@ -167,19 +167,7 @@ impl OffscreenTarget {
         ring.submit(&[], &[], |recorder| {
             self.transition(recorder, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
             let (device, commands) = recorder.raw();
-            let region = vk::BufferImageCopy {
-                buffer_offset: 0,
-                buffer_row_length: 0,
-                buffer_image_height: 0,
-                image_subresource: vk::ImageSubresourceLayers {
-                    aspect_mask: vk::ImageAspectFlags::COLOR,
-                    mip_level: 0,
-                    base_array_layer: 0,
-                    layer_count: 1,
-                },
-                image_offset: vk::Offset3D::default(),
-                image_extent: vk::Extent3D { width: self.size[0], height: self.size[1], depth: 1 },
-            };
+            let region = whole_image_copy(self.size);
             // SAFETY: the image is in TRANSFER_SRC layout (transition above) and the buffer holds
             // exactly width × height × 4 bytes.
             unsafe {

@@ -10,7 +10,7 @@ use ash::vk;
 
 use super::commands::Recorder;
 use super::device::VulkanContext;
-use super::image::{Image, subresource};
+use super::image::{Image, subresource, whole_image_copy};
 use super::memory::Buffer;
 use super::vk_error;
 use crate::pixel::PixelFormat;
@@ -121,19 +121,7 @@ impl Texture {
         }
         let (device, commands) = recorder.raw();
         let to_transfer = self.barrier(vk::ImageLayout::TRANSFER_DST_OPTIMAL);
-        let region = vk::BufferImageCopy {
-            buffer_offset: 0,
-            buffer_row_length: 0,
-            buffer_image_height: 0,
-            image_subresource: vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                mip_level: 0,
-                base_array_layer: 0,
-                layer_count: 1,
-            },
-            image_offset: vk::Offset3D::default(),
-            image_extent: vk::Extent3D { width: self.size[0], height: self.size[1], depth: 1 },
-        };
+        let region = whole_image_copy(self.size);
         let to_shader = self.barrier(vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL);
         // SAFETY: a buffer in the recording state; the image is in the layouts the barriers say
         // (tracked in recording order); the buffer holds at least the image's bytes (checked).
