@@ -59,7 +59,7 @@ pub struct RunArgs {
     /// Panel sections to show open: what-if, inspector, sources, trace, device.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub panel_open: Vec<PanelSection>,
-    /// Graphics API to draw with: OpenGL, or Vulkan (headless, the wave, the CPU backend, so far).
+    /// Graphics API to draw with: OpenGL, or Vulkan (headless so far).
     #[arg(long, value_enum, default_value_t = RendererChoice::Gl)]
     pub renderer: RendererChoice,
     /// Wait for vertical blank in the window.
@@ -75,7 +75,7 @@ pub struct RunArgs {
 pub enum RendererChoice {
     /// OpenGL: every demo, window or headless, every transfer path.
     Gl,
-    /// Vulkan: headless, the wave demo, the CPU backend writing Vulkan memory (so far).
+    /// Vulkan: headless so far; CUDA writes Vulkan memory it imported (or the CPU backend writes it).
     Vulkan,
 }
 

@@ -1,9 +1,10 @@
 //! Headless runs drawn with Vulkan (`--renderer vulkan --headless`): the demo's frames into an
-//! offscreen Vulkan target, the last one as PNG, the stage times as JSON. The CPU backend
-//! computes, writing host-visible Vulkan memory the renderer draws from. CUDA writing Vulkan
-//! memory is measured by `bench transfer` (docs/vulkan.md) and not drawn yet; the panel is drawn
-//! with OpenGL only.
+//! offscreen Vulkan target, the last one as PNG, the stage times as JSON. With CUDA, kernels write
+//! Vulkan memory CUDA imported, ordered by timeline semaphores (the Vulkan transfer path) on the
+//! Vulkan device that is the CUDA device; without it, the CPU backend writes host-visible Vulkan
+//! memory. The panel is drawn with OpenGL only.
 
+use std::rc::Rc;
 use std::time::Instant;
 
 use serde_json::json;
@@ -13,7 +14,7 @@ use crate::headless::{HeadlessOptions, HeadlessReport};
 use crate::record::Recorder;
 use crate::render::vulkan::VulkanRenderer;
 use crate::render::{Graphics, Renderer};
-use crate::runtime::BackendRequest;
+use crate::runtime::{BackendRequest, CudaRuntime, TransferRequest};
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::transfer::TransferKind;
 use crate::vk::device::DeviceChoice;
@@ -28,24 +29,26 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
             "the panel is drawn with OpenGL only so far: drop --panel, or use --renderer gl".to_owned(),
         ));
     }
-    if options.cuda.backend == BackendRequest::Cuda {
+    if options.cuda.transfer != TransferRequest::Auto {
         return Err(Error::InvalidInput(
-            "--renderer vulkan draws with the CPU backend so far (CUDA writing Vulkan memory is measured by `bench \
-             transfer`): use --backend auto or cpu, or --renderer gl"
+            "--transfer chooses among the OpenGL paths; the Vulkan renderer shares Vulkan memory with CUDA (or the CPU \
+             backend writes it): drop --transfer, or use --renderer gl"
                 .to_owned(),
         ));
     }
     if options.shaders_dir.is_some() {
         log::warn!("--shaders replaces the GL shaders; the Vulkan renderer uses its built-in ones");
     }
-    let vulkan = VulkanGraphics::new(&DeviceChoice::Any, options.size)?;
+    let (vulkan, cuda) = open(options)?;
+    let transfer = if cuda.is_some() { TransferKind::Vulkan } else { TransferKind::Cpu };
     log::info!(
-        "Vulkan renderer on {} ({}), CPU backend",
+        "Vulkan renderer on {} ({}), transfer path: {}",
         vulkan.context().description().name,
-        vulkan.context().description().driver
+        vulkan.context().description().driver,
+        transfer.label()
     );
     let graphics = Graphics::Vulkan(&vulkan);
-    let env = DemoEnv { graphics, cuda: None, transfer: TransferKind::Cpu };
+    let env = DemoEnv { graphics, cuda, transfer };
     let mut demo = options.spec.create(&env)?;
     let mut renderer = VulkanRenderer::new();
     let view = View { origin: [0, 0], size: options.size };
@@ -58,6 +61,37 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     let report = result?;
     finished?;
     Ok(report)
+}
+
+/// The Vulkan device and, when CUDA runs, CUDA on the same device. With `--backend auto` a
+/// machine without CUDA, or without a Vulkan device that is the CUDA device, draws with the CPU
+/// backend and says why; with `--backend cuda` that is an error.
+fn open(options: &HeadlessOptions) -> Result<(VulkanGraphics, Option<Rc<CudaRuntime>>)> {
+    let required = options.cuda.backend == BackendRequest::Cuda;
+    let cuda = match options.cuda.backend {
+        BackendRequest::Cpu => None,
+        _ => match crate::runtime::cuda_without_gl(&options.cuda) {
+            Ok(cuda) => Some(cuda),
+            Err(error) if required => return Err(error),
+            Err(error) => {
+                log::warn!("CPU backend, because CUDA can't run here: {error}");
+                None
+            }
+        },
+    };
+    let Some(cuda) = cuda else {
+        return Ok((VulkanGraphics::new(&DeviceChoice::Any, options.size)?, None));
+    };
+    let device = cuda.context.device();
+    let choice = DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() };
+    match VulkanGraphics::new(&choice, options.size) {
+        Ok(vulkan) => Ok((vulkan, Some(Rc::new(cuda)))),
+        Err(error) if required => Err(error),
+        Err(error) => {
+            log::warn!("CPU backend, because Vulkan cannot share memory with CUDA here: {error}");
+            Ok((VulkanGraphics::new(&DeviceChoice::Any, options.size)?, None))
+        }
+    }
 }
 
 /// Each frame's Vulkan timestamps as the GPU time of its draw stage.
@@ -100,8 +134,15 @@ fn render(
             recorder.frame(options.size, vulkan.read_rgba()?);
         }
         add_gpu_times(&mut history, vulkan.take_gpu_times(false)?);
+        while let Some(late) = demo.pipeline_mut().transfer().poll_gpu_times()? {
+            history.add_late(late);
+        }
     }
+    demo.pipeline_mut().transfer().synchronize()?;
     add_gpu_times(&mut history, vulkan.take_gpu_times(true)?);
+    while let Some(late) = demo.pipeline_mut().transfer().poll_gpu_times()? {
+        history.add_late(late);
+    }
     let pixels = vulkan.read_rgba()?;
     let wall = started.elapsed().as_secs_f64();
     if let Some(path) = &options.screenshot {
@@ -111,14 +152,15 @@ fn render(
         log::warn!("stopped after {frames} of {} frames; writing what was asked for", options.frames);
     }
     let summary = history.summary(None);
+    let transfer = demo.pipeline().kind();
     let frames_per_second = f64::from(frames) / wall;
     let device = vulkan.context().description();
     let json = json!({
         "demo": demo.name(),
         "renderer": "vulkan",
         "vulkan_device": { "name": device.name, "driver": device.driver, "api_version": device.api_version },
-        "backend": "cpu",
-        "transfer": TransferKind::Cpu.label(),
+        "backend": if transfer == TransferKind::Cpu { "cpu" } else { "cuda" },
+        "transfer": transfer,
         "size": options.size,
         "frames": frames,
         "frames_asked": options.frames,

@@ -33,12 +33,12 @@ fn random_image(width: u32, height: u32, random: &mut common::Random, path: &std
 
 /// Runs one frame with the output poisoned by two different bytes: both runs must agree, so every
 /// output pixel was written. Returns the output as floats in the format's scale.
-fn blur_once(gl: &glow::Context, blur: &mut Blur) -> Vec<[f64; 4]> {
+fn blur_once(graphics: Graphics<'_>, blur: &mut Blur) -> Vec<[f64; 4]> {
     let mut outputs = Vec::new();
     for poison in [0x00u8, 0xA5] {
-        blur.poison_output(Graphics::Gl(gl), poison).expect("poison");
-        blur.step(Graphics::Gl(gl), 0, 0.0).expect("step");
-        outputs.push(blur.read_output(Graphics::Gl(gl)).expect("read"));
+        blur.poison_output(graphics, poison).expect("poison");
+        blur.step(graphics, 0, 0.0).expect("step");
+        outputs.push(blur.read_output(graphics).expect("read"));
     }
     assert!(outputs[0] == outputs[1], "every output pixel is written (poisoned twice with different bytes)");
     match blur.settings().format {
@@ -130,7 +130,7 @@ fn every_filter_format_route_and_path_matches_the_reference() {
                     let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
                     let mut blur = Blur::new(&env, settings.clone()).expect("blur");
                     assert_eq!(blur.route(), route);
-                    let out = blur_once(&gl, &mut blur);
+                    let out = blur_once(Graphics::Gl(&gl), &mut blur);
                     let (max, mean) = errors(&out, &reference(&source, &settings));
                     let (max_bound, mean_bound) = bounds(format, filter);
                     assert!(
@@ -185,7 +185,7 @@ fn large_sigma_and_the_box_approximation() {
         let env =
             DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
         let mut blur = Blur::new(&env, settings.clone()).expect("blur");
-        let out = blur_once(&gl, &mut blur);
+        let out = blur_once(Graphics::Gl(&gl), &mut blur);
         let (max, mean) = errors(&out, &reference(&source, &settings));
         assert!(max <= 1.0 && mean <= 0.3, "{filter:?} σ {sigma} segment {segment:?}: max {max} mean {mean}");
         if matches!(filter, Filter::Box | Filter::Recursive) && sigma <= 100.0 {
@@ -210,10 +210,10 @@ fn cuda_and_cpu_backends_agree_and_bad_launches_are_named() {
     let settings = BlurSettings { sigma: 5.0, ..BlurSettings::default() };
     let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
     let mut gpu = Blur::new(&env, settings.clone()).expect("gpu blur");
-    let gpu_out = blur_once(&gl, &mut gpu);
+    let gpu_out = blur_once(Graphics::Gl(&gl), &mut gpu);
     let cpu_env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: None, transfer: TransferKind::Cpu };
     let mut cpu_blur = Blur::new(&cpu_env, settings.clone()).expect("cpu blur");
-    let cpu_out = blur_once(&gl, &mut cpu_blur);
+    let cpu_out = blur_once(Graphics::Gl(&gl), &mut cpu_blur);
     let max =
         gpu_out.iter().zip(&cpu_out).flat_map(|(a, b)| (0..4).map(move |c| (a[c] - b[c]).abs())).fold(0.0, f64::max);
     assert!(max <= 1.0, "CUDA and CPU differ by {max} levels");
@@ -275,7 +275,7 @@ fn a_background_compile_shows_the_image_then_blurs_like_the_reference() {
     // The filter settled once the kernels arrived: still the recursive one, on its own block.
     let settings = blur.settings().clone();
     assert_eq!(settings.filter, Filter::Recursive);
-    let out = blur_once(&gl, &mut blur);
+    let out = blur_once(Graphics::Gl(&gl), &mut blur);
     let (max, mean) = errors(&out, &reference(&source, &settings));
     let (max_bound, mean_bound) = bounds(settings.format, settings.filter);
     assert!(max <= max_bound && mean <= mean_bound, "max {max:e} mean {mean:e}");
@@ -285,5 +285,39 @@ fn a_background_compile_shows_the_image_then_blurs_like_the_reference() {
     let late = late.expect("a timed frame");
     assert!(late.times.gpu(Stage::Map).is_some() && late.times.gpu(Stage::Kernel).is_some(), "{late:?}");
     Box::new(blur).destroy(Graphics::Gl(&gl));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn on_vulkan_cuda_writes_imported_memory_that_matches_the_reference() {
+    let (vulkan, cuda) = common::vulkan_cuda_setup([64, 64]);
+    let graphics = Graphics::Vulkan(&vulkan);
+    let mut random = common::Random::new();
+    let dir = common::temp_dir("gpu-blur-vulkan");
+    for (width, height) in [(251u32, 97u32), (1, 37)] {
+        let path = dir.join(format!("in-{width}x{height}.png"));
+        let source = random_image(width, height, &mut random, &path);
+        for format in [PixelFormat::Rgba8, PixelFormat::Rgba32f] {
+            for (filter, sigma) in [(Filter::Separable, 2.5), (Filter::Box, 4.0), (Filter::Recursive, 5.0)] {
+                let settings =
+                    BlurSettings { image: Some(path.clone()), sigma, filter, format, ..BlurSettings::default() };
+                let env = DemoEnv { graphics, cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan };
+                let mut blur = Blur::new(&env, settings.clone()).expect("blur on the Vulkan path");
+                assert_eq!(blur.pipeline().kind(), TransferKind::Vulkan);
+                // Written through the pixel buffer Vulkan allocated and CUDA imported, read back
+                // through CUDA's import after Vulkan copied it into the image.
+                let out = blur_once(graphics, &mut blur);
+                let (max, mean) = errors(&out, &reference(&source, &settings));
+                let (max_bound, mean_bound) = bounds(format, filter);
+                eprintln!("Vulkan {width}x{height} {format:?} {filter:?}: max {max:e} mean {mean:e}");
+                assert!(
+                    max <= max_bound && mean <= mean_bound,
+                    "Vulkan {width}x{height} {format:?} {filter:?}: max {max:e} mean {mean:e}"
+                );
+                Box::new(blur).destroy(graphics);
+            }
+        }
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -26,12 +26,12 @@ fn demo(gl: &glow::Context, selection: &Selection, transfer: TransferKind, setti
 }
 
 /// Steps the demo `steps` times, poisoning what each step writes first.
-fn run(gl: &glow::Context, nbody: &mut NBody, steps: u64) {
+fn run(graphics: Graphics<'_>, nbody: &mut NBody, steps: u64) {
     for frame in 0..steps {
-        nbody.poison_next_output(Graphics::Gl(gl)).expect("poison");
-        nbody.step(Graphics::Gl(gl), frame, 0.0).expect("step");
+        nbody.poison_next_output(graphics).expect("poison");
+        nbody.step(graphics, frame, 0.0).expect("step");
     }
-    let (positions, velocities) = nbody.read_gl_buffers(Graphics::Gl(gl)).expect("read GL buffers");
+    let (positions, velocities) = nbody.read_gl_buffers(graphics).expect("read the drawn buffers");
     assert!(positions.iter().flatten().all(|v| v.is_finite()), "every position written");
     assert!(velocities.iter().flatten().all(|v| v.is_finite()), "every velocity written");
 }
@@ -61,7 +61,7 @@ fn one_and_hundred_steps_match_the_f64_reference() {
             let params = settings.params();
             let initial = Preset::Plummer.generate(n as usize, seed);
             let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings);
-            run(&gl, &mut nbody, steps);
+            run(Graphics::Gl(&gl), &mut nbody, steps);
             let result = nbody.read_bodies(Graphics::Gl(&gl)).expect("read bodies");
             let reference = cpu::reference_steps(&initial, &params, steps as usize);
             let (position_error, velocity_error) = errors(&result, &reference);
@@ -109,7 +109,7 @@ fn every_variant_and_slicing_agrees_with_the_reference() {
     for (block_size, tile_size, unroll, bodies_per_thread, slices) in shapes {
         let variant = Variant { precision: Precision::F32, block_size, tile_size, unroll, bodies_per_thread };
         let mut nbody = demo(&gl, &selection, TransferKind::Interop, NBodySettings { variant, slices, ..base.clone() });
-        run(&gl, &mut nbody, 5);
+        run(Graphics::Gl(&gl), &mut nbody, 5);
         let (position_error, velocity_error) = errors(&nbody.read_bodies(Graphics::Gl(&gl)).expect("read"), &reference);
         eprintln!("{variant:?} slices {:?}: {position_error:e} {velocity_error:e}", nbody.slices());
         assert!(position_error < 1e-6 && velocity_error < 1e-5, "{variant:?}: {position_error:e} {velocity_error:e}");
@@ -133,7 +133,7 @@ fn momentum_is_conserved_and_the_paths_agree() {
     for transfer in [TransferKind::Interop, TransferKind::HostCopy] {
         let mut nbody = demo(&gl, &selection, transfer, settings.clone());
         let p0 = nbody.read_bodies(Graphics::Gl(&gl)).expect("read").momentum();
-        run(&gl, &mut nbody, 100);
+        run(Graphics::Gl(&gl), &mut nbody, 100);
         let after = nbody.read_bodies(Graphics::Gl(&gl)).expect("read");
         let scale: f64 = after
             .positions
@@ -356,7 +356,7 @@ fn a_background_compile_draws_still_bodies_then_steps_like_the_reference() {
     // The frame that took the kernels stepped once; step on to 10 and compare.
     let steps = 10;
     let remaining = steps - nbody.steps();
-    run(&gl, &mut nbody, remaining);
+    run(Graphics::Gl(&gl), &mut nbody, remaining);
     assert_eq!(nbody.steps(), steps);
     let result = nbody.read_bodies(Graphics::Gl(&gl)).expect("read bodies");
     let (position_error, velocity_error) = errors(&result, &cpu::reference_steps(&initial, &params, steps as usize));
@@ -411,5 +411,37 @@ fn a_pipeline_keeps_the_state_on_the_device_and_draws_each_step_as_it_is() {
             }
             Box::new(nbody).destroy(Graphics::Gl(&gl));
         }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn on_vulkan_cuda_steps_imported_memory_like_the_reference() {
+    let (vulkan, cuda) = common::vulkan_cuda_setup([64, 64]);
+    let graphics = Graphics::Vulkan(&vulkan);
+    let mut random = common::Random::new();
+    for steps in [1u64, 20] {
+        let (n, seed) = (4096, random.next_u64());
+        let settings = NBodySettings {
+            bodies: Some(n),
+            preset: Preset::Plummer,
+            seed,
+            energy_every: 0,
+            ..NBodySettings::default()
+        };
+        let reference =
+            cpu::reference_steps(&Preset::Plummer.generate(n as usize, seed), &settings.params(), steps as usize);
+        let env = DemoEnv { graphics, cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan };
+        let mut nbody = NBody::new(&env, settings).expect("n-body on the Vulkan path");
+        assert_eq!(nbody.pipeline().kind(), TransferKind::Vulkan);
+        // Each step's output poisoned (NaN) first; read back through CUDA's import.
+        run(graphics, &mut nbody, steps);
+        let (position_error, velocity_error) = errors(&nbody.read_bodies(graphics).expect("read"), &reference);
+        eprintln!("Vulkan, {steps} steps: position error {position_error:e}, velocity error {velocity_error:e}");
+        // As on GL interop (fp32, 4096 bodies): f32 rounding after one step, growing slowly.
+        let (position_bound, velocity_bound) = if steps == 1 { (1e-6, 1e-5) } else { (1e-5, 1e-4) };
+        assert!(position_error < position_bound, "{steps} steps: positions {position_error:e}");
+        assert!(velocity_error < velocity_bound, "{steps} steps: velocities {velocity_error:e}");
+        Box::new(nbody).destroy(graphics);
     }
 }

@@ -1,6 +1,9 @@
 //! Tests that need an NVIDIA GPU with its Vulkan driver: Vulkan allocates, CUDA imports and
 //! writes, a timeline semaphore orders the two, and Vulkan reads back what the CPU reference
 //! computes; frames without host waits; the driver-call order of a frame; no leak across buffers.
+//! Then the demos on the Vulkan path: the wave against its reference, the three demos drawn
+//! headless as on the CPU backend, a demo frame's calls in order, and re-allocation without leaks
+//! (n-body and blur against their references: tests/gpu_nbody.rs, tests/gpu_blur.rs).
 //!
 //! Run on the GPU machine with `--include-ignored --test-threads=1` (the leak check reads the
 //! device's free memory).
@@ -15,11 +18,22 @@ use std::time::Duration;
 use ash::vk as raw;
 use interop_lab::bench::fill::{KERNEL, launch_fill};
 use interop_lab::cuda::{Context, DeviceLimits, Function, Module, Stream};
+use interop_lab::demo::{Demo, DemoEnv, DemoSpec, View};
+use interop_lab::demos::blur::BlurSettings;
+use interop_lab::demos::nbody::NBodySettings;
+use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
+use interop_lab::demos::wave::{Wave, WaveSettings};
+use interop_lab::graphics::Graphics;
+use interop_lab::headless_vulkan;
+use interop_lab::render::Renderer;
+use interop_lab::render::vulkan::VulkanRenderer;
 use interop_lab::runtime::{BackendRequest, CudaOptions};
+use interop_lab::transfer::TransferKind;
 use interop_lab::transfer::vulkan::{VulkanBuffer, VulkanShare};
 use interop_lab::vk::commands::CommandRing;
 use interop_lab::vk::device::{DeviceChoice, VulkanContext};
 use interop_lab::vk::memory::{Buffer, MemoryKind};
+use interop_lab::vk::shared::SharedTimeline;
 
 struct Setup {
     // Drop order: Vulkan-side objects and the share before the contexts.
@@ -42,7 +56,8 @@ fn setup() -> Setup {
     let vulkan =
         VulkanContext::new(&DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() }).unwrap();
     let stream = Rc::new(Stream::new(&context).unwrap());
-    let share = VulkanShare::new(&vulkan, &context, &stream).unwrap();
+    let timeline = Rc::new(SharedTimeline::new(&vulkan).unwrap());
+    let share = VulkanShare::new(&vulkan, &timeline, &context, &stream).unwrap();
     let ring = CommandRing::new(&vulkan, 3).unwrap();
     let module = Module::load(&context, &cuda.compiler.compile(&KERNEL, &[]).unwrap()).unwrap();
     let fill = (module.function("fill").unwrap(), DeviceLimits::from(context.device()));
@@ -50,12 +65,15 @@ fn setup() -> Setup {
 }
 
 impl Setup {
-    /// CUDA fills `buffer` with `value ^ i`; returns the value Vulkan must wait for.
+    /// CUDA fills `buffer` with `value ^ i`; returns the value it signals when done.
     fn fill(&mut self, frame: u64, buffer: &VulkanBuffer, value: u32) -> u64 {
         let (function, limits) = &mut self.fill;
         self.share
-            .cuda_step(frame, &[buffer], |spans, stream| launch_fill(function, limits, stream, spans[0], value))
-            .unwrap()
+            .cuda_step(frame, buffer.mark().value(), |stream| {
+                launch_fill(function, limits, stream, buffer.span(), value)
+            })
+            .unwrap();
+        self.share.timeline().written_value()
     }
 }
 
@@ -75,18 +93,18 @@ fn cuda_writes_vulkan_memory_and_vulkan_reads_what_the_reference_computes() {
     out.host_bytes_mut().unwrap().fill(0x5A);
 
     // Vulkan poisons the shared buffer first; CUDA's step waits for that submission.
-    let poisoned = s.share.submit_read(&mut s.ring, 0, raw::PipelineStageFlags::TRANSFER, &[&buffer], |r| {
+    let poisoned = s.share.submit_read(&mut s.ring, raw::PipelineStageFlags::TRANSFER, &[&buffer], |r| {
         r.fill(buffer.vulkan(), 0xFFFF_FFFF)
     });
     assert!(poisoned.is_ok());
-    let ready = s.fill(0, &buffer, value);
+    s.fill(0, &buffer, value);
     let read = s
         .share
-        .submit_read(&mut s.ring, ready, raw::PipelineStageFlags::TRANSFER, &[&buffer], |r| {
+        .submit_read(&mut s.ring, raw::PipelineStageFlags::TRANSFER, &[&buffer], |r| {
             r.copy(buffer.vulkan(), 0, &out, 0, words * 4)
         })
         .unwrap();
-    assert!(s.share.read_semaphore().wait(read, Duration::from_secs(10)).unwrap(), "Vulkan never saw CUDA's signal");
+    assert!(s.share.timeline().wait_read(read, Duration::from_secs(10)).unwrap(), "Vulkan never saw CUDA's signal");
     let seen: Vec<u32> = bytemuck::pod_collect_to_vec(out.host_bytes().unwrap());
     let wrong = seen.iter().enumerate().filter(|&(i, &w)| w != value ^ i as u32).count();
     assert_eq!(wrong, 0, "{wrong} of {words} words differ from value ^ index (exact integers: the bound is 0)");
@@ -110,10 +128,10 @@ fn frames_without_host_waits_each_see_their_own_fill() {
     for frame in 0..frames {
         let buffer = &buffers[frame % 2];
         let value = base.wrapping_add(frame as u32);
-        let ready = s.fill(frame as u64, buffer, value);
+        s.fill(frame as u64, buffer, value);
         // Copy the first and the last word of this frame's fill to the frame's own slot.
         s.share
-            .submit_read(&mut s.ring, ready, raw::PipelineStageFlags::TRANSFER, &[buffer], |r| {
+            .submit_read(&mut s.ring, raw::PipelineStageFlags::TRANSFER, &[buffer], |r| {
                 r.copy(buffer.vulkan(), 0, &out, frame * 8, 4)?;
                 r.copy(buffer.vulkan(), (words - 1) * 4, &out, frame * 8 + 4, 4)
             })
@@ -142,7 +160,7 @@ fn a_frame_traces_wait_then_launch_then_signal_then_the_vulkan_submit() {
         let ready = s.fill(n, &buffer, n as u32);
         let read = s
             .share
-            .submit_read(&mut s.ring, ready, raw::PipelineStageFlags::TRANSFER, &[&buffer], |r| {
+            .submit_read(&mut s.ring, raw::PipelineStageFlags::TRANSFER, &[&buffer], |r| {
                 r.copy(buffer.vulkan(), 0, &out, 0, 4)
             })
             .unwrap();
@@ -192,4 +210,161 @@ fn making_and_dropping_shared_buffers_leaks_no_device_memory() {
     let lost = free_before.saturating_sub(free_after);
     eprintln!("free before {free_before}, after {free_after}: {lost} bytes lost over 20 × 64 MiB");
     assert!(lost < 16 << 20, "{lost} bytes of device memory lost over 20 buffers of 64 MiB");
+}
+
+fn wave_on_vulkan(
+    vulkan: &interop_lab::vk::frame::VulkanGraphics,
+    cuda: &Rc<interop_lab::runtime::CudaRuntime>,
+    settings: WaveSettings,
+) -> Wave {
+    let env = DemoEnv { graphics: Graphics::Vulkan(vulkan), cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan };
+    let wave = Wave::new(&env, settings).expect("wave on the Vulkan path");
+    assert_eq!(wave.pipeline().kind(), TransferKind::Vulkan);
+    wave
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_wave_on_the_vulkan_path_writes_the_reference_values() {
+    let (vulkan, cuda) = common::vulkan_cuda_setup([64, 64]);
+    let graphics = Graphics::Vulkan(&vulkan);
+    let mut random = common::Random::new();
+    for (width, height) in [(257u32, 131u32), (1, 1000), (1024, 1024)] {
+        let settings = WaveSettings {
+            width,
+            height,
+            frequency: random.range(0.5, 12.0) as f32,
+            amplitude: random.range(0.05, 1.0) as f32,
+            ..WaveSettings::default()
+        };
+        let mut wave = wave_on_vulkan(&vulkan, &cuda, settings.clone());
+        wave.poison_positions(graphics).expect("poison");
+        let phase = random.range(0.0, std::f64::consts::TAU);
+        wave.set_phase(phase);
+        wave.step(graphics, 0, 0.0).expect("step");
+        let out = wave.read_positions(graphics).expect("read back through CUDA's import");
+        let frame = WaveFrame {
+            width,
+            height,
+            phase: phase as f32,
+            frequency: settings.frequency,
+            amplitude: settings.amplitude,
+        };
+        assert!(out.iter().flatten().all(|v| v.is_finite()), "{width}x{height}: every vertex written (poison was NaN)");
+        let error = relative_error(&out, &reference(&frame));
+        eprintln!("{width}x{height}: ‖out − ref‖/‖ref‖ = {error:e}");
+        // f32 sin/cos of the kernel against the f64 reference (as on the GL paths).
+        assert!(error < 1e-5, "{width}x{height}: ‖out − ref‖/‖ref‖ = {error:e}");
+        Box::new(wave).destroy(graphics);
+    }
+}
+
+/// PSNR of RGB over every pixel, in dB.
+fn psnr(a: &[u8], b: &[u8]) -> f64 {
+    let (mut sum, mut count) = (0.0f64, 0usize);
+    for (p, q) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+        for channel in 0..3 {
+            let d = f64::from(p[channel]) - f64::from(q[channel]);
+            sum += d * d;
+            count += 1;
+        }
+    }
+    let mse = sum / count.max(1) as f64;
+    if mse == 0.0 { f64::INFINITY } else { 10.0 * (255.0f64 * 255.0 / mse).log10() }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_three_demos_drawn_headless_on_the_vulkan_path_match_the_cpu_backend() {
+    let size = [320, 200];
+    for spec in [
+        DemoSpec::new(WaveSettings::default()),
+        DemoSpec::new(NBodySettings { bodies: Some(8192), ..NBodySettings::default() }),
+        DemoSpec::new(BlurSettings::default()),
+    ] {
+        let mut on_cuda = common::cpu_headless_options(spec.clone(), 5, size);
+        on_cuda.cuda.backend = interop_lab::runtime::BackendRequest::Cuda;
+        let cuda = headless_vulkan::run(&on_cuda).expect("Vulkan headless with CUDA");
+        let cpu = headless_vulkan::run(&common::cpu_headless_options(spec, 5, size)).expect("Vulkan headless, CPU");
+        let name = cuda.json["demo"].as_str().unwrap_or("?").to_owned();
+        assert_eq!(cuda.json["transfer"], "vulkan", "{name}: {}", cuda.json);
+        assert_eq!(cuda.json["backend"], "cuda", "{name}");
+        let background = &cuda.pixels[..4];
+        let drawn =
+            cuda.pixels.chunks_exact(4).filter(|p| p != &background).count() as f64 / (size[0] * size[1]) as f64;
+        let db = psnr(&cuda.pixels, &cpu.pixels);
+        eprintln!("{name}: CUDA on Vulkan vs CPU on Vulkan: PSNR {db:.1} dB, {:.1} % drawn", drawn * 100.0);
+        // The same state drawn by the same renderer: CUDA and the CPU differ in float rounding only
+        // (n-body after 5 steps: ~1e-6 relative positions), far below a pixel.
+        assert!(drawn > 0.005, "{name}: only {:.2} % of the frame drawn", drawn * 100.0);
+        assert!(db >= 30.0, "{name}: CUDA's frame differs from the CPU's: PSNR {db:.1} dB < 30");
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_wave_frame_on_vulkan_traces_wait_launch_signal_then_the_submit_that_waits_for_it() {
+    let (vulkan, cuda) = common::vulkan_cuda_setup([64, 64]);
+    let graphics = Graphics::Vulkan(&vulkan);
+    let settings = WaveSettings { width: 128, height: 128, ..WaveSettings::default() };
+    let mut wave = wave_on_vulkan(&vulkan, &cuda, settings);
+    let mut renderer = VulkanRenderer::new();
+    let view = View { origin: [0, 0], size: [64, 64] };
+    renderer.prepare(graphics, &wave.scene(&view)).expect("prepare");
+    let mut frame = |wave: &mut Wave, n: u64| {
+        wave.step(graphics, n, 1.0 / 60.0).expect("step");
+        vulkan.begin_frame([0.0; 4], n).expect("begin");
+        renderer.draw(graphics, &wave.scene(&view), &view).expect("draw");
+        vulkan.end_frame().expect("submit");
+    };
+    let trace = cuda.context.trace();
+    trace.end_frame(); // closes the setup list
+    for n in 0..3 {
+        frame(&mut wave, n); // every slot of the wave's buffer ring drawn once
+    }
+    trace.set_per_frame(true);
+    frame(&mut wave, 3);
+    trace.end_frame();
+    let calls: Vec<(&str, String)> = trace.last_frame().into_iter().map(|e| (e.call, e.detail)).collect();
+    let position =
+        |name: &str| calls.iter().position(|(c, _)| *c == name).unwrap_or_else(|| panic!("{name} missing: {calls:?}"));
+    let (wait, launch, signal, submit) = (
+        position("cuWaitExternalSemaphoresAsync"),
+        position("cuLaunchKernel"),
+        position("cuSignalExternalSemaphoresAsync"),
+        position("vkQueueSubmit"),
+    );
+    assert!(wait < launch && launch < signal && signal < submit, "order: {calls:?}");
+    assert!(!calls.iter().any(|(c, _)| c.contains("Synchronize")), "no host wait in the frame: {calls:?}");
+    // The submit waits for exactly the value CUDA signalled.
+    let written = calls[signal].1.trim_start_matches("written = ").to_owned();
+    assert!(calls[submit].1.starts_with(&format!("waits written ≥ {written},")), "{calls:?}");
+    wave.read_positions(graphics).expect("finish");
+    renderer.destroy(graphics);
+    Box::new(wave).destroy(graphics);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn re_allocating_demo_buffers_on_the_vulkan_path_leaks_no_device_memory() {
+    let (vulkan, cuda) = common::vulkan_cuda_setup([64, 64]);
+    let graphics = Graphics::Vulkan(&vulkan);
+    // 2048 × 2048 vertices of 16 bytes: 64 MiB per buffer, a ring of them per wave.
+    let settings = WaveSettings { width: 2048, height: 2048, ..WaveSettings::default() };
+    let mut wave = wave_on_vulkan(&vulkan, &cuda, settings);
+    let mut reallocate = |count: usize| {
+        for n in 0..count {
+            wave.poison_positions(graphics).expect("re-allocate");
+            wave.step(graphics, n as u64, 0.0).expect("step");
+        }
+        wave.read_positions(graphics).expect("finish");
+    };
+    reallocate(2); // the driver's first-use allocations
+    let (free_before, _) = cuda.context.memory_info().unwrap();
+    reallocate(20);
+    let (free_after, _) = cuda.context.memory_info().unwrap();
+    let lost = free_before.saturating_sub(free_after);
+    eprintln!("free before {free_before}, after {free_after}: {lost} bytes lost over 20 re-allocations");
+    assert!(lost < 16 << 20, "{lost} bytes of device memory lost over 20 re-allocations of 64 MiB buffers");
+    Box::new(wave).destroy(graphics);
 }

@@ -15,7 +15,7 @@ use interop_lab::graphics::Graphics;
 use interop_lab::headless::{self, HeadlessOptions, HeadlessReport};
 use interop_lab::headless_vulkan;
 use interop_lab::pixel::PixelFormat;
-use interop_lab::runtime::BackendRequest;
+use interop_lab::runtime::{BackendRequest, TransferRequest};
 use interop_lab::stats::Stage;
 use interop_lab::vk::device::DeviceChoice;
 use interop_lab::vk::frame::VulkanGraphics;
@@ -162,7 +162,7 @@ fn a_flipped_frame_would_fail_the_comparison() {
 }
 
 #[test]
-fn what_vulkan_does_not_draw_yet_is_refused_with_the_way_out() {
+fn what_the_vulkan_renderer_cannot_do_is_refused_with_the_way_out() {
     if !vulkan_available() {
         return;
     }
@@ -171,10 +171,19 @@ fn what_vulkan_does_not_draw_yet_is_refused_with_the_way_out() {
     let message = headless_vulkan::run(&with_panel).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(message.contains("--panel"), "panel: {message}");
 
-    let mut on_cuda = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
-    on_cuda.cuda.backend = BackendRequest::Cuda;
-    let message = headless_vulkan::run(&on_cuda).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("--backend"), "CUDA: {message}");
+    let mut on_gl_path = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
+    on_gl_path.cuda.transfer = TransferRequest::Interop;
+    let message = headless_vulkan::run(&on_gl_path).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("--transfer"), "a GL transfer path: {message}");
+
+    if interop_lab::cuda::driver::driver_library_present() {
+        println!("skipped: `--backend cuda` without a driver (this machine has one; tests/gpu_vulkan.rs runs it)");
+    } else {
+        let mut on_cuda = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
+        on_cuda.cuda.backend = BackendRequest::Cuda;
+        let message = headless_vulkan::run(&on_cuda).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("driver"), "CUDA asked for without a driver: {message}");
+    }
 
     let huge = headless_vulkan::run(&options(DemoSpec::new(WaveSettings::default()), [1 << 20, 8]));
     let message = huge.err().map(|e| e.to_string()).unwrap_or_default();

@@ -16,6 +16,7 @@ use crate::transfer::vulkan::VulkanShare;
 use crate::vk::commands::CommandRing;
 use crate::vk::device::{DeviceChoice, VulkanContext};
 use crate::vk::memory::{Buffer, MemoryKind};
+use crate::vk::shared::SharedTimeline;
 use crate::{Error, Result};
 
 /// Frames a row runs: untimed first, then timed.
@@ -83,7 +84,8 @@ impl VulkanBench {
         let device = context.device();
         let vulkan =
             VulkanContext::new(&DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() })?;
-        let share = VulkanShare::new(&vulkan, context, stream)?;
+        let timeline = Rc::new(SharedTimeline::new(&vulkan)?);
+        let share = VulkanShare::new(&vulkan, &timeline, context, stream)?;
         let commands = CommandRing::new(&vulkan, 3)?;
         let readback =
             Buffer::new(&vulkan, CHECKED_BYTES, raw::BufferUsageFlags::TRANSFER_DST, MemoryKind::HostVisible)?;
@@ -123,14 +125,13 @@ impl VulkanBench {
         let mut history = FrameHistory::new(counts.timed as usize);
         let mut frame_us = Vec::with_capacity(counts.timed as usize);
         let mut wrong_frames = 0u32;
-        let mut ready = 0;
         for frame in 0..u64::from(counts.warmup + counts.timed) {
             let value = frame as u32;
             let mut times = StageTimes::default();
             let started = Instant::now();
             if mode != Mode::VulkanAlone {
-                ready = self.share.cuda_step(frame, &[&buffer], |spans, stream| {
-                    launch_fill(function, limits, stream, spans[0], value)
+                self.share.cuda_step(frame, buffer.mark().value(), |stream| {
+                    launch_fill(function, limits, stream, buffer.span(), value)
                 })?;
                 times.set_host(Stage::Kernel, micros(started));
             }
@@ -143,16 +144,13 @@ impl VulkanBench {
                 times.set_host(Stage::Sync, micros(waited));
             } else {
                 let submitted = Instant::now();
-                let read = self.share.submit_read(
-                    &mut self.commands,
-                    ready,
-                    raw::PipelineStageFlags::TRANSFER,
-                    &[&buffer],
-                    |r| r.copy(buffer.vulkan(), bytes - checked, &self.readback, 0, checked),
-                )?;
+                let read =
+                    self.share.submit_read(&mut self.commands, raw::PipelineStageFlags::TRANSFER, &[&buffer], |r| {
+                        r.copy(buffer.vulkan(), bytes - checked, &self.readback, 0, checked)
+                    })?;
                 times.set_host(Stage::Draw, micros(submitted));
                 let waited = Instant::now();
-                if !self.share.read_semaphore().wait(read, Duration::from_secs(10))? {
+                if !self.share.timeline().wait_read(read, Duration::from_secs(10))? {
                     return Err(Error::Unavailable(format!("Vulkan did not signal {read} within 10 s")));
                 }
                 times.set_host(Stage::Sync, micros(waited));

@@ -194,7 +194,7 @@ impl VulkanRenderer {
             speed_scale: sprites.speed_scale,
             brightness: sprites.brightness,
         };
-        let buffers = [sprites.bodies.vulkan()?, sprites.velocities.vulkan()?];
+        let buffers = [sprites.bodies.vulkan(vulkan)?, sprites.velocities.vulkan(vulkan)?];
         let rect = Rect { origin: view.origin, size: view.size };
         vulkan.record(|recorder, target| {
             target.begin_rendering(recorder, rect, SPRITES_CLEAR)?;
@@ -206,7 +206,7 @@ impl VulkanRenderer {
 
     fn draw_grid(&mut self, vulkan: &VulkanGraphics, grid: &Grid<'_>, view: &View) -> Result<()> {
         let passes = self.grid_passes(vulkan)?;
-        let vertices = grid.vertices.vulkan()?;
+        let vertices = grid.vertices.vulkan(vulkan)?;
         let vertex_count = grid.size[0] as u64 * grid.size[1] as u64;
         if vertex_count * FLOAT4 as u64 > vertices.len() as u64 {
             return Err(Error::InvalidInput(format!(

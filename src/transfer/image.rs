@@ -201,7 +201,10 @@ impl dyn Transfer + '_ {
                 let started = Instant::now();
                 match texture {
                     TextureMemory::Gl(texture) => texture.upload_from_buffer(graphics.gl()?, buffer.gl()?)?,
-                    TextureMemory::Vulkan(texture) => graphics.vulkan()?.upload_texture(texture, buffer.vulkan()?)?,
+                    TextureMemory::Vulkan(texture) => {
+                        let vulkan = graphics.vulkan()?;
+                        vulkan.upload_texture(texture, buffer.vulkan(vulkan)?)?
+                    }
                 }
                 let upload = times.host(Stage::Upload).unwrap_or(0.0) + started.elapsed().as_secs_f64() * 1e6;
                 times.set_host(Stage::Upload, upload);

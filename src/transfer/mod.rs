@@ -59,6 +59,8 @@ pub enum TransferKind {
     External,
     /// The CPU computes and uploads; no CUDA.
     Cpu,
+    /// Vulkan allocates, CUDA imports; timeline semaphores order the two (the Vulkan renderer).
+    Vulkan,
 }
 
 impl TransferKind {
@@ -70,6 +72,7 @@ impl TransferKind {
             Self::HostCopyPageable => "host copy (pageable)",
             Self::External => "external memory",
             Self::Cpu => "CPU",
+            Self::Vulkan => "Vulkan external memory",
         }
     }
 
@@ -94,6 +97,11 @@ impl TransferKind {
                  job: wait for GL before the kernel, for the kernel before GL draws."
             }
             Self::Cpu => "No CUDA: the CPU computes the data and uploads it into the GL buffer with glBufferSubData.",
+            Self::Vulkan => {
+                "Vulkan allocates exportable memory and CUDA imports it once (cuImportExternalMemory). Two timeline \
+                 semaphores order them on the GPU: CUDA waits until Vulkan has read the buffer, writes, signals; \
+                 Vulkan's submission waits for that signal. The host waits for neither."
+            }
         }
     }
 
@@ -176,15 +184,27 @@ pub struct SharedBuffer {
 /// The graphics API's buffer behind a [`SharedBuffer`].
 enum BufferMemory {
     Gl(gl::Buffer),
-    /// Host-visible Vulkan memory (the CPU path on Vulkan), drawn from in place.
+    /// A Vulkan buffer: host-visible on the CPU path, CUDA's import of it on the Vulkan path.
     Vulkan(crate::vk::memory::Buffer),
 }
 
 enum Link {
     Interop(GraphicsResource),
-    HostCopy { device: DeviceBuffer, staging: Staging },
-    External { memory: ExportableMemory, gl_memory: GlMemoryObjects, object: u32 },
+    HostCopy {
+        device: DeviceBuffer,
+        staging: Staging,
+    },
+    External {
+        memory: ExportableMemory,
+        gl_memory: GlMemoryObjects,
+        object: u32,
+    },
     Cpu(HostBytes),
+    /// CUDA's import of the Vulkan buffer, and the submission that last read it.
+    Vulkan {
+        memory: crate::cuda::import::ImportedMemory,
+        mark: crate::vk::shared::ReadMark,
+    },
 }
 
 impl SharedBuffer {
@@ -223,10 +243,16 @@ impl SharedBuffer {
         }
     }
 
-    /// The Vulkan buffer, for drawing with Vulkan.
-    pub fn vulkan(&self) -> Result<&crate::vk::memory::Buffer> {
+    /// The Vulkan buffer, for commands of the submission `frame` is recording, which is noted
+    /// as its reader: CUDA waits for that submission before writing the buffer again.
+    pub fn vulkan(&self, frame: &crate::vk::frame::VulkanGraphics) -> Result<&crate::vk::memory::Buffer> {
         match &self.memory {
-            BufferMemory::Vulkan(buffer) => Ok(buffer),
+            BufferMemory::Vulkan(buffer) => {
+                if let Link::Vulkan { mark, .. } = &self.link {
+                    frame.reads(mark);
+                }
+                Ok(buffer)
+            }
             BufferMemory::Gl(_) => Err(Error::Unavailable("an OpenGL buffer cannot be drawn with Vulkan".to_owned())),
         }
     }
@@ -469,6 +495,7 @@ pub fn create(kind: TransferKind, cuda: Option<CudaSide<'_>>) -> Result<Box<dyn 
             })?;
             Box::new(External::new(context, stream, gl_memory, events))
         }
+        TransferKind::Vulkan => Box::new(vulkan::VulkanPath::new(context, stream)),
         TransferKind::Cpu => Box::new(CpuPath),
     })
 }

@@ -13,29 +13,42 @@
 //! writes one while Vulkan still reads the other. (One semaphore for both directions would not do:
 //! with nothing ordering CUDA's signal after Vulkan's, the value could be asked to go backwards.)
 
-use std::cell::Cell;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
 
 use ash::vk as raw;
 
+use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
+use super::{micros_since, mismatch};
 use crate::cuda::import::{ImportedMemory, ImportedSemaphore};
+use crate::cuda::memory::{copy_from_device, copy_to_device};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceSpan, Stream};
-use crate::stats::{LateGpuTimes, Stage};
+use crate::graphics::Graphics;
+use crate::stats::{LateGpuTimes, Stage, StageTimes};
 use crate::vk::commands::{CommandRing, Recorder};
 use crate::vk::device::VulkanContext;
 use crate::vk::memory::{Buffer, MemoryKind};
-use crate::vk::sync::{Signal, TimelineSemaphore, Wait};
+use crate::vk::shared::{ReadMark, SharedTimeline};
 use crate::{Error, Result};
+
+/// What a buffer Vulkan allocated and CUDA imported may be used for: vertices, indices, storage,
+/// copies either way.
+const SHARED_USAGE: raw::BufferUsageFlags = raw::BufferUsageFlags::from_raw(
+    raw::BufferUsageFlags::VERTEX_BUFFER.as_raw()
+        | raw::BufferUsageFlags::INDEX_BUFFER.as_raw()
+        | raw::BufferUsageFlags::STORAGE_BUFFER.as_raw()
+        | raw::BufferUsageFlags::TRANSFER_SRC.as_raw()
+        | raw::BufferUsageFlags::TRANSFER_DST.as_raw(),
+);
 
 /// A Vulkan buffer CUDA writes through its import.
 pub struct VulkanBuffer {
     // Field order is drop order: CUDA's mapping and import go before Vulkan frees the memory.
     cuda: ImportedMemory,
     vulkan: Buffer,
-    /// The `read` value after which Vulkan no longer reads the buffer (0: never read).
-    last_read: Cell<u64>,
+    /// The last submission that read the buffer.
+    mark: ReadMark,
 }
 
 impl VulkanBuffer {
@@ -48,19 +61,20 @@ impl VulkanBuffer {
     pub fn span(&self) -> DeviceSpan {
         self.cuda.span()
     }
+
+    /// Set to the submission that last read the buffer.
+    pub fn mark(&self) -> &ReadMark {
+        &self.mark
+    }
 }
 
-/// CUDA and Vulkan sharing buffers, ordered by two timeline semaphores.
+/// CUDA's side of sharing memory with Vulkan: its imports of the [`SharedTimeline`]'s two
+/// semaphores and of the buffers, and the stream its kernels run on.
 pub struct VulkanShare {
     // CUDA's imports of the semaphores go before Vulkan's semaphores.
     cuda_written: ImportedSemaphore,
     cuda_read: ImportedSemaphore,
-    written: TimelineSemaphore,
-    read: TimelineSemaphore,
-    /// The last value CUDA's steps signal on `written`.
-    written_value: u64,
-    /// The last value Vulkan's submissions signal on `read`.
-    read_value: u64,
+    timeline: Rc<SharedTimeline>,
     events: EventRing,
     stream: Rc<Stream>,
     cuda: Rc<Context>,
@@ -68,9 +82,14 @@ pub struct VulkanShare {
 }
 
 impl VulkanShare {
-    /// Makes the timeline semaphore on `vulkan` and imports it into `cuda`, whose `stream` the
-    /// kernels run on. `vulkan` must be the CUDA device (same UUID).
-    pub fn new(vulkan: &Rc<VulkanContext>, cuda: &Rc<Context>, stream: &Rc<Stream>) -> Result<Self> {
+    /// Imports `timeline`'s semaphores (made on `vulkan`) into `cuda`, whose `stream` the kernels
+    /// run on. `vulkan` must be the CUDA device (same UUID).
+    pub fn new(
+        vulkan: &Rc<VulkanContext>,
+        timeline: &Rc<SharedTimeline>,
+        cuda: &Rc<Context>,
+        stream: &Rc<Stream>,
+    ) -> Result<Self> {
         let uuid = &cuda.device().uuid;
         if !vulkan.description().device_uuid.eq_ignore_ascii_case(uuid) {
             return Err(Error::Unavailable(format!(
@@ -80,18 +99,24 @@ impl VulkanShare {
                 cuda.device().name
             )));
         }
-        let written = TimelineSemaphore::new(vulkan, true)?;
-        let read = TimelineSemaphore::new(vulkan, true)?;
-        let cuda_written = ImportedSemaphore::new_timeline(cuda, written.export_fd()?, "written")?;
-        let cuda_read = ImportedSemaphore::new_timeline(cuda, read.export_fd()?, "read")?;
+        let (written, read) = timeline.export_fds()?;
+        let cuda_written = ImportedSemaphore::new_timeline(cuda, written, "written")?;
+        let cuda_read = ImportedSemaphore::new_timeline(cuda, read, "read")?;
         let events = EventRing::new(cuda, crate::cuda::timing::FRAMES_IN_FLIGHT, 3)?;
+        // Vulkan's submissions go into the same trace as CUDA's calls, so a frame reads in order.
+        let trace_owner: Weak<Context> = Rc::downgrade(cuda);
+        timeline.observe(Box::new(move |note| {
+            if let Some(context) = trace_owner.upgrade()
+                && context.trace().is_recording()
+            {
+                let wait = if note.waited > 0 { format!("waits written ≥ {}, ", note.waited) } else { String::new() };
+                context.trace().note("vkQueueSubmit", format!("{wait}signals read = {}", note.signals), note.host_us);
+            }
+        }));
         Ok(Self {
             cuda_written,
             cuda_read,
-            written,
-            read,
-            written_value: 0,
-            read_value: 0,
+            timeline: timeline.clone(),
             events,
             stream: stream.clone(),
             cuda: cuda.clone(),
@@ -103,88 +128,48 @@ impl VulkanShare {
     pub fn create_buffer(&self, bytes: usize, usage: raw::BufferUsageFlags) -> Result<VulkanBuffer> {
         let vulkan = Buffer::new(&self.vulkan, bytes, usage, MemoryKind::Exportable)?;
         let cuda = ImportedMemory::new(&self.cuda, vulkan.export_fd()?, vulkan.allocation_size(), bytes)?;
-        Ok(VulkanBuffer { cuda, vulkan, last_read: Cell::new(0) })
+        Ok(VulkanBuffer { cuda, vulkan, mark: ReadMark::default() })
     }
 
-    /// The semaphore Vulkan's submissions signal when they have read (host waits use it).
-    pub fn read_semaphore(&self) -> &TimelineSemaphore {
-        &self.read
+    /// The semaphore pair.
+    pub fn timeline(&self) -> &Rc<SharedTimeline> {
+        &self.timeline
     }
 
-    /// CUDA's half of frame `frame`: on the stream, waits until Vulkan has finished reading
-    /// `buffers`, runs `compute` on their device ranges, and signals. Returns the value Vulkan
-    /// must wait for before reading what `compute` wrote.
-    pub fn cuda_step(
-        &mut self,
-        frame: u64,
-        buffers: &[&VulkanBuffer],
-        compute: impl FnOnce(&[DeviceSpan], &Stream) -> Result<()>,
-    ) -> Result<u64> {
-        const MAX: usize = crate::cuda::interop::MAX_MAPPED;
-        if buffers.len() > MAX {
-            return Err(Error::InvalidInput(format!("at most {MAX} buffers per step")));
-        }
-        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; MAX];
-        for (buffer, span) in buffers.iter().zip(spans.iter_mut()) {
-            *span = buffer.span();
-        }
+    /// CUDA's half of frame `frame`: on the stream, waits until Vulkan's submission `released`
+    /// (the last that read the buffers about to be written) is done, runs `compute`, and signals
+    /// `written`. Every Vulkan submission from now on waits for that signal.
+    pub fn cuda_step(&mut self, frame: u64, released: u64, compute: impl FnOnce(&Stream) -> Result<()>) -> Result<()> {
         let stream = &*self.stream;
-        let released = buffers.iter().map(|b| b.last_read.get()).max().unwrap_or(0);
         let marks = self.events.begin();
         marks.mark(0, stream)?;
         if released > 0 {
             self.cuda_read.wait_async(stream, released)?;
         }
         marks.mark(1, stream)?;
-        compute(&spans[..buffers.len()], stream)?;
+        compute(stream)?;
         marks.mark(2, stream)?;
         self.events.commit(frame);
-        self.cuda_written.signal_async(stream, self.written_value + 1)?;
-        self.written_value += 1;
-        Ok(self.written_value)
+        let written = self.timeline.next_written();
+        self.cuda_written.signal_async(stream, written)?;
+        self.timeline.written_signalled(written);
+        Ok(())
     }
 
-    /// Vulkan's half: submits commands (recorded by `record`) that read `buffers` once CUDA's step
-    /// has signalled `ready`, from pipeline `stage` on. The submission signals a new value, which
-    /// CUDA's next step on these buffers waits for; returns it.
+    /// Vulkan's half for a ring of its own (the benchmark's): submits commands recorded by
+    /// `record` that read `buffers` once CUDA's writes are done, from pipeline `stage` on; returns
+    /// the `read` value the submission signals.
     pub fn submit_read(
         &mut self,
         ring: &mut CommandRing,
-        ready: u64,
         stage: raw::PipelineStageFlags,
         buffers: &[&VulkanBuffer],
         record: impl FnOnce(&Recorder<'_>) -> Result<()>,
     ) -> Result<u64> {
-        if ready > self.written_value {
-            return Err(Error::InvalidInput(format!(
-                "a Vulkan submission may wait for written ≥ {ready} only after CUDA's step signalled it (the last is {})",
-                self.written_value
-            )));
-        }
-        let read = self.read_value + 1;
-        let wait = Wait { semaphore: &self.written, value: ready, stage };
-        let signal = Signal { semaphore: &self.read, value: read };
-        let started = Instant::now();
-        let submitted = ring.submit(&[wait], &[signal], record);
-        self.read_value = read;
-        let trace = self.cuda.trace();
-        if trace.is_recording() {
-            // Vulkan's calls go into the same trace as CUDA's, so a frame reads in order.
-            let host_us = started.elapsed().as_secs_f64() * 1e6;
-            trace.note("vkQueueSubmit", format!("waits written ≥ {ready}, signals read = {read}"), host_us);
-        }
-        if let Err(error) = submitted {
-            // Nothing will signal `read` now, and CUDA may be told to wait for it: signal it from
-            // the host, after the submissions before it (values only grow), rather than hang.
-            if self.read.wait(read - 1, Duration::from_secs(10)).unwrap_or(false) {
-                let _ = self.read.signal(read);
-            }
-            return Err(error);
-        }
         for buffer in buffers {
-            buffer.last_read.set(read);
+            self.timeline.read_by_next(&buffer.mark);
         }
-        Ok(read)
+        self.timeline.submit(ring, stage, record)
     }
 
     /// GPU times of an earlier CUDA step (semaphore wait as `Sync`, compute as `Kernel`).
@@ -195,10 +180,10 @@ impl VulkanShare {
     /// Waits on the host, at most `timeout` for each API, until everything enqueued so far is
     /// done (before reading results on the host or tearing down).
     pub fn synchronize(&self, timeout: Duration) -> Result<()> {
-        if !self.read.wait(self.read_value, timeout)? {
+        let read = self.timeline.read_value();
+        if !self.timeline.wait_read(read, timeout)? {
             return Err(Error::Unavailable(format!(
-                "the Vulkan queue did not reach read = {} within {timeout:?}: the GPU is stuck (restart the app)",
-                self.read_value
+                "the Vulkan queue did not reach read = {read} within {timeout:?}: the GPU is stuck (restart the app)"
             )));
         }
         // Every value CUDA waits for has now been signalled, so the stream can finish.
@@ -221,6 +206,106 @@ impl Drop for VulkanShare {
         // imports go (bounded, so a stuck GPU cannot hang the app here).
         if let Err(error) = self.synchronize(Duration::from_secs(10)) {
             self.cuda.defer_error(error);
+        }
+    }
+}
+
+/// The Vulkan path for demos drawn by the Vulkan renderer: their buffers are Vulkan's, imported
+/// by CUDA, and each frame's submission is ordered after the kernels by the renderer device's
+/// [`SharedTimeline`]. The host waits nowhere in a frame.
+pub struct VulkanPath {
+    /// Made with the first buffer: that is when the renderer's device is known.
+    share: Option<VulkanShare>,
+    context: Rc<Context>,
+    stream: Rc<Stream>,
+}
+
+impl VulkanPath {
+    /// The path for kernels on `stream`.
+    pub(super) fn new(context: Rc<Context>, stream: Rc<Stream>) -> Self {
+        Self { share: None, context, stream }
+    }
+
+    fn share(&mut self, graphics: Graphics<'_>) -> Result<&mut VulkanShare> {
+        let share = match self.share.take() {
+            Some(share) => share,
+            None => {
+                let vulkan = graphics.vulkan()?;
+                VulkanShare::new(vulkan.context(), &vulkan.shared_timeline()?, &self.context, &self.stream)?
+            }
+        };
+        Ok(self.share.insert(share))
+    }
+}
+
+impl Transfer for VulkanPath {
+    fn kind(&self) -> TransferKind {
+        TransferKind::Vulkan
+    }
+
+    fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
+        let stream = self.stream.clone();
+        let VulkanBuffer { cuda, vulkan, mark } =
+            self.share(graphics)?.create_buffer(initial.len().max(4), SHARED_USAGE)?;
+        copy_to_device(&stream, cuda.span().range(0, initial.len())?, initial)?;
+        // Vulkan may draw the buffer before any kernel signals: let the copy land first.
+        stream.synchronize()?;
+        Ok(SharedBuffer { link: Link::Vulkan { memory: cuda, mark }, memory: BufferMemory::Vulkan(vulkan) })
+    }
+
+    fn read_buffer(&mut self, _graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
+        let Link::Vulkan { memory, .. } = &buffer.link else {
+            return Err(mismatch(TransferKind::Vulkan));
+        };
+        self.synchronize()?;
+        let mut data = vec![0u8; memory.span().bytes];
+        copy_from_device(&self.stream, memory.span(), &mut data)?;
+        Ok(data)
+    }
+
+    fn run(
+        &mut self,
+        graphics: Graphics<'_>,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        const MAX: usize = crate::cuda::interop::MAX_MAPPED;
+        if buffers.len() > MAX {
+            return Err(Error::InvalidInput(format!("at most {MAX} buffers per step")));
+        }
+        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; MAX];
+        let mut released = 0;
+        for ((buffer, access), span) in buffers.iter().zip(spans.iter_mut()) {
+            let Link::Vulkan { memory, mark } = &buffer.link else {
+                return Err(mismatch(TransferKind::Vulkan));
+            };
+            *span = memory.span();
+            if access.writes() {
+                released = released.max(mark.value());
+            }
+        }
+        let started = Instant::now();
+        let spans = &spans[..buffers.len()];
+        self.share(graphics)?
+            .cuda_step(frame, released, |stream| compute(Target::Device { buffers: spans, stream }))?;
+        let mut times = StageTimes::default();
+        // The host only enqueued: the semaphore wait, the kernel and the signal.
+        times.set_host(Stage::Kernel, micros_since(started));
+        Ok(times)
+    }
+
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        match self.share.as_mut() {
+            Some(share) => share.poll_gpu_times(),
+            None => Ok(None),
+        }
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        match &self.share {
+            Some(share) => share.synchronize(Duration::from_secs(10)),
+            None => self.stream.synchronize(),
         }
     }
 }

@@ -227,6 +227,9 @@ fn ownership(ui: &mut egui::Ui, input: &PanelInput<'_>) {
         TransferKind::Cpu => {
             ui.label("Buffers: owned by GL; the CPU writes them with uploads");
         }
+        TransferKind::Vulkan => {
+            ui.label("Buffers: Vulkan's, imported by CUDA; two timeline semaphores order kernel and draw on the GPU");
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use ash::vk;
 use super::commands::{CommandRing, Recorder};
 use super::device::{DeviceChoice, VulkanContext};
 use super::memory::{Buffer, MemoryKind};
+use super::shared::{ReadMark, SharedTimeline};
 use super::target::OffscreenTarget;
 use super::texture::Texture;
 use super::timing::FrameTimer;
@@ -29,6 +30,9 @@ pub struct VulkanGraphics {
     timer: RefCell<Option<FrameTimer>>,
     /// GPU times (frame, µs) read and not yet taken.
     gpu_times: RefCell<Vec<(u64, f64)>>,
+    /// The semaphores shared with CUDA, once a transfer path asked for them: every submission
+    /// then waits for CUDA's writes and signals that it has read.
+    shared: RefCell<Option<Rc<SharedTimeline>>>,
     target: OffscreenTarget,
     context: Rc<VulkanContext>,
 }
@@ -47,7 +51,7 @@ impl VulkanGraphics {
         let target = OffscreenTarget::new(&context, size)?;
         let commands = RefCell::new(CommandRing::new(&context, FRAMES_IN_FLIGHT)?);
         let timer = RefCell::new(FrameTimer::new(&context, FRAMES_IN_FLIGHT)?);
-        Ok(Self { commands, timer, gpu_times: RefCell::new(Vec::new()), target, context })
+        Ok(Self { commands, timer, gpu_times: RefCell::new(Vec::new()), shared: RefCell::new(None), target, context })
     }
 
     /// The device.
@@ -58,6 +62,44 @@ impl VulkanGraphics {
     /// The offscreen target.
     pub fn target(&self) -> &OffscreenTarget {
         &self.target
+    }
+
+    /// The timeline semaphores this device shares with CUDA (made on first use). From then on
+    /// every submission of a frame or upload waits for what CUDA was asked to write and signals
+    /// that it has read.
+    pub fn shared_timeline(&self) -> Result<Rc<SharedTimeline>> {
+        let mut shared = self.shared.try_borrow_mut().map_err(|_| busy())?;
+        if let Some(timeline) = shared.as_ref() {
+            return Ok(timeline.clone());
+        }
+        let timeline = Rc::new(SharedTimeline::new(&self.context)?);
+        *shared = Some(timeline.clone());
+        Ok(timeline)
+    }
+
+    /// Notes that the submission being recorded reads the buffer marked `mark`, so CUDA waits for
+    /// it before writing the buffer again (nothing to note before CUDA shares this device).
+    pub fn reads(&self, mark: &ReadMark) {
+        if let Some(timeline) = self.shared.borrow().as_ref() {
+            timeline.read_by_next(mark);
+        }
+    }
+
+    /// Submits what `commands` is recording: through the shared timeline when CUDA shares the
+    /// device (waits for its writes from `stage` on), plainly otherwise.
+    fn submit_recorded(&self, commands: &mut CommandRing, stage: vk::PipelineStageFlags) -> Result<()> {
+        match self.shared.borrow().as_ref() {
+            Some(timeline) => timeline.submit_recorded(commands, stage).map(|_| ()),
+            None => commands.submit_recorded(&[], &[]),
+        }
+    }
+
+    /// Ends a recording without submitting it.
+    fn abandon(&self, commands: &mut CommandRing) {
+        commands.abandon();
+        if let Some(timeline) = self.shared.borrow().as_ref() {
+            timeline.abandon();
+        }
     }
 
     /// A host-visible buffer holding `initial`, usable as vertex, index and storage buffer.
@@ -95,7 +137,12 @@ impl VulkanGraphics {
     /// own, ahead of the frames submitted after it.
     pub fn upload_texture(&self, texture: &Texture, source: &Buffer) -> Result<()> {
         let mut commands = self.commands.try_borrow_mut().map_err(|_| busy())?;
-        commands.submit(&[], &[], |recorder| texture.record_upload(recorder, source))
+        commands.begin()?;
+        if let Err(error) = commands.recorder().and_then(|recorder| texture.record_upload(&recorder, source)) {
+            self.abandon(&mut commands);
+            return Err(error);
+        }
+        self.submit_recorded(&mut commands, vk::PipelineStageFlags::TRANSFER)
     }
 
     /// Copies `bytes` into the host-visible `buffer`, once every frame submitted so far (which may
@@ -129,7 +176,7 @@ impl VulkanGraphics {
             // The ring has waited for this slot's last submission: its times can be read.
             let taken = timer.take(slot);
             if let Err(error) = &taken {
-                commands.abandon();
+                self.abandon(&mut commands);
                 return Err(Error::Unavailable(error.to_string()));
             }
             if let Ok(Some(time)) = taken {
@@ -139,7 +186,7 @@ impl VulkanGraphics {
         }
         let cleared = self.target.clear(&commands.recorder()?, clear);
         if cleared.is_err() {
-            commands.abandon();
+            self.abandon(&mut commands);
         }
         cleared
     }
@@ -156,7 +203,12 @@ impl VulkanGraphics {
         if let (Some(timer), Some(slot)) = (self.timer.borrow().as_ref(), commands.open_slot()) {
             timer.end(&commands.recorder()?, slot);
         }
-        commands.submit_recorded(&[], &[])
+        // CUDA's writes are waited for where vertices are first read; the clear before may run.
+        let first_read = vk::PipelineStageFlags::VERTEX_INPUT
+            | vk::PipelineStageFlags::VERTEX_SHADER
+            | vk::PipelineStageFlags::FRAGMENT_SHADER
+            | vk::PipelineStageFlags::TRANSFER;
+        self.submit_recorded(&mut commands, first_read)
     }
 
     /// GPU times of finished frames not taken before: (frame, µs of its commands), oldest first.

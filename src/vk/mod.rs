@@ -12,6 +12,7 @@ mod image;
 pub mod memory;
 pub mod pipeline;
 pub mod shader;
+pub mod shared;
 pub mod sync;
 pub mod target;
 pub mod texture;

@@ -127,3 +127,17 @@ pub fn cpu_headless_options(
         record: None,
     }
 }
+
+/// CUDA (required) and a Vulkan device that is the CUDA device, with an offscreen target of
+/// `size`, and no GL: what the Vulkan path's GPU tests run on.
+pub fn vulkan_cuda_setup(
+    size: [u32; 2],
+) -> (interop_lab::vk::frame::VulkanGraphics, std::rc::Rc<interop_lab::runtime::CudaRuntime>) {
+    use interop_lab::vk::device::DeviceChoice;
+    let options = CudaOptions { backend: interop_lab::runtime::BackendRequest::Cuda, ..CudaOptions::default() };
+    let cuda = runtime::cuda_without_gl(&options).expect("CUDA must run for this test");
+    let device = cuda.context.device();
+    let choice = DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() };
+    let vulkan = interop_lab::vk::frame::VulkanGraphics::new(&choice, size).expect("Vulkan on the CUDA device");
+    (vulkan, std::rc::Rc::new(cuda))
+}

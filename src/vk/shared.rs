@@ -1,0 +1,171 @@
+//! Vulkan's half of sharing memory with CUDA: two timeline semaphores Vulkan makes and CUDA
+//! imports, one per direction, so each has one producer and its values only grow.
+//!
+//! - `written`: CUDA's stream signals it after a kernel wrote shared memory. Every submission made
+//!   through [`SharedTimeline::submit`] waits for the highest value CUDA has been asked to signal,
+//!   so no command reads memory a kernel is still writing.
+//! - `read`: each such submission signals the next value when its commands are done. A buffer the
+//!   submission reads carries a [`ReadMark`] set to that value, and CUDA's stream waits for it
+//!   before a kernel writes the buffer again.
+//!
+//! The host waits for neither. (One semaphore for both directions would not do: nothing orders
+//! CUDA's signal after Vulkan's, so its value could be asked to go backwards.)
+
+use std::cell::{Cell, RefCell};
+use std::os::fd::OwnedFd;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use ash::vk;
+
+use super::commands::{CommandRing, Recorder};
+use super::device::VulkanContext;
+use super::sync::{Signal, TimelineSemaphore, Wait};
+use crate::Result;
+
+/// The `read` value of the last submission that read a buffer (0: none has).
+#[derive(Clone, Default)]
+pub struct ReadMark(Rc<Cell<u64>>);
+
+impl ReadMark {
+    /// The value CUDA waits for before writing the buffer.
+    pub fn value(&self) -> u64 {
+        self.0.get()
+    }
+}
+
+/// What one submission waited for and signalled, for the driver-call trace.
+#[derive(Debug, Clone, Copy)]
+pub struct SubmitNote {
+    /// The `written` value it waited for (0: none).
+    pub waited: u64,
+    /// The `read` value it signals.
+    pub signals: u64,
+    /// Host time of the submission, µs.
+    pub host_us: f64,
+}
+
+/// Told of each submission.
+pub type SubmitObserver = Box<dyn Fn(SubmitNote)>;
+
+/// The semaphore pair and the values promised on each.
+pub struct SharedTimeline {
+    written: TimelineSemaphore,
+    read: TimelineSemaphore,
+    /// The highest `written` value CUDA has been asked to signal.
+    written_value: Cell<u64>,
+    /// The value the last submission signals on `read`.
+    read_value: Cell<u64>,
+    /// Buffers the submission being recorded reads.
+    readers: RefCell<Vec<ReadMark>>,
+    /// Told of each submission (the CUDA side puts it in its trace).
+    observer: RefCell<Option<SubmitObserver>>,
+}
+
+impl SharedTimeline {
+    /// Two exportable timeline semaphores on `context`, both at 0.
+    pub fn new(context: &Rc<VulkanContext>) -> Result<Self> {
+        Ok(Self {
+            written: TimelineSemaphore::new(context, true)?,
+            read: TimelineSemaphore::new(context, true)?,
+            written_value: Cell::new(0),
+            read_value: Cell::new(0),
+            readers: RefCell::new(Vec::new()),
+            observer: RefCell::new(None),
+        })
+    }
+
+    /// New file descriptors for `written` and `read`, for CUDA to import.
+    pub fn export_fds(&self) -> Result<(OwnedFd, OwnedFd)> {
+        Ok((self.written.export_fd()?, self.read.export_fd()?))
+    }
+
+    /// The highest value CUDA has been asked to signal on `written`.
+    pub fn written_value(&self) -> u64 {
+        self.written_value.get()
+    }
+
+    /// The value CUDA's next signal on `written` is to set.
+    pub fn next_written(&self) -> u64 {
+        self.written_value.get() + 1
+    }
+
+    /// CUDA has enqueued its signal of `value` on `written`: submissions from now on wait for it.
+    pub fn written_signalled(&self, value: u64) {
+        self.written_value.set(self.written_value.get().max(value));
+    }
+
+    /// The value the last submission signals on `read`.
+    pub fn read_value(&self) -> u64 {
+        self.read_value.get()
+    }
+
+    /// Notes that the submission being recorded reads the buffer marked `mark`.
+    pub fn read_by_next(&self, mark: &ReadMark) {
+        self.readers.borrow_mut().push(mark.clone());
+    }
+
+    /// Forgets the readers noted for a recording that was abandoned.
+    pub fn abandon(&self) {
+        self.readers.borrow_mut().clear();
+    }
+
+    /// Calls `observer` after each submission.
+    pub fn observe(&self, observer: SubmitObserver) {
+        *self.observer.borrow_mut() = Some(observer);
+    }
+
+    /// Records `record` into the next buffer of `ring` and submits it (see [`Self::submit_recorded`]).
+    pub fn submit(
+        &self,
+        ring: &mut CommandRing,
+        stage: vk::PipelineStageFlags,
+        record: impl FnOnce(&Recorder<'_>) -> Result<()>,
+    ) -> Result<u64> {
+        ring.begin()?;
+        let recorded = ring.recorder().and_then(|recorder| record(&recorder));
+        if let Err(error) = recorded {
+            ring.abandon();
+            self.abandon();
+            return Err(error);
+        }
+        self.submit_recorded(ring, stage)
+    }
+
+    /// Submits the buffer `ring` is recording: from pipeline `stage` on it waits until CUDA has
+    /// written everything asked of it so far, and when done it signals the next `read` value,
+    /// which becomes the [`ReadMark`] of each buffer noted by [`Self::read_by_next`]. Returns that
+    /// value.
+    pub fn submit_recorded(&self, ring: &mut CommandRing, stage: vk::PipelineStageFlags) -> Result<u64> {
+        let ready = self.written_value.get();
+        let read = self.read_value.get() + 1;
+        let wait = [Wait { semaphore: &self.written, value: ready, stage }];
+        let signal = [Signal { semaphore: &self.read, value: read }];
+        let started = Instant::now();
+        let submitted = ring.submit_recorded(if ready > 0 { &wait } else { &[] }, &signal);
+        let host_us = started.elapsed().as_secs_f64() * 1e6;
+        self.read_value.set(read);
+        let readers = std::mem::take(&mut *self.readers.borrow_mut());
+        if let Some(observer) = self.observer.borrow().as_ref() {
+            observer(SubmitNote { waited: ready, signals: read, host_us });
+        }
+        if let Err(error) = submitted {
+            // Nothing will signal `read` now, and CUDA may be told to wait for it: signal it from
+            // the host once the submissions before it are done (values only grow), not hang.
+            if self.read.wait(read - 1, Duration::from_secs(10)).unwrap_or(false) {
+                let _ = self.read.signal(read);
+            }
+            return Err(error);
+        }
+        for mark in readers {
+            mark.0.set(read);
+        }
+        Ok(read)
+    }
+
+    /// Waits on the host, at most `timeout`, until the submission that signals `value` is done;
+    /// `Ok(false)` when the time ran out.
+    pub fn wait_read(&self, value: u64, timeout: Duration) -> Result<bool> {
+        self.read.wait(value, timeout)
+    }
+}
