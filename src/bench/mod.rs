@@ -13,6 +13,7 @@ pub mod vulkan;
 use crate::Result;
 use crate::demo::bench::{FrameRun, FramesMeasured};
 use crate::headless::{self, HeadlessOptions};
+use crate::headless_vulkan;
 
 /// Renders `run` headless through the app itself: what a demo's benchmark times as full frames.
 pub fn headless_frames(run: &FrameRun) -> Result<FramesMeasured> {
@@ -31,7 +32,7 @@ pub fn headless_frames(run: &FrameRun) -> Result<FramesMeasured> {
         stop: run.stop.clone(),
         record: None,
     };
-    let report = headless::run(&options)?;
+    let report = if run.vulkan { headless_vulkan::run(&options)? } else { headless::run(&options)? };
     Ok(FramesMeasured {
         transfer: report.json["transfer"].clone(),
         frames_per_second: report.frames_per_second,

@@ -28,6 +28,8 @@ pub struct FrameRun {
     pub size: [u32; 2],
     /// Backend and transfer choices.
     pub cuda: CudaOptions,
+    /// Draw with the Vulkan renderer (CUDA then writes Vulkan memory it imported), not OpenGL.
+    pub vulkan: bool,
     /// Set by Ctrl-C: stop after the current frame.
     pub stop: crate::stop::StopRequest,
 }

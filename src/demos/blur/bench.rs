@@ -245,10 +245,12 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         ));
         let image_path = std::env::temp_dir().join(format!("interop-lab-bench-{}.png", std::process::id()));
         super::image::save(&image_path, options.size, PixelFormat::Rgba8, &source.rgba8)?;
-        for (route, transfer) in [
-            (Route::Texture, TransferRequest::Interop),
-            (Route::Pbo, TransferRequest::Interop),
-            (Route::Pbo, TransferRequest::Copy),
+        // The last: drawn by the Vulkan renderer, CUDA writing the pixel buffer Vulkan allocated.
+        for (route, transfer, vulkan) in [
+            (Route::Texture, TransferRequest::Interop, false),
+            (Route::Pbo, TransferRequest::Interop, false),
+            (Route::Pbo, TransferRequest::Copy, false),
+            (Route::Pbo, TransferRequest::Auto, true),
         ] {
             let settings = BlurSettings {
                 image: Some(image_path.clone()),
@@ -267,9 +269,18 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
                 frames: options.frames,
                 size: [1280, 800],
                 cuda,
+                vulkan,
                 stop: options.stop.clone(),
             };
-            let measured = frames(&run)?;
+            let measured = match frames(&run) {
+                Ok(measured) => measured,
+                Err(error) if vulkan => {
+                    table.push_str(&format!("  {:<48} not measured: {error}\n", "vulkan / pixel buffer"));
+                    frame_results.push(json!({ "route": route, "transfer": "vulkan", "error": error.to_string() }));
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
             let label = format!("{} / {}", measured.transfer.as_str().unwrap_or("?"), route.label());
             table.push_str(&format!("  {label:<48} {:>8.0} frames/s\n", measured.frames_per_second));
             frame_results.push(json!({ "route": route, "transfer": measured.transfer, "frames_per_second": measured.frames_per_second, "timings_us": measured.timings }));

@@ -18,7 +18,7 @@ use crate::cuda::{DeviceBuffer, Event, Stream};
 use crate::demo::DemoSpec;
 use crate::demo::bench::{BenchReport, FrameRun, FrameRunner, write_json};
 use crate::progress::Progress;
-use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime};
+use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
 use crate::stats::Percentiles;
 use crate::stop::StopRequest;
 use crate::{Error, Result};
@@ -171,8 +171,16 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
         options.warmup
     );
     table.push_str(&format!(
-        "{:>9} {:<44} {:>6} {:>10} {:>14} {:>9} {:>7} {:>10}\n",
-        "bodies", "best variant", "slices", "forces ms", "interactions/s", "GFLOP/s", "% peak", "frames/s"
+        "{:>9} {:<44} {:>6} {:>10} {:>14} {:>9} {:>7} {:>10} {:>10}\n",
+        "bodies",
+        "best variant",
+        "slices",
+        "forces ms",
+        "interactions/s",
+        "GFLOP/s",
+        "% peak",
+        "frames/s",
+        "Vulkan f/s"
     ));
     let mut sizes = Vec::new();
     let devices = match &options.devices {
@@ -276,7 +284,14 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
         let step_us = time_step(cuda, &stream, &bodies, &best, &params, options)?;
         let frame = if options.frames > 0 && !progress.stopped() {
             progress.step(format!("{n} bodies, {} full frames", options.frames));
-            Some(frame_benchmark(options, n, &best, frames)?)
+            Some(frame_benchmark(options, n, &best, false, frames)?)
+        } else {
+            None
+        };
+        // The same frames drawn by the Vulkan renderer, CUDA writing the buffers Vulkan allocated.
+        let frame_vulkan = if options.frames > 0 && !progress.stopped() {
+            progress.step(format!("{n} bodies, {} full frames on Vulkan", options.frames));
+            Some(frame_benchmark(options, n, &best, true, frames).unwrap_or_else(|e| json!({ "error": e.to_string() })))
         } else {
             None
         };
@@ -285,8 +300,9 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
             None => None,
         };
         let frames_per_second = frame.as_ref().and_then(|f| f["steps_per_s"].as_f64());
+        let vulkan_per_second = frame_vulkan.as_ref().and_then(|f| f["steps_per_s"].as_f64());
         table.push_str(&format!(
-            "{:>9} {:<44} {:>6} {:>10.3} {:>14.3e} {:>9.0} {:>7} {:>10}\n",
+            "{:>9} {:<44} {:>6} {:>10.3} {:>14.3e} {:>9.0} {:>7} {:>10} {:>10}\n",
             n,
             best.variant.label(),
             best.slices,
@@ -295,7 +311,11 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
             best.gflops,
             best.percent_of_peak.map(|p| format!("{p:.1}")).unwrap_or_else(|| "?".to_owned()),
             frames_per_second.map(|f| format!("{f:.0}")).unwrap_or_else(|| "–".to_owned()),
+            vulkan_per_second.map(|f| format!("{f:.0}")).unwrap_or_else(|| "–".to_owned()),
         ));
+        if let Some(error) = frame_vulkan.as_ref().and_then(|f| f["error"].as_str()) {
+            table.push_str(&format!("          Vulkan frames not measured: {error}\n"));
+        }
         let mut sorted = results.clone();
         sorted.sort_by(|a, b| b.interactions_per_s.total_cmp(&a.interactions_per_s));
         sizes.push(json!({
@@ -306,6 +326,7 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
             "percent_of_peak": best.percent_of_peak,
             "step_us_median": step_us,
             "frame": frame,
+            "frame_vulkan": frame_vulkan,
             "variants": sorted,
             "failed_variants": failures,
             "multi_device": multi_device.as_ref().map(|m| &m.json),
@@ -612,6 +633,7 @@ fn frame_benchmark(
     options: &NBodyBench,
     n: u32,
     best: &VariantResult,
+    vulkan: bool,
     frames: FrameRunner<'_>,
 ) -> Result<serde_json::Value> {
     let settings = NBodySettings {
@@ -623,7 +645,12 @@ fn frame_benchmark(
         pipeline_depth: options.pipeline_depth,
         ..NBodySettings::default()
     };
-    frame_run(options, n, DemoSpec::new(settings), options.cuda.clone(), frames)
+    // The Vulkan renderer takes no --transfer: its path is the Vulkan one.
+    let cuda = CudaOptions {
+        transfer: if vulkan { TransferRequest::Auto } else { options.cuda.transfer },
+        ..options.cuda.clone()
+    };
+    frame_run(options, n, DemoSpec::new(settings), cuda, vulkan, frames)
 }
 
 fn frame_run(
@@ -631,10 +658,11 @@ fn frame_run(
     n: u32,
     spec: DemoSpec,
     cuda: CudaOptions,
+    vulkan: bool,
     frames: FrameRunner<'_>,
 ) -> Result<serde_json::Value> {
-    let measured =
-        frames(&FrameRun { spec, frames: options.frames, size: options.size, cuda, stop: options.stop.clone() })?;
+    let run = FrameRun { spec, frames: options.frames, size: options.size, cuda, vulkan, stop: options.stop.clone() };
+    let measured = frames(&run)?;
     Ok(json!({
         "bodies": n,
         "frames": options.frames,
@@ -682,7 +710,7 @@ fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
                 ..NBodySettings::default()
             };
             let cpu = CudaOptions { backend: BackendRequest::Cpu, ..options.cuda.clone() };
-            Some(frame_run(options, n, DemoSpec::new(settings), cpu, frames)?)
+            Some(frame_run(options, n, DemoSpec::new(settings), cpu, false, frames)?)
         } else {
             None
         };
