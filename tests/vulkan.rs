@@ -50,11 +50,11 @@ fn a_buffer_copied_on_the_queue_arrives_whole_after_the_timeline_says_so() {
     let timeline = TimelineSemaphore::new(&vulkan, false).unwrap();
     let mut ring = CommandRing::new(&vulkan, 2).unwrap();
     let stage = raw::PipelineStageFlags::TRANSFER;
-    ring.submit(&[Wait { semaphore: &timeline, value: 1, stage }], &[Signal { semaphore: &timeline, value: 2 }], |r| {
+    ring.submit(&[Wait::timeline(&timeline, 1, stage)], &[Signal::timeline(&timeline, 2)], |r| {
         r.copy(&source, 0, &middle, 0, count * 4)
     })
     .unwrap();
-    ring.submit(&[Wait { semaphore: &timeline, value: 2, stage }], &[Signal { semaphore: &timeline, value: 3 }], |r| {
+    ring.submit(&[Wait::timeline(&timeline, 2, stage)], &[Signal::timeline(&timeline, 3)], |r| {
         r.copy(&middle, 0, &out, 0, count * 4)
     })
     .unwrap();

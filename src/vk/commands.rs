@@ -285,12 +285,12 @@ impl CommandRing {
         let mut wait_values = [0u64; MAX_WAITS];
         let mut wait_stages = [vk::PipelineStageFlags::empty(); MAX_WAITS];
         for (i, wait) in waits.iter().enumerate() {
-            (wait_semaphores[i], wait_values[i], wait_stages[i]) = (wait.semaphore.raw(), wait.value, wait.stage);
+            (wait_semaphores[i], wait_values[i], wait_stages[i]) = (wait.semaphore, wait.value, wait.stage);
         }
         let mut signal_semaphores = [vk::Semaphore::null(); MAX_SIGNALS + 1];
         let mut signal_values = [0u64; MAX_SIGNALS + 1];
         for (i, signal) in signals.iter().enumerate() {
-            (signal_semaphores[i], signal_values[i]) = (signal.semaphore.raw(), signal.value);
+            (signal_semaphores[i], signal_values[i]) = (signal.semaphore, signal.value);
         }
         (signal_semaphores[signals.len()], signal_values[signals.len()]) = (self.done.raw(), count);
         let (wait_semaphores, wait_values, wait_stages) =

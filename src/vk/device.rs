@@ -28,7 +28,9 @@ pub enum DeviceChoice {
 /// A logical device, its queue and what the app asks of its physical device. Waits for the device
 /// to go idle and destroys it (then the instance) when the last `Rc` goes.
 pub struct VulkanContext {
-    // Field order is drop order: the extension tables and the device before the instance.
+    // Field order is drop order: the extension tables and the device before the instance (Drop
+    // destroys the device, then the surface).
+    window: Option<WindowSurface>,
     external_memory: Option<ash::khr::external_memory_fd::Device>,
     external_semaphore: Option<ash::khr::external_semaphore_fd::Device>,
     device: ash::Device,
@@ -43,7 +45,24 @@ pub struct VulkanContext {
     filter_float: bool,
     dynamic_rendering: bool,
     description: VulkanDevice,
-    _instance: Instance,
+    physical: vk::PhysicalDevice,
+    instance: Instance,
+}
+
+/// A window's surface and the functions that present to it (the device has `VK_KHR_swapchain`).
+pub(crate) struct WindowSurface {
+    pub(crate) surface: vk::SurfaceKHR,
+    pub(crate) surfaces: ash::khr::surface::Instance,
+    pub(crate) swapchains: ash::khr::swapchain::Device,
+}
+
+/// The raw handles of the window a device is to present to.
+#[derive(Clone, Copy)]
+pub struct WindowHandles {
+    /// The display connection.
+    pub display: winit::raw_window_handle::RawDisplayHandle,
+    /// The window.
+    pub window: winit::raw_window_handle::RawWindowHandle,
 }
 
 impl std::fmt::Debug for VulkanContext {
@@ -56,7 +75,48 @@ impl VulkanContext {
     /// Opens the loader and a device as `choice` asks, with timeline semaphores and, where the
     /// device has them, external memory and semaphore file descriptors.
     pub fn new(choice: &DeviceChoice) -> Result<std::rc::Rc<Self>> {
-        let instance = Instance::new()?;
+        Self::open(choice, None)
+    }
+
+    /// As [`Self::new`], also presenting to `window`: the instance gets the window system's
+    /// surface extensions, the queue must be able to present to the window's surface, and the
+    /// device gets `VK_KHR_swapchain`.
+    pub fn with_window(choice: &DeviceChoice, window: WindowHandles) -> Result<std::rc::Rc<Self>> {
+        Self::open(choice, Some(window))
+    }
+
+    fn open(choice: &DeviceChoice, window: Option<WindowHandles>) -> Result<std::rc::Rc<Self>> {
+        let surface_extensions = match window {
+            Some(handles) => ash_window::enumerate_required_extensions(handles.display)
+                .map_err(|e| vk_error("vkEnumerateInstanceExtensionProperties (surface)", e))?,
+            None => &[],
+        };
+        let instance = Instance::with_extensions(surface_extensions)?;
+        // The surface, destroyed with the instance's guard below if anything fails before the
+        // context owns it.
+        let surface = match window {
+            // SAFETY: handles of a live window (the caller keeps it open longer than the context).
+            Some(handles) => Some(
+                unsafe {
+                    ash_window::create_surface(
+                        &instance.entry,
+                        &instance.instance,
+                        handles.display,
+                        handles.window,
+                        None,
+                    )
+                }
+                .map_err(|e| vk_error("vkCreate*SurfaceKHR", e))?,
+            ),
+            None => None,
+        };
+        let surfaces = ash::khr::surface::Instance::new(&instance.entry, &instance.instance);
+        let surface_guard = crate::guard::Guard::new(surface, |surface: Option<vk::SurfaceKHR>| {
+            if let Some(surface) = surface {
+                // SAFETY: made above from this instance; nothing uses it yet.
+                unsafe { surfaces.destroy_surface(surface, None) };
+            }
+        });
         if instance.version < vk::API_VERSION_1_2 {
             return Err(Error::Unavailable(format!(
                 "the Vulkan loader is version {}, and timeline semaphores need 1.2: update libvulkan1",
@@ -70,12 +130,29 @@ impl VulkanContext {
         // SAFETY: a device of this live instance.
         let families = unsafe { instance.instance.get_physical_device_queue_family_properties(physical) };
         let wanted = vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE;
+        let presents = |family: usize| match *surface_guard {
+            // SAFETY: a family index of this device and a live surface of this instance.
+            Some(surface) => unsafe {
+                surfaces.get_physical_device_surface_support(physical, family as u32, surface).unwrap_or(false)
+            },
+            None => true,
+        };
         let queue_family = families
             .iter()
-            .position(|f| f.queue_flags.contains(wanted))
-            .or_else(|| families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)))
-            .ok_or_else(|| Error::Unavailable(format!("Vulkan device {} has no compute queue", description.name)))?
-            as u32;
+            .enumerate()
+            .position(|(i, f)| f.queue_flags.contains(wanted) && presents(i))
+            .or_else(|| {
+                let any = families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE));
+                any.filter(|_| surface_guard.is_none())
+            })
+            .ok_or_else(|| match *surface_guard {
+                Some(_) => Error::Unavailable(format!(
+                    "Vulkan device {} cannot present to this window (no queue presents to its surface; a display \
+                     served by another GPU or by software, e.g. Xvfb, can do that): use --renderer gl",
+                    description.name
+                )),
+                None => Error::Unavailable(format!("Vulkan device {} has no compute queue", description.name)),
+            })? as u32;
 
         let mut extensions: Vec<&CStr> = Vec::new();
         if description.external_memory_fd {
@@ -83,6 +160,9 @@ impl VulkanContext {
         }
         if description.external_semaphore_fd {
             extensions.push(ash::khr::external_semaphore_fd::NAME);
+        }
+        if surface_guard.is_some() {
+            extensions.push(ash::khr::swapchain::NAME);
         }
         let extension_names: Vec<*const std::ffi::c_char> = extensions.iter().map(|e| e.as_ptr()).collect();
         // Dynamic rendering (1.3) lets the renderer draw without render pass objects; large points
@@ -126,7 +206,13 @@ impl VulkanContext {
             .external_semaphore_fd
             .then(|| ash::khr::external_semaphore_fd::Device::new(&instance.instance, &device));
         log::info!("Vulkan device: {} ({}), queue family {queue_family}", description.name, description.driver);
+        let window = surface_guard.keep().map(|surface| WindowSurface {
+            surface,
+            surfaces,
+            swapchains: ash::khr::swapchain::Device::new(&instance.instance, &device),
+        });
         Ok(std::rc::Rc::new(Self {
+            window,
             external_memory,
             external_semaphore,
             device,
@@ -139,8 +225,21 @@ impl VulkanContext {
             filter_float,
             dynamic_rendering,
             description,
-            _instance: instance,
+            physical,
+            instance,
         }))
+    }
+
+    /// The window surface this device presents to, when it was opened with one.
+    pub(crate) fn window(&self) -> Result<&WindowSurface> {
+        self.window
+            .as_ref()
+            .ok_or_else(|| Error::InvalidInput("this Vulkan device was opened without a window".to_owned()))
+    }
+
+    /// The instance and physical device (for libraries that make their own objects on them).
+    pub(crate) fn instance_and_physical(&self) -> (&ash::Instance, vk::PhysicalDevice) {
+        (&self.instance.instance, self.physical)
     }
 
     /// The device's functions.
@@ -225,6 +324,9 @@ impl Drop for VulkanContext {
                 log::warn!("vkDeviceWaitIdle before destroying the Vulkan device: {error}");
             }
             self.device.destroy_device(None);
+            if let Some(window) = &self.window {
+                window.surfaces.destroy_surface(window.surface, None);
+            }
         }
     }
 }

@@ -13,6 +13,8 @@ use super::commands::{CommandRing, Recorder};
 use super::device::{DeviceChoice, VulkanContext};
 use super::memory::{Buffer, MemoryKind};
 use super::shared::{ReadMark, SharedTimeline};
+use super::swapchain::{Acquired, Swapchain};
+use super::sync::{Signal, Wait};
 use super::target::OffscreenTarget;
 use super::texture::Texture;
 use super::timing::FrameTimer;
@@ -40,7 +42,11 @@ pub struct VulkanGraphics {
 impl VulkanGraphics {
     /// Opens a device as `choice` says, with a target of `size` pixels.
     pub fn new(choice: &DeviceChoice, size: [u32; 2]) -> Result<Self> {
-        let context = VulkanContext::new(choice)?;
+        Self::on(VulkanContext::new(choice)?, size)
+    }
+
+    /// As [`Self::new`], on a device already open (one that presents to a window).
+    pub fn on(context: Rc<VulkanContext>, size: [u32; 2]) -> Result<Self> {
         if !context.can_render() {
             return Err(Error::Unavailable(format!(
                 "Vulkan device {} is Vulkan {}, and the renderer needs 1.3 (dynamic rendering): update the driver",
@@ -85,13 +91,41 @@ impl VulkanGraphics {
         }
     }
 
-    /// Submits what `commands` is recording: through the shared timeline when CUDA shares the
-    /// device (waits for its writes from `stage` on), plainly otherwise.
-    fn submit_recorded(&self, commands: &mut CommandRing, stage: vk::PipelineStageFlags) -> Result<()> {
+    /// Submits what `commands` is recording, with `waits` and `signals`: through the shared
+    /// timeline when CUDA shares the device (waits for its writes from `stage` on), plainly
+    /// otherwise.
+    fn submit_recorded(
+        &self,
+        commands: &mut CommandRing,
+        stage: vk::PipelineStageFlags,
+        waits: &[Wait<'_>],
+        signals: &[Signal<'_>],
+    ) -> Result<()> {
         match self.shared.borrow().as_ref() {
-            Some(timeline) => timeline.submit_recorded(commands, stage).map(|_| ()),
-            None => commands.submit_recorded(&[], &[]),
+            Some(timeline) => timeline.submit_recorded(commands, stage, waits, signals).map(|_| ()),
+            None => commands.submit_recorded(waits, signals),
         }
+    }
+
+    /// A new target of `size` pixels (the window was resized), once every frame is done.
+    pub fn resize(&mut self, size: [u32; 2]) -> Result<()> {
+        if size == self.target.size() {
+            return Ok(());
+        }
+        self.wait_idle()?;
+        self.target = OffscreenTarget::new(&self.context, size)?;
+        Ok(())
+    }
+
+    /// Records, into the frame begun, drawing over the whole target with no depth: `record` gets
+    /// the raw command buffer (for a library that records its own commands: the panel).
+    pub fn record_overlay<R>(&self, record: impl FnOnce(vk::CommandBuffer) -> Result<R>) -> Result<R> {
+        let commands = self.commands.try_borrow().map_err(|_| busy())?;
+        let recorder = commands.recorder()?;
+        self.target.begin_overlay(&recorder);
+        let recorded = record(recorder.raw().1);
+        self.target.end_rendering(&recorder);
+        recorded
     }
 
     /// Ends a recording without submitting it.
@@ -142,7 +176,7 @@ impl VulkanGraphics {
             self.abandon(&mut commands);
             return Err(error);
         }
-        self.submit_recorded(&mut commands, vk::PipelineStageFlags::TRANSFER)
+        self.submit_recorded(&mut commands, vk::PipelineStageFlags::TRANSFER, &[], &[])
     }
 
     /// Copies `bytes` into the host-visible `buffer`, once every frame submitted so far (which may
@@ -199,7 +233,26 @@ impl VulkanGraphics {
 
     /// Submits the frame.
     pub fn end_frame(&self) -> Result<()> {
+        self.finish_frame(None)
+    }
+
+    /// Copies the frame into the swapchain image `acquired`, submits it and presents it.
+    /// `Ok(false)`: the swapchain no longer fits the window; recreate it.
+    pub fn end_frame_presenting(&self, swapchain: &mut Swapchain, acquired: &Acquired) -> Result<bool> {
+        self.finish_frame(Some((swapchain, acquired)))?;
+        swapchain.present(acquired)
+    }
+
+    fn finish_frame(&self, present: Option<(&Swapchain, &Acquired)>) -> Result<()> {
         let mut commands = self.commands.try_borrow_mut().map_err(|_| busy())?;
+        if let Some((swapchain, acquired)) = present {
+            let recorder = commands.recorder()?;
+            let source = self.target.prepare_copy(&recorder);
+            if let Err(error) = swapchain.record_copy(&recorder, source, self.target.size(), acquired) {
+                self.abandon(&mut commands);
+                return Err(error);
+            }
+        }
         if let (Some(timer), Some(slot)) = (self.timer.borrow().as_ref(), commands.open_slot()) {
             timer.end(&commands.recorder()?, slot);
         }
@@ -208,7 +261,15 @@ impl VulkanGraphics {
             | vk::PipelineStageFlags::VERTEX_SHADER
             | vk::PipelineStageFlags::FRAGMENT_SHADER
             | vk::PipelineStageFlags::TRANSFER;
-        self.submit_recorded(&mut commands, first_read)
+        match present {
+            Some((_, acquired)) => self.submit_recorded(
+                &mut commands,
+                first_read,
+                &[Wait::binary(acquired.ready, vk::PipelineStageFlags::TRANSFER)],
+                &[Signal::binary(acquired.drawn)],
+            ),
+            None => self.submit_recorded(&mut commands, first_read, &[], &[]),
+        }
     }
 
     /// GPU times of finished frames not taken before: (frame, µs of its commands), oldest first.

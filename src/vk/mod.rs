@@ -10,9 +10,11 @@ pub mod device;
 pub mod frame;
 mod image;
 pub mod memory;
+pub mod panel;
 pub mod pipeline;
 pub mod shader;
 pub mod shared;
+pub mod swapchain;
 pub mod sync;
 pub mod target;
 pub mod texture;
@@ -79,7 +81,7 @@ impl VulkanDevice {
 pub(crate) struct Instance {
     pub(crate) instance: ash::Instance,
     pub(crate) version: u32,
-    _entry: ash::Entry,
+    pub(crate) entry: ash::Entry,
 }
 
 impl Drop for Instance {
@@ -92,6 +94,11 @@ impl Drop for Instance {
 impl Instance {
     /// Opens the loader and makes an instance of the newest version up to 1.3 it offers.
     pub(crate) fn new() -> Result<Self> {
+        Self::with_extensions(&[])
+    }
+
+    /// As [`Self::new`], with the instance extensions `extensions` enabled (a window's surface).
+    pub(crate) fn with_extensions(extensions: &[*const std::ffi::c_char]) -> Result<Self> {
         // SAFETY: loads libvulkan.so.1 and resolves its entry points; nothing else runs meanwhile.
         let entry = unsafe { ash::Entry::load() }.map_err(|error| {
             Error::Unavailable(format!(
@@ -112,9 +119,14 @@ impl Instance {
         let application = vk::ApplicationInfo::default()
             .application_name(c"interop-lab")
             .api_version(version.min(vk::API_VERSION_1_3));
-        let create_info = vk::InstanceCreateInfo::default().application_info(&application);
+        let create_info =
+            vk::InstanceCreateInfo::default().application_info(&application).enabled_extension_names(extensions);
         // SAFETY: valid create info; the instance is destroyed by the guard below.
         let instance = unsafe { entry.create_instance(&create_info, None) }.map_err(|e| match e {
+            vk::Result::ERROR_EXTENSION_NOT_PRESENT => Error::Unavailable(
+                "the Vulkan loader cannot draw into this kind of window (no surface extension for it): use --renderer gl"
+                    .to_owned(),
+            ),
             vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::Unavailable(
                 "the Vulkan loader found no driver: install one (the NVIDIA driver's Vulkan ICD, or mesa-vulkan-drivers), \
                  or point VK_DRIVER_FILES at its ICD file"
@@ -122,7 +134,7 @@ impl Instance {
             ),
             other => vk_error("vkCreateInstance", other),
         })?;
-        Ok(Instance { instance, version, _entry: entry })
+        Ok(Instance { instance, version, entry })
     }
 
     /// Every physical device, with its description.

@@ -129,20 +129,32 @@ impl SharedTimeline {
             self.abandon();
             return Err(error);
         }
-        self.submit_recorded(ring, stage)
+        self.submit_recorded(ring, stage, &[], &[])
     }
 
     /// Submits the buffer `ring` is recording: from pipeline `stage` on it waits until CUDA has
     /// written everything asked of it so far, and when done it signals the next `read` value,
     /// which becomes the [`ReadMark`] of each buffer noted by [`Self::read_by_next`]. Returns that
-    /// value.
-    pub fn submit_recorded(&self, ring: &mut CommandRing, stage: vk::PipelineStageFlags) -> Result<u64> {
+    /// value. `waits` and `signals` are added (a swapchain image's).
+    pub fn submit_recorded(
+        &self,
+        ring: &mut CommandRing,
+        stage: vk::PipelineStageFlags,
+        waits: &[Wait<'_>],
+        signals: &[Signal<'_>],
+    ) -> Result<u64> {
         let ready = self.written_value.get();
         let read = self.read_value.get() + 1;
-        let wait = [Wait { semaphore: &self.written, value: ready, stage }];
-        let signal = [Signal { semaphore: &self.read, value: read }];
+        let mut all_waits = [Wait::timeline(&self.written, ready, stage); 2];
+        let mut all_signals = [Signal::timeline(&self.read, read); 2];
+        let wait_count = usize::from(ready > 0);
+        if waits.len() > 1 || signals.len() > 1 {
+            return Err(crate::Error::InvalidInput("one extra wait and signal per shared submission".to_owned()));
+        }
+        all_waits[wait_count..wait_count + waits.len()].copy_from_slice(waits);
+        all_signals[1..1 + signals.len()].copy_from_slice(signals);
         let started = Instant::now();
-        let submitted = ring.submit_recorded(if ready > 0 { &wait } else { &[] }, &signal);
+        let submitted = ring.submit_recorded(&all_waits[..wait_count + waits.len()], &all_signals[..1 + signals.len()]);
         let host_us = started.elapsed().as_secs_f64() * 1e6;
         self.read_value.set(read);
         let readers = std::mem::take(&mut *self.readers.borrow_mut());

@@ -97,22 +97,48 @@ impl Drop for TimelineSemaphore {
     }
 }
 
-/// A timeline value to wait for before a submission's commands run, from `stage` on.
+/// What a submission waits for before its commands run, from `stage` on: a timeline value, or a
+/// binary semaphore (a swapchain image being ready).
 #[derive(Clone, Copy)]
 pub struct Wait<'a> {
-    /// The semaphore.
-    pub semaphore: &'a TimelineSemaphore,
-    /// The value it must reach.
-    pub value: u64,
-    /// The first pipeline stage that waits.
-    pub stage: vk::PipelineStageFlags,
+    pub(crate) semaphore: vk::Semaphore,
+    /// Ignored for a binary semaphore.
+    pub(crate) value: u64,
+    pub(crate) stage: vk::PipelineStageFlags,
+    _borrow: std::marker::PhantomData<&'a TimelineSemaphore>,
 }
 
-/// A timeline value a submission sets when its commands are done.
+impl<'a> Wait<'a> {
+    /// Until `semaphore` reaches `value`.
+    pub fn timeline(semaphore: &'a TimelineSemaphore, value: u64, stage: vk::PipelineStageFlags) -> Self {
+        Self { semaphore: semaphore.raw(), value, stage, _borrow: std::marker::PhantomData }
+    }
+
+    /// Until the binary `semaphore` is signalled (its owner keeps it alive until the submission
+    /// is done).
+    pub(crate) fn binary(semaphore: vk::Semaphore, stage: vk::PipelineStageFlags) -> Self {
+        Self { semaphore, value: 0, stage, _borrow: std::marker::PhantomData }
+    }
+}
+
+/// What a submission signals when its commands are done: a timeline value, or a binary semaphore
+/// (the frame may be presented).
 #[derive(Clone, Copy)]
 pub struct Signal<'a> {
-    /// The semaphore.
-    pub semaphore: &'a TimelineSemaphore,
-    /// The value it is set to.
-    pub value: u64,
+    pub(crate) semaphore: vk::Semaphore,
+    /// Ignored for a binary semaphore.
+    pub(crate) value: u64,
+    _borrow: std::marker::PhantomData<&'a TimelineSemaphore>,
+}
+
+impl<'a> Signal<'a> {
+    /// Sets `semaphore` to `value`.
+    pub fn timeline(semaphore: &'a TimelineSemaphore, value: u64) -> Self {
+        Self { semaphore: semaphore.raw(), value, _borrow: std::marker::PhantomData }
+    }
+
+    /// Signals the binary `semaphore`.
+    pub(crate) fn binary(semaphore: vk::Semaphore) -> Self {
+        Self { semaphore, value: 0, _borrow: std::marker::PhantomData }
+    }
 }

@@ -154,6 +154,31 @@ impl OffscreenTarget {
         Ok(())
     }
 
+    /// Starts drawing over the whole target, keeping what is there and with no depth (an overlay:
+    /// the panel); the viewport is the caller's to set. End with [`Self::end_rendering`].
+    pub fn begin_overlay(&self, recorder: &Recorder<'_>) {
+        let (device, commands) = recorder.raw();
+        self.transition(recorder, vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
+        let color = [vk::RenderingAttachmentInfo::default()
+            .image_view(self.color.view)
+            .image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+            .load_op(vk::AttachmentLoadOp::LOAD)
+            .store_op(vk::AttachmentStoreOp::STORE)];
+        let area = vk::Rect2D {
+            offset: vk::Offset2D::default(),
+            extent: vk::Extent2D { width: self.size[0], height: self.size[1] },
+        };
+        let rendering = vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&color);
+        // SAFETY: a recording command buffer; the attachment is in the layout named.
+        unsafe { device.cmd_begin_rendering(commands, &rendering) };
+    }
+
+    /// Records what makes the colour image the source of a copy; returns the image.
+    pub(crate) fn prepare_copy(&self, recorder: &Recorder<'_>) -> vk::Image {
+        self.transition(recorder, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
+        self.color.image
+    }
+
     /// Records: stop drawing.
     pub fn end_rendering(&self, recorder: &Recorder<'_>) {
         let (device, commands) = recorder.raw();
