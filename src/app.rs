@@ -10,6 +10,7 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::WindowId;
 
+use crate::app_vulkan::{Flow, VulkanWindow};
 use crate::demo::{DemoSpec, Drag, View};
 use crate::gl;
 use crate::gl::context::window::{WindowGl, catch_window_panics, winit_error_text};
@@ -48,6 +49,8 @@ pub struct WindowOptions {
     pub record: Option<PathBuf>,
     /// Write per-stage timings (present included) as JSON when closing.
     pub stats: Option<PathBuf>,
+    /// Draw with Vulkan (going on with OpenGL, and saying why, where it cannot).
+    pub vulkan: bool,
 }
 
 /// What a window run leaves behind.
@@ -73,7 +76,15 @@ pub fn run(options: WindowOptions) -> Result<WindowReport> {
             ))
         })?;
         event_loop.set_control_flow(ControlFlow::Poll);
-        let mut app = App { options, running: None, error: None, frames: 0, relaunch: false, recordings: Vec::new() };
+        let mut app = App {
+            options,
+            running: None,
+            vulkan: None,
+            error: None,
+            frames: 0,
+            relaunch: false,
+            recordings: Vec::new(),
+        };
         event_loop.run_app(&mut app).map_err(|e| Error::Window(winit_error_text(&e)))?;
         match app.error {
             Some(error) => Err(error),
@@ -85,6 +96,8 @@ pub fn run(options: WindowOptions) -> Result<WindowReport> {
 struct App {
     options: WindowOptions,
     running: Option<Running>,
+    /// The window drawn with Vulkan, when that was asked for and could start.
+    vulkan: Option<VulkanWindow>,
     error: Option<Error>,
     frames: u64,
     relaunch: bool,
@@ -123,11 +136,28 @@ struct Input {
 
 impl ApplicationHandler for App {
     fn resumed(&mut self, event_loop: &ActiveEventLoop) {
-        if self.running.is_some() {
+        if self.running.is_some() || self.vulkan.is_some() {
             return;
         }
+        let mut fallback = None;
+        if self.options.vulkan {
+            match VulkanWindow::start(event_loop, &self.options) {
+                Ok(window) => {
+                    self.vulkan = Some(window);
+                    return;
+                }
+                Err(error) => {
+                    let note = format!("the Vulkan window could not start ({error}); drawing with OpenGL instead");
+                    log::warn!("{note}");
+                    fallback = Some(note);
+                }
+            }
+        }
         match Running::start(event_loop, &self.options) {
-            Ok(running) => {
+            Ok(mut running) => {
+                if let Some(note) = fallback {
+                    ui::push_message(&mut running.session.panel, note);
+                }
                 running.window.window().request_redraw();
                 self.running = Some(running);
             }
@@ -139,6 +169,26 @@ impl ApplicationHandler for App {
     }
 
     fn window_event(&mut self, event_loop: &ActiveEventLoop, _window: WindowId, event: WindowEvent) {
+        if let Some(vulkan) = self.vulkan.as_mut() {
+            let last =
+                self.options.max_frames.is_some_and(|max| self.frames + 1 >= max) || self.options.stop.requested();
+            let screenshot = if last { self.options.screenshot.as_deref() } else { None };
+            match vulkan.window_event(&event, screenshot) {
+                Ok(Flow::Continue) => {}
+                Ok(Flow::Drawn) => {
+                    self.frames = vulkan.frames();
+                    if last {
+                        self.close(event_loop);
+                    }
+                }
+                Ok(Flow::Close) => self.close(event_loop),
+                Err(error) => {
+                    self.error = Some(error);
+                    self.close(event_loop);
+                }
+            }
+            return;
+        }
         let Some(running) = self.running.as_mut() else {
             return;
         };
@@ -213,12 +263,16 @@ impl ApplicationHandler for App {
         if let Some(running) = &self.running {
             running.window.window().request_redraw();
         }
+        if let Some(vulkan) = &self.vulkan {
+            vulkan.request_redraw();
+        }
     }
 
     fn exiting(&mut self, _event_loop: &ActiveEventLoop) {
         if let Some(running) = self.running.take() {
             self.shut_down(running);
         }
+        self.shut_down_vulkan();
     }
 }
 
@@ -232,10 +286,20 @@ impl App {
         }
     }
 
+    fn shut_down_vulkan(&mut self) {
+        if let Some(window) = self.vulkan.take()
+            && let Some(error) = window.shut_down()
+        {
+            log::error!("{error}");
+            self.error.get_or_insert(error);
+        }
+    }
+
     fn close(&mut self, event_loop: &ActiveEventLoop) {
         if let Some(running) = self.running.take() {
             self.shut_down(running);
         }
+        self.shut_down_vulkan();
         event_loop.exit();
     }
 }

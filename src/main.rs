@@ -120,11 +120,6 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
     run.check_outputs()?;
     spec.check_outputs()?;
     run.cuda.check_folders()?;
-    if run.renderer == RendererChoice::Vulkan && !run.headless {
-        return Err(interop_lab::Error::InvalidInput(
-            "the Vulkan renderer runs headless so far: add --headless (the window draws with OpenGL)".to_owned(),
-        ));
-    }
     if run.headless {
         let options = HeadlessOptions {
             frames: run.frames.or(spec.headless_frames()).unwrap_or(120),
@@ -164,6 +159,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
         stop: stop.clone(),
         record: run.record.clone(),
         stats: run.stats.clone(),
+        vulkan: run.renderer == RendererChoice::Vulkan,
     })?;
     for recording in &report.recordings {
         print_recording(recording, 60);

@@ -8,7 +8,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use common::{binary, temp_dir};
@@ -76,16 +76,6 @@ fn blur_output_without_frames_renders_one_frame_and_writes_jpeg_whole() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Starts `command`, lets it run for `after`, sends SIGINT (Ctrl-C), and returns what the process
-/// printed once it ended.
-fn interrupt(mut command: Command, after: Duration) -> Output {
-    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start");
-    std::thread::sleep(after);
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
-    assert!(status.success(), "SIGINT sent");
-    child.wait_with_output().expect("the process ends after Ctrl-C")
-}
-
 #[test]
 fn ctrl_c_finishes_the_frame_and_writes_what_was_asked_for() {
     let dir = temp_dir("interrupt");
@@ -93,7 +83,7 @@ fn ctrl_c_finishes_the_frame_and_writes_what_was_asked_for() {
     let mut command = cpu_headless("nbody");
     command.args(["--bodies", "2048", "--frames", "1000000", "--screenshot"]);
     command.arg(&shot).arg("--stats").arg(&stats).arg("--save").arg(&state);
-    let output = interrupt(command, Duration::from_secs(3));
+    let output = common::interrupt(command, Duration::from_secs(3));
     assert!(output.status.success(), "exit 0 after writing: {}", stderr(&output));
     assert!(stderr(&output).contains("interrupted"), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
@@ -276,7 +266,7 @@ fn the_window_closes_on_ctrl_c_with_its_screenshot() {
     let shot = dir.join("window.png");
     let mut command = binary();
     command.args(["wave", "--backend", "cpu", "--frames", "1000000", "--size", "400x300", "--screenshot"]).arg(&shot);
-    let output = interrupt(command, Duration::from_secs(3));
+    let output = common::interrupt(command, Duration::from_secs(3));
     assert!(output.status.success(), "{}", stderr(&output));
     let image = image::open(&shot).expect("the screenshot of the last frame");
     assert_eq!((image.width(), image.height()), (400, 300));
@@ -388,7 +378,7 @@ fn ctrl_c_in_bench_and_soak_stops_and_reports_what_ran() {
     let json = dir.join("bench.json");
     let mut command = binary();
     command.args(["bench", "blur", "--backend", "cpu", "--json"]).arg(&json).env_remove("DISPLAY");
-    let output = interrupt(command, Duration::from_secs(3));
+    let output = common::interrupt(command, Duration::from_secs(3));
     assert!(output.status.success(), "exit 0 after writing: {}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("bench JSON")).expect("JSON");
     assert_eq!(report["interrupted"], true, "{report:#}");
@@ -400,7 +390,7 @@ fn ctrl_c_in_bench_and_soak_stops_and_reports_what_ran() {
     command.args(["soak", "--transfer", "cpu", "--warmup-reallocations", "2", "--frames", "100000000", "--json"]);
     command.arg(&json).env_remove("DISPLAY");
     // Its warm-up (200 frames, two re-allocations) takes ~3 s here; the frames phase follows.
-    let output = interrupt(command, Duration::from_secs(9));
+    let output = common::interrupt(command, Duration::from_secs(9));
     let table = String::from_utf8_lossy(&output.stdout);
     assert!(matches!(output.status.code(), Some(0 | 1)), "a verdict, not a crash: {table}\n{}", stderr(&output));
     assert!(table.contains("stopped (Ctrl-C)"), "{table}");

@@ -188,9 +188,53 @@ fn what_the_vulkan_renderer_cannot_do_is_refused_with_the_way_out() {
     let huge = headless_vulkan::run(&options(DemoSpec::new(WaveSettings::default()), [1 << 20, 8]));
     let message = huge.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(message.contains("--size"), "a frame wider than the device allows: {message}");
+}
 
-    let window = common::binary().args(["wave", "--renderer", "vulkan", "--frames", "1"]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&window.stderr);
-    assert!(!window.status.success() && stderr.contains("--headless"), "window: {stderr}");
+#[test]
+fn the_vulkan_window_draws_the_demo_and_its_panel_and_closes_on_ctrl_c() {
+    let display = std::env::var_os("DISPLAY").is_some();
+    if !vulkan_available() || !common::available(display, "an X display (Xvfb)", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let dir = common::temp_dir("vulkan-window");
+    let shot = dir.join("window.png");
+    let mut command = common::binary();
+    command
+        .args(["wave", "--renderer", "vulkan", "--backend", "cpu", "--size", "480x300", "--screenshot"])
+        .arg(&shot)
+        .env("RUST_LOG", "interop_lab=info");
+    let output = common::interrupt(command, std::time::Duration::from_secs(4));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("Vulkan window on") && !stderr.contains("OpenGL instead"), "drawn with Vulkan: {stderr}");
+    let image = image::open(&shot).expect("the screenshot of the last frame").to_rgba8();
+    assert_eq!(image.dimensions(), (480, 300));
+    // The panel on the left, the wave right of it: both halves hold more than the clear colour.
+    let background = *image.get_pixel(479, 0);
+    let drawn = |x0: u32, x1: u32| {
+        (x0..x1)
+            .flat_map(|x| (0..300).map(move |y| (x, y)))
+            .filter(|&(x, y)| *image.get_pixel(x, y) != background)
+            .count()
+    };
+    assert!(drawn(0, 120) > 2000, "the panel is drawn");
+    assert!(drawn(360, 480) > 2000, "the wave is drawn");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn without_a_vulkan_driver_the_window_says_why_and_goes_on_with_opengl() {
+    let display = std::env::var_os("DISPLAY").is_some();
+    if !common::available(display, "an X display (Xvfb)", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let output = common::binary()
+        .args(["wave", "--renderer", "vulkan", "--backend", "cpu", "--size", "320x200", "--frames", "5"])
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("drawing with OpenGL instead") && stderr.contains("driver"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }

@@ -96,7 +96,10 @@ impl TransferKind {
                  buffer on that memory: both see the same bytes with no map or unmap. Ordering is the app's \
                  job: wait for GL before the kernel, for the kernel before GL draws."
             }
-            Self::Cpu => "No CUDA: the CPU computes the data and uploads it into the GL buffer with glBufferSubData.",
+            Self::Cpu => {
+                "No CUDA: the CPU computes the data and uploads it: into the GL buffer with glBufferSubData, or \
+                 into the host-visible Vulkan memory the draw reads."
+            }
             Self::Vulkan => {
                 "Vulkan allocates exportable memory and CUDA imports it once (cuImportExternalMemory). Two timeline \
                  semaphores order them on the GPU: CUDA waits until Vulkan has read the buffer, writes, signals; \

@@ -141,3 +141,14 @@ pub fn vulkan_cuda_setup(
     let vulkan = interop_lab::vk::frame::VulkanGraphics::new(&choice, size).expect("Vulkan on the CUDA device");
     (vulkan, std::rc::Rc::new(cuda))
 }
+
+/// Starts `command`, lets it run for `after`, sends SIGINT (Ctrl-C), and returns what the process
+/// printed once it ended.
+pub fn interrupt(mut command: std::process::Command, after: std::time::Duration) -> std::process::Output {
+    use std::process::Stdio;
+    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start");
+    std::thread::sleep(after);
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    assert!(status.success(), "SIGINT sent");
+    child.wait_with_output().expect("the process ends after Ctrl-C")
+}
