@@ -6,7 +6,6 @@
 //! in a window ([`app`]) or headless ([`headless`]), with [`doctor`] explaining what runs and why.
 
 pub mod app;
-mod app_vulkan;
 pub mod args;
 pub mod bench;
 pub mod camera;

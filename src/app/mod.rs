@@ -1,6 +1,8 @@
 //! The windowed app: a winit `ApplicationHandler` that owns everything (no globals). The GL
 //! context, the demo and the panel are built in `resumed` and torn down, in order, on close.
 
+mod vulkan;
+
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -10,7 +12,7 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::WindowId;
 
-use crate::app_vulkan::{Flow, VulkanWindow};
+use self::vulkan::{Flow, VulkanWindow};
 use crate::demo::{DemoSpec, Drag, View};
 use crate::gl;
 use crate::gl::context::window::{WindowGl, catch_window_panics, winit_error_text};

@@ -1,7 +1,7 @@
 //! The window drawn with Vulkan (`--renderer vulkan`): a winit window, its swapchain, the demo on
 //! the Vulkan transfer path (CUDA writing memory Vulkan allocated) or the CPU backend, and an
 //! egui panel drawn with Vulkan: the device and path, the frame's stages, the timeline and the
-//! demo's own settings (launch parameters included). `app.rs` runs it inside its event loop and
+//! demo's own settings (launch parameters included). `app/mod.rs` runs it inside its event loop and
 //! goes on with OpenGL when it cannot start.
 
 use std::path::Path;
@@ -72,7 +72,7 @@ pub(crate) struct VulkanWindow {
 impl VulkanWindow {
     /// Opens the window and everything it draws with; fails (with the reason) where Vulkan cannot
     /// present to it, so the caller can go on with OpenGL.
-    pub(crate) fn start(event_loop: &ActiveEventLoop, options: &crate::app::WindowOptions) -> Result<Self> {
+    pub(crate) fn start(event_loop: &ActiveEventLoop, options: &super::WindowOptions) -> Result<Self> {
         let title = format!("interop-lab — {} (Vulkan)", options.spec.name());
         let attributes = Window::default_attributes()
             .with_title(title)
