@@ -53,7 +53,8 @@ pub struct RunArgs {
     /// Simulated seconds per headless frame (the wave's clock; n-body steps by its own --dt).
     #[arg(long, default_value_t = 1.0 / 60.0)]
     pub frame_time: f32,
-    /// Learners' switches: register-every-frame (interop), skip-copy-sync (host copy).
+    /// Learners' switches: register-every-frame (interop), skip-copy-sync (host copy),
+    /// skip-semaphore-wait (Vulkan).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub what_if: Vec<WhatIfSwitch>,
     /// Panel sections to show open: what-if, inspector, sources, trace, device.
@@ -86,6 +87,8 @@ pub enum WhatIfSwitch {
     RegisterEveryFrame,
     /// Upload host-copy staging memory without waiting for the copy into it.
     SkipCopySync,
+    /// Submit Vulkan's frame without waiting for CUDA's semaphore signal (Vulkan path).
+    SkipSemaphoreWait,
 }
 
 impl RunArgs {
@@ -102,6 +105,7 @@ impl RunArgs {
         WhatIf {
             register_every_frame: self.what_if.contains(&WhatIfSwitch::RegisterEveryFrame),
             skip_copy_sync: self.what_if.contains(&WhatIfSwitch::SkipCopySync),
+            skip_semaphore_wait: self.what_if.contains(&WhatIfSwitch::SkipSemaphoreWait),
         }
     }
 }

@@ -50,6 +50,10 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     let graphics = Graphics::Vulkan(&vulkan);
     let env = DemoEnv { graphics, cuda, transfer };
     let mut demo = options.spec.create(&env)?;
+    demo.pipeline_mut().set_what_if(options.what_if);
+    for note in options.what_if.inapplicable(transfer) {
+        log::warn!("{note}");
+    }
     let mut renderer = VulkanRenderer::new();
     let view = View { origin: [0, 0], size: options.size };
     let result = renderer
@@ -165,6 +169,10 @@ fn render(
     }
     let summary = history.summary(None);
     let transfer = demo.pipeline().kind();
+    let what_if = demo.pipeline().what_if_report();
+    if let Some(report) = &what_if {
+        log::warn!("what if: {report}");
+    }
     let frames_per_second = f64::from(frames) / wall;
     let device = vulkan.context().description();
     let json = json!({
@@ -179,6 +187,7 @@ fn render(
         "wall_seconds": wall,
         "frames_per_second": frames_per_second,
         "stages_us": summary.stages,
+        "what_if": { "skip_semaphore_wait": options.what_if.skip_semaphore_wait, "report": what_if },
     });
     if let Some(path) = &options.stats {
         let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;

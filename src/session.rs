@@ -499,6 +499,7 @@ impl Session {
             "what_if": {
                 "register_every_frame": what_if.register_every_frame,
                 "skip_copy_sync": what_if.skip_copy_sync,
+                "skip_semaphore_wait": what_if.skip_semaphore_wait,
                 "report": what_if_report,
             },
             "timings_us": summary,

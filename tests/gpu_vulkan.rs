@@ -368,3 +368,23 @@ fn re_allocating_demo_buffers_on_the_vulkan_path_leaks_no_device_memory() {
     assert!(lost < 16 << 20, "{lost} bytes of device memory lost over 20 re-allocations of 64 MiB buffers");
     Box::new(wave).destroy(graphics);
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn what_if_the_semaphore_wait_is_skipped_says_how_many_frames_were_at_risk() {
+    let mut options = common::cpu_headless_options(DemoSpec::new(WaveSettings::default()), 40, [320, 200]);
+    options.cuda.backend = interop_lab::runtime::BackendRequest::Cuda;
+    options.what_if.skip_semaphore_wait = true;
+    let report = headless_vulkan::run(&options).expect("Vulkan headless, wait skipped");
+    let text = report.json["what_if"]["report"].as_str().unwrap_or_default().to_owned();
+    eprintln!("{text}");
+    // "U of M frames were submitted without the wait ...": one submission per frame skipped it.
+    let numbers: Vec<u64> = text.split_whitespace().filter_map(|w| w.parse().ok()).take(2).collect();
+    assert_eq!(numbers.len(), 2, "{text}");
+    assert_eq!(numbers[1], 40, "every frame's submission skipped the wait: {text}");
+    assert!(numbers[0] <= numbers[1], "{text}");
+
+    options.what_if.skip_semaphore_wait = false;
+    let waited = headless_vulkan::run(&options).expect("Vulkan headless");
+    assert!(waited.json["what_if"]["report"].is_null(), "no report without the switch: {}", waited.json);
+}

@@ -113,11 +113,11 @@ impl VulkanWindow {
             Some(vulkan.context().max_image_size() as usize),
         );
         let mut messages = Vec::new();
-        if options.record.is_some() || options.what_if != crate::transfer::WhatIf::default() {
-            messages.push(
-                "--record and --what-if work in the OpenGL window so far (--renderer gl); ignored here".to_owned(),
-            );
+        if options.record.is_some() {
+            messages.push("--record works in the OpenGL window so far (--renderer gl); ignored here".to_owned());
         }
+        demo.pipeline_mut().set_what_if(options.what_if);
+        messages.extend(options.what_if.inapplicable(transfer));
         window.request_redraw();
         Ok(Self {
             demo: Some(demo),
@@ -412,6 +412,17 @@ fn panel(
                 }
                 if ui.button("dismiss").clicked() {
                     messages.clear();
+                }
+            }
+            if info.transfer == TransferKind::Vulkan {
+                let mut what_if = demo.pipeline().what_if();
+                let before = what_if;
+                ui.checkbox(&mut what_if.skip_semaphore_wait, "what if: skip the semaphore wait");
+                if what_if != before {
+                    demo.pipeline_mut().set_what_if(what_if);
+                }
+                if let Some(report) = demo.pipeline().what_if_report() {
+                    ui.colored_label(egui::Color32::from_rgb(255, 190, 90), report);
                 }
             }
             egui::CollapsingHeader::new("Timeline").default_open(true).show(ui, |ui| {

@@ -44,6 +44,9 @@ enum Mode {
     VulkanAlone,
     /// CUDA's step alone, then a host wait for the stream: no Vulkan submission.
     CudaAlone,
+    /// What if: as `Shared`, but Vulkan's submission does not wait for CUDA's signal. The frames
+    /// that read the wrong bytes are counted.
+    SkipWait,
 }
 
 impl Mode {
@@ -53,6 +56,7 @@ impl Mode {
             Mode::CudaFirst => "Vulkan, CUDA waited",
             Mode::VulkanAlone => "Vulkan alone",
             Mode::CudaAlone => "CUDA alone (no Vulkan)",
+            Mode::SkipWait => "what if: no Vulkan wait",
         }
     }
 
@@ -62,6 +66,7 @@ impl Mode {
             Mode::CudaFirst => "vulkan_cuda_waited_on_host",
             Mode::VulkanAlone => "vulkan_alone",
             Mode::CudaAlone => "vulkan_cuda_alone",
+            Mode::SkipWait => "vulkan_what_if_no_wait",
         }
     }
 }
@@ -103,8 +108,11 @@ impl VulkanBench {
     ) -> Result<(String, Vec<serde_json::Value>)> {
         let mut lines = String::new();
         let mut results = Vec::new();
-        for mode in [Mode::Shared, Mode::CudaFirst, Mode::VulkanAlone, Mode::CudaAlone] {
-            let (line, result) = self.run_mode(mode, bytes, counts, function, limits)?;
+        for mode in [Mode::Shared, Mode::CudaFirst, Mode::VulkanAlone, Mode::CudaAlone, Mode::SkipWait] {
+            self.share.timeline().set_skip_wait(mode == Mode::SkipWait);
+            let measured = self.run_mode(mode, bytes, counts, function, limits);
+            self.share.timeline().set_skip_wait(false);
+            let (line, result) = measured?;
             lines.push_str(&line);
             results.push(result);
         }
@@ -158,7 +166,7 @@ impl VulkanBench {
             let seen: &[u32] =
                 self.readback.host_bytes().and_then(|b| bytemuck::try_cast_slice(&b[..checked]).ok()).unwrap_or(&[]);
             let expected = (0..checked / 4).map(|i| value ^ (first_word + i) as u32);
-            if matches!(mode, Mode::Shared | Mode::CudaFirst)
+            if matches!(mode, Mode::Shared | Mode::CudaFirst | Mode::SkipWait)
                 && (seen.len() != checked / 4 || !seen.iter().copied().eq(expected))
             {
                 wrong_frames += 1;

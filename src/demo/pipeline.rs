@@ -80,6 +80,11 @@ impl Pipeline {
         self.transfer.set_what_if(what_if);
     }
 
+    /// The switches in effect.
+    pub fn what_if(&self) -> WhatIf {
+        self.what_if
+    }
+
     /// What the switches did on the current path, in a sentence.
     pub fn what_if_report(&self) -> Option<String> {
         self.transfer.what_if_report()

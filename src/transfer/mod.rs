@@ -128,6 +128,8 @@ pub struct WhatIf {
     pub register_every_frame: bool,
     /// Host copy: upload the staging memory without waiting for the copy into it to finish.
     pub skip_copy_sync: bool,
+    /// Vulkan: submit the frame without waiting for CUDA's semaphore signal.
+    pub skip_semaphore_wait: bool,
 }
 
 impl WhatIf {
@@ -145,6 +147,13 @@ impl WhatIf {
             notes.push(format!(
                 "what if skip-copy-sync: it concerns the host-copy paths, and this runs on {}: no effect until the \
                  path is a host copy",
+                kind.label()
+            ));
+        }
+        if self.skip_semaphore_wait && kind != TransferKind::Vulkan {
+            notes.push(format!(
+                "what if skip-semaphore-wait: it concerns the Vulkan path (--renderer vulkan), and this runs on {}: no \
+                 effect until the path is Vulkan",
                 kind.label()
             ));
         }

@@ -216,6 +216,8 @@ impl Drop for VulkanShare {
 pub struct VulkanPath {
     /// Made with the first buffer: that is when the renderer's device is known.
     share: Option<VulkanShare>,
+    /// What if the renderer's submissions skipped the wait for CUDA.
+    skip_wait: bool,
     context: Rc<Context>,
     stream: Rc<Stream>,
 }
@@ -223,7 +225,7 @@ pub struct VulkanPath {
 impl VulkanPath {
     /// The path for kernels on `stream`.
     pub(super) fn new(context: Rc<Context>, stream: Rc<Stream>) -> Self {
-        Self { share: None, context, stream }
+        Self { share: None, skip_wait: false, context, stream }
     }
 
     fn share(&mut self, graphics: Graphics<'_>) -> Result<&mut VulkanShare> {
@@ -231,7 +233,10 @@ impl VulkanPath {
             Some(share) => share,
             None => {
                 let vulkan = graphics.vulkan()?;
-                VulkanShare::new(vulkan.context(), &vulkan.shared_timeline()?, &self.context, &self.stream)?
+                let share =
+                    VulkanShare::new(vulkan.context(), &vulkan.shared_timeline()?, &self.context, &self.stream)?;
+                share.timeline().set_skip_wait(self.skip_wait);
+                share
             }
         };
         Ok(self.share.insert(share))
@@ -307,5 +312,20 @@ impl Transfer for VulkanPath {
             Some(share) => share.synchronize(Duration::from_secs(10)),
             None => self.stream.synchronize(),
         }
+    }
+
+    fn set_what_if(&mut self, what_if: super::WhatIf) {
+        self.skip_wait = what_if.skip_semaphore_wait;
+        if let Some(share) = &self.share {
+            share.timeline().set_skip_wait(self.skip_wait);
+        }
+    }
+
+    fn what_if_report(&self) -> Option<String> {
+        let (made, unfinished) = self.share.as_ref()?.timeline().skipped_waits()?;
+        Some(format!(
+            "{unfinished} of {made} frames were submitted without the wait while CUDA had not finished writing their \
+             buffers (each may draw torn or stale data)"
+        ))
     }
 }

@@ -60,6 +60,9 @@ pub struct SharedTimeline {
     readers: RefCell<Vec<ReadMark>>,
     /// Told of each submission (the CUDA side puts it in its trace).
     observer: RefCell<Option<SubmitObserver>>,
+    /// What if submissions skipped the wait for CUDA: (on, submissions since, of which CUDA had
+    /// not yet written what they read when they were made).
+    skip_wait: Cell<(bool, u64, u64)>,
 }
 
 impl SharedTimeline {
@@ -72,6 +75,7 @@ impl SharedTimeline {
             read_value: Cell::new(0),
             readers: RefCell::new(Vec::new()),
             observer: RefCell::new(None),
+            skip_wait: Cell::new((false, 0, 0)),
         })
     }
 
@@ -110,6 +114,22 @@ impl SharedTimeline {
         self.readers.borrow_mut().clear();
     }
 
+    /// What if submissions did not wait for CUDA: on, they are made without the wait (and may
+    /// read memory a kernel is still writing: torn frames). Switching resets the count.
+    pub fn set_skip_wait(&self, on: bool) {
+        if self.skip_wait.get().0 != on {
+            self.skip_wait.set((on, 0, 0));
+        }
+    }
+
+    /// While waits are skipped: submissions made, and how many of them were made while CUDA had
+    /// not yet signalled what they should have waited for (each may have read a half-written
+    /// buffer). `None` when waits are not skipped.
+    pub fn skipped_waits(&self) -> Option<(u64, u64)> {
+        let (on, made, unfinished) = self.skip_wait.get();
+        on.then_some((made, unfinished))
+    }
+
     /// Calls `observer` after each submission.
     pub fn observe(&self, observer: SubmitObserver) {
         *self.observer.borrow_mut() = Some(observer);
@@ -143,7 +163,13 @@ impl SharedTimeline {
         waits: &[Wait<'_>],
         signals: &[Signal<'_>],
     ) -> Result<u64> {
-        let ready = self.written_value.get();
+        let mut ready = self.written_value.get();
+        let (skip, made, unfinished) = self.skip_wait.get();
+        if skip && ready > 0 {
+            let written = self.written.value().unwrap_or(0);
+            self.skip_wait.set((true, made + 1, unfinished + u64::from(written < ready)));
+            ready = 0; // no wait: the what-if
+        }
         let read = self.read_value.get() + 1;
         let mut all_waits = [Wait::timeline(&self.written, ready, stage); 2];
         let mut all_signals = [Signal::timeline(&self.read, read); 2];
