@@ -404,23 +404,26 @@ fn trace_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &mut PanelSta
     let Some(cuda) = &input.selection.cuda else {
         return;
     };
-    let trace = cuda.context.trace();
-    egui::CollapsingHeader::new("Driver calls").default_open(state.opens(PanelSection::Trace)).show(ui, |ui| {
+    egui::CollapsingHeader::new("Driver calls")
+        .default_open(state.opens(PanelSection::Trace))
+        .show(ui, |ui| trace_view(ui, cuda.context.trace(), &mut state.trace_setup));
+}
+
+/// The driver-call trace: recording on or off, then the calls of the last frame (or of the setup,
+/// with `setup`), each with its host time and what it was given.
+pub fn trace_view(ui: &mut egui::Ui, trace: &crate::cuda::trace::Trace, setup: &mut bool) {
+    {
         let mut per_frame = trace.per_frame();
         if ui.checkbox(&mut per_frame, "record every frame").changed() {
             trace.set_per_frame(per_frame);
         }
         ui.horizontal(|ui| {
-            ui.radio_value(&mut state.trace_setup, false, "last frame");
-            ui.radio_value(&mut state.trace_setup, true, "setup (first frame)");
+            ui.radio_value(setup, false, "last frame");
+            ui.radio_value(setup, true, "setup (first frame)");
         });
-        let entries = if state.trace_setup { trace.setup() } else { trace.last_frame() };
+        let entries = if *setup { trace.setup() } else { trace.last_frame() };
         if entries.is_empty() {
-            ui.label(if state.trace_setup {
-                "no setup calls recorded"
-            } else {
-                "turn recording on to see each frame's calls"
-            });
+            ui.label(if *setup { "no setup calls recorded" } else { "turn recording on to see each frame's calls" });
             return;
         }
         let total: f64 = entries.iter().map(|e| e.host_us).sum();
@@ -436,7 +439,7 @@ fn trace_section(ui: &mut egui::Ui, input: &PanelInput<'_>, state: &mut PanelSta
                 }
             });
         });
-    });
+    }
 }
 
 fn kernel_sources(ui: &mut egui::Ui, input: &mut PanelInput<'_>, state: &mut PanelState) {
