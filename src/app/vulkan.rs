@@ -53,6 +53,8 @@ pub(crate) struct VulkanWindow {
     egui_state: egui_winit::State,
     history: FrameHistory,
     timeline: TimelineState,
+    /// The trace section shows the setup's calls (else the last frame's).
+    trace_setup: bool,
     messages: Vec<String>,
     paused: bool,
     step_once: bool,
@@ -130,6 +132,7 @@ impl VulkanWindow {
             egui_state,
             history: FrameHistory::new(600),
             timeline: TimelineState::default(),
+            trace_setup: false,
             messages,
             paused: false,
             step_once: false,
@@ -250,12 +253,17 @@ impl VulkanWindow {
         let panel_started = Instant::now();
         let raw_input = self.egui_state.take_egui_input(&self.window);
         let info = PanelInfo::of(&self.vulkan, self.cuda.as_deref(), demo.pipeline().kind());
-        let (history, timeline, messages) = (&self.history, &mut self.timeline, &mut self.messages);
-        let (paused, step_once) = (&mut self.paused, &mut self.step_once);
+        let mut state = PanelState {
+            history: &self.history,
+            timeline: &mut self.timeline,
+            trace: self.cuda.as_ref().map(|cuda| cuda.context.trace()),
+            trace_setup: &mut self.trace_setup,
+            messages: &mut self.messages,
+            paused: &mut self.paused,
+            step_once: &mut self.step_once,
+        };
         let mut width_points = self.panel_width_points;
-        let output = self.egui.run_ui(raw_input, |ui| {
-            width_points = panel(ui, demo.as_mut(), &info, history, timeline, messages, paused, step_once);
-        });
+        let output = self.egui.run_ui(raw_input, |ui| width_points = panel(ui, demo.as_mut(), &info, &mut state));
         self.panel_width_points = width_points;
         self.egui_state.handle_platform_output(&self.window, output.platform_output);
         let primitives = self.egui.tessellate(output.shapes, output.pixels_per_point);
@@ -271,6 +279,9 @@ impl VulkanWindow {
         let painted = self.painter.paint(&self.vulkan, output.pixels_per_point, &primitives);
         let presenting = Instant::now();
         let fits = self.vulkan.end_frame_presenting(&mut self.swapchain, &acquired)?;
+        if let Some(cuda) = &self.cuda {
+            cuda.context.trace().end_frame(); // the frame's calls, the submission included
+        }
         stages.set_host(Stage::Present, presenting.elapsed().as_secs_f64() * 1e6);
         stages.set_host(Stage::Draw, (presenting - draw_started).as_secs_f64() * 1e6);
         stages.set_host(Stage::Panel, panel_host_us);
@@ -377,18 +388,22 @@ impl PanelInfo {
     }
 }
 
+/// What the panel shows and changes besides the demo.
+struct PanelState<'a> {
+    history: &'a FrameHistory,
+    timeline: &'a mut TimelineState,
+    trace: Option<&'a crate::cuda::trace::Trace>,
+    trace_setup: &'a mut bool,
+    messages: &'a mut Vec<String>,
+    paused: &'a mut bool,
+    step_once: &'a mut bool,
+}
+
 /// The side panel; returns its width in points.
-#[allow(clippy::too_many_arguments)]
-fn panel(
-    ui: &mut egui::Ui,
-    demo: &mut dyn Demo,
-    info: &PanelInfo,
-    history: &FrameHistory,
-    timeline_state: &mut TimelineState,
-    messages: &mut Vec<String>,
-    paused: &mut bool,
-    step_once: &mut bool,
-) -> f32 {
+fn panel(ui: &mut egui::Ui, demo: &mut dyn Demo, info: &PanelInfo, state: &mut PanelState<'_>) -> f32 {
+    let (history, trace) = (state.history, state.trace);
+    let (timeline_state, trace_setup) = (&mut *state.timeline, &mut *state.trace_setup);
+    let (messages, paused, step_once) = (&mut *state.messages, &mut *state.paused, &mut *state.step_once);
     let response = egui::Panel::left("vulkan panel").resizable(true).default_size(340.0).show(ui, |ui| {
         egui::ScrollArea::vertical().show(ui, |ui| {
             ui.heading(format!("interop-lab — {}", demo.name()));
@@ -430,10 +445,14 @@ fn panel(
                     messages.push(note);
                 }
             });
+            if let Some(trace) = trace {
+                egui::CollapsingHeader::new("Driver calls")
+                    .show(ui, |ui| crate::ui::trace_view(ui, trace, trace_setup));
+            }
             egui::CollapsingHeader::new(demo.name()).default_open(true).show(ui, |ui| demo.panel(ui));
             ui.label(
                 egui::RichText::new(
-                    "The driver-call trace, the kernel inspector and the what-if switches are in the OpenGL window \
+                    "The kernel inspector, live kernel sources and the other paths are in the OpenGL window \
                      (--renderer gl).",
                 )
                 .small()

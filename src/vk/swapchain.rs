@@ -86,13 +86,13 @@ impl Swapchain {
         // SAFETY: a live surface of this device's instance.
         let capabilities =
             unsafe { window.surfaces.get_physical_device_surface_capabilities(physical, window.surface) }
-                .map_err(|e| vk_error("vkGetPhysicalDeviceSurfaceCapabilitiesKHR", e))?;
+                .map_err(|e| cannot_present(&self.context, "vkGetPhysicalDeviceSurfaceCapabilitiesKHR", e))?;
         // SAFETY: as above.
         let formats = unsafe { window.surfaces.get_physical_device_surface_formats(physical, window.surface) }
-            .map_err(|e| vk_error("vkGetPhysicalDeviceSurfaceFormatsKHR", e))?;
+            .map_err(|e| cannot_present(&self.context, "vkGetPhysicalDeviceSurfaceFormatsKHR", e))?;
         // SAFETY: as above.
         let modes = unsafe { window.surfaces.get_physical_device_surface_present_modes(physical, window.surface) }
-            .map_err(|e| vk_error("vkGetPhysicalDeviceSurfacePresentModesKHR", e))?;
+            .map_err(|e| cannot_present(&self.context, "vkGetPhysicalDeviceSurfacePresentModesKHR", e))?;
         // UNORM like the offscreen target, so the copy changes no colour.
         let format = [vk::Format::B8G8R8A8_UNORM, vk::Format::R8G8B8A8_UNORM]
             .into_iter()
@@ -278,6 +278,15 @@ impl Swapchain {
             Err(error) => Err(vk_error("vkQueuePresentKHR", error)),
         }
     }
+}
+
+/// A surface query that failed: the device cannot present to this window.
+fn cannot_present(context: &VulkanContext, call: &str, error: vk::Result) -> Error {
+    Error::Unavailable(format!(
+        "Vulkan device {} cannot present to this window ({call}: {error}); a display served by software (Xvfb) or \
+         by another GPU does this: run on a display of this GPU, or use --renderer gl",
+        context.description().name
+    ))
 }
 
 impl Drop for Swapchain {
