@@ -207,3 +207,69 @@ impl SharedTimeline {
         self.read.wait(value, timeout)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
+    use super::*;
+    use crate::vk::device::DeviceChoice;
+
+    /// The pair without export (software drivers cannot export semaphores); the host plays CUDA.
+    fn local_timeline(context: &Rc<VulkanContext>) -> SharedTimeline {
+        SharedTimeline {
+            written: TimelineSemaphore::new(context, false).unwrap(),
+            read: TimelineSemaphore::new(context, false).unwrap(),
+            written_value: Cell::new(0),
+            read_value: Cell::new(0),
+            readers: RefCell::new(Vec::new()),
+            observer: RefCell::new(None),
+            skip_wait: Cell::new((false, 0, 0)),
+        }
+    }
+
+    #[test]
+    fn a_submission_waits_for_cuda_marks_what_it_reads_and_a_skipped_wait_is_counted() {
+        let context = match VulkanContext::new(&DeviceChoice::Any) {
+            Ok(context) => context,
+            Err(error) if std::env::var_os("INTEROP_LAB_REQUIRE_VULKAN").is_some() => panic!("Vulkan: {error}"),
+            Err(error) => return eprintln!("skipped: no Vulkan device here ({error})"),
+        };
+        let timeline = local_timeline(&context);
+        let mut ring = CommandRing::new(&context, 3).unwrap();
+        let stage = vk::PipelineStageFlags::ALL_COMMANDS;
+        let (first, second) = (ReadMark::default(), ReadMark::default());
+        let submissions = Rc::new(Cell::new(0));
+        let seen = submissions.clone();
+        timeline.observe(Box::new(move |_| seen.set(seen.get() + 1)));
+
+        // CUDA was asked to write (value 1) and has not signalled: the submission waits.
+        timeline.written_signalled(1);
+        timeline.read_by_next(&first);
+        let read = timeline.submit(&mut ring, stage, |_| Ok(())).unwrap();
+        assert_eq!((read, first.value(), second.value()), (1, 1, 0), "only the buffer it reads is marked");
+        assert!(!timeline.wait_read(1, Duration::from_millis(200)).unwrap(), "it waits for CUDA's signal");
+        timeline.written.signal(1).unwrap(); // CUDA's signal
+        assert!(timeline.wait_read(1, Duration::from_secs(10)).unwrap(), "and runs once it came");
+
+        // What if the wait is skipped: the submission runs before CUDA's signal, and is counted.
+        timeline.set_skip_wait(true);
+        timeline.written_signalled(2);
+        timeline.read_by_next(&second);
+        let read = timeline.submit(&mut ring, stage, |_| Ok(())).unwrap();
+        assert_eq!(second.value(), read);
+        assert!(timeline.wait_read(read, Duration::from_secs(10)).unwrap(), "no wait: done before CUDA's signal");
+        assert_eq!(timeline.skipped_waits(), Some((1, 1)), "one submission, made before CUDA had written");
+        timeline.written.signal(2).unwrap();
+
+        // A recording that fails is not submitted and marks nothing.
+        timeline.read_by_next(&first);
+        let failed = timeline.submit(&mut ring, stage, |_| Err(crate::Error::InvalidInput("no".to_owned())));
+        assert!(failed.is_err());
+        assert_eq!((first.value(), timeline.read_value()), (1, 2));
+        timeline.set_skip_wait(false);
+        assert_eq!(timeline.skipped_waits(), None);
+        assert_eq!(submissions.get(), 2, "the observer heard of each submission");
+        assert!(ring.wait_all(Duration::from_secs(10)).unwrap());
+    }
+}
