@@ -21,7 +21,6 @@ use interop_lab::cuda::{Context, DeviceLimits, Function, Module, Stream};
 use interop_lab::demo::{Demo, DemoEnv, DemoSpec, View};
 use interop_lab::demos::blur::BlurSettings;
 use interop_lab::demos::nbody::NBodySettings;
-use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::{Wave, WaveSettings};
 use interop_lab::graphics::Graphics;
 use interop_lab::headless_vulkan;
@@ -227,50 +226,10 @@ fn wave_on_vulkan(
 #[ignore = "needs an NVIDIA GPU"]
 fn the_wave_on_the_vulkan_path_writes_the_reference_values() {
     let (vulkan, cuda) = common::vulkan_cuda_setup([64, 64]);
-    let graphics = Graphics::Vulkan(&vulkan);
-    let mut random = common::Random::new();
-    for (width, height) in [(257u32, 131u32), (1, 1000), (1024, 1024)] {
-        let settings = WaveSettings {
-            width,
-            height,
-            frequency: random.range(0.5, 12.0) as f32,
-            amplitude: random.range(0.05, 1.0) as f32,
-            ..WaveSettings::default()
-        };
-        let mut wave = wave_on_vulkan(&vulkan, &cuda, settings.clone());
-        wave.poison_positions(graphics).expect("poison");
-        let phase = random.range(0.0, std::f64::consts::TAU);
-        wave.set_phase(phase);
-        wave.step(graphics, 0, 0.0).expect("step");
-        let out = wave.read_positions(graphics).expect("read back through CUDA's import");
-        let frame = WaveFrame {
-            width,
-            height,
-            phase: phase as f32,
-            frequency: settings.frequency,
-            amplitude: settings.amplitude,
-        };
-        assert!(out.iter().flatten().all(|v| v.is_finite()), "{width}x{height}: every vertex written (poison was NaN)");
-        let error = relative_error(&out, &reference(&frame));
-        eprintln!("{width}x{height}: ‖out − ref‖/‖ref‖ = {error:e}");
-        // f32 sin/cos of the kernel against the f64 reference (as on the GL paths).
-        assert!(error < 1e-5, "{width}x{height}: ‖out − ref‖/‖ref‖ = {error:e}");
-        Box::new(wave).destroy(graphics);
-    }
-}
-
-/// PSNR of RGB over every pixel, in dB.
-fn psnr(a: &[u8], b: &[u8]) -> f64 {
-    let (mut sum, mut count) = (0.0f64, 0usize);
-    for (p, q) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
-        for channel in 0..3 {
-            let d = f64::from(p[channel]) - f64::from(q[channel]);
-            sum += d * d;
-            count += 1;
-        }
-    }
-    let mse = sum / count.max(1) as f64;
-    if mse == 0.0 { f64::INFINITY } else { 10.0 * (255.0f64 * 255.0 / mse).log10() }
+    // f32 sin/cos of the kernel against the f64 reference (as on the GL paths), read back through
+    // CUDA's import.
+    let sizes = [(257, 131), (1, 1000), (1024, 1024)];
+    common::check_wave_step(Graphics::Vulkan(&vulkan), Some(cuda), TransferKind::Vulkan, &sizes, 1e-5);
 }
 
 #[test]
@@ -292,7 +251,7 @@ fn the_three_demos_drawn_headless_on_the_vulkan_path_match_the_cpu_backend() {
         let background = &cuda.pixels[..4];
         let drawn =
             cuda.pixels.chunks_exact(4).filter(|p| p != &background).count() as f64 / (size[0] * size[1]) as f64;
-        let db = psnr(&cuda.pixels, &cpu.pixels);
+        let db = common::psnr(&cuda.pixels, &cpu.pixels);
         eprintln!("{name}: CUDA on Vulkan vs CPU on Vulkan: PSNR {db:.1} dB, {:.1} % drawn", drawn * 100.0);
         // The same state drawn by the same renderer: CUDA and the CPU differ in float rounding only
         // (n-body after 5 steps: ~1e-6 relative positions), far below a pixel.

@@ -32,21 +32,6 @@ fn options(spec: DemoSpec, size: [u32; 2]) -> HeadlessOptions {
     common::cpu_headless_options(spec, 3, size)
 }
 
-/// PSNR of RGB over every pixel (alpha ignored), in dB.
-fn psnr(a: &[u8], b: &[u8]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    let (mut sum, mut count) = (0.0f64, 0usize);
-    for (p, q) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
-        for channel in 0..3 {
-            let d = f64::from(p[channel]) - f64::from(q[channel]);
-            sum += d * d;
-            count += 1;
-        }
-    }
-    let mse = sum / count as f64;
-    if mse == 0.0 { f64::INFINITY } else { 10.0 * (255.0f64 * 255.0 / mse).log10() }
-}
-
 /// Share of pixels that differ from the top-left one (the clear colour).
 fn drawn_share(report: &HeadlessReport) -> f64 {
     let background = &report.pixels[..4];
@@ -83,7 +68,7 @@ fn a_wave_frame_on_vulkan_matches_the_same_frame_on_gl() {
         let vulkan = headless_vulkan::run(&options(DemoSpec::new(settings), size)).unwrap();
         let (gl_drawn, vulkan_drawn) = (drawn_share(&gl), drawn_share(&vulkan));
         assert!(vulkan_drawn > 0.1, "{mode:?}: only {:.1} % of the Vulkan frame drawn", vulkan_drawn * 100.0);
-        let db = psnr(&gl.pixels, &vulkan.pixels);
+        let db = common::psnr(&gl.pixels, &vulkan.pixels);
         eprintln!(
             "{mode:?}: PSNR {db:.1} dB; drawn {:.1} % (GL) / {:.1} % (Vulkan)",
             gl_drawn * 100.0,
@@ -105,7 +90,7 @@ fn an_nbody_frame_on_vulkan_matches_the_same_frame_on_gl() {
     let gl = headless::run(&options(DemoSpec::new(NBodySettings::default()), size)).unwrap();
     let vulkan = headless_vulkan::run(&options(DemoSpec::new(NBodySettings::default()), size)).unwrap();
     let (gl_drawn, vulkan_drawn) = (drawn_share(&gl), drawn_share(&vulkan));
-    let db = psnr(&gl.pixels, &vulkan.pixels);
+    let db = common::psnr(&gl.pixels, &vulkan.pixels);
     eprintln!("n-body: PSNR {db:.1} dB; drawn {:.1} % (GL) / {:.1} % (Vulkan)", gl_drawn * 100.0, vulkan_drawn * 100.0);
     assert!(vulkan_drawn > 0.01, "only {:.2} % of the Vulkan frame drawn", vulkan_drawn * 100.0);
     assert!(db >= 25.0, "the Vulkan frame differs from GL's: PSNR {db:.1} dB < 25");
@@ -121,7 +106,7 @@ fn a_blur_frame_on_vulkan_matches_the_same_frame_on_gl() {
         let size = [320, 200];
         let gl = headless::run(&options(DemoSpec::new(settings.clone()), size)).unwrap();
         let vulkan = headless_vulkan::run(&options(DemoSpec::new(settings), size)).unwrap();
-        let db = psnr(&gl.pixels, &vulkan.pixels);
+        let db = common::psnr(&gl.pixels, &vulkan.pixels);
         eprintln!("blur {format:?}: PSNR {db:.1} dB");
         assert!(drawn_share(&vulkan) > 0.5, "{format:?}: the picture covers the view");
         assert!(db >= 25.0, "{format:?}: the Vulkan frame differs from GL's: PSNR {db:.1} dB < 25");
@@ -157,7 +142,7 @@ fn a_flipped_frame_would_fail_the_comparison() {
     let gl = headless::run(&options(DemoSpec::new(WaveSettings::default()), size)).unwrap();
     let row = size[0] as usize * 4;
     let flipped: Vec<u8> = gl.pixels.chunks_exact(row).rev().flatten().copied().collect();
-    let db = psnr(&gl.pixels, &flipped);
+    let db = common::psnr(&gl.pixels, &flipped);
     assert!(db < 25.0, "a flipped frame scored {db:.1} dB");
 }
 

@@ -70,10 +70,21 @@ impl Random {
 /// checks what the path reads back (GL: its host copy; Vulkan: the memory drawn from) against the
 /// f64 reference; the buffers are poisoned with NaN first.
 pub fn check_wave_cpu_step(graphics: interop_lab::graphics::Graphics<'_>, sizes: &[(u32, u32)]) {
+    check_wave_step(graphics, None, interop_lab::transfer::TransferKind::Cpu, sizes, 1e-6);
+}
+
+/// As [`check_wave_cpu_step`], on transfer path `transfer` (CUDA's when `cuda` is given), with
+/// ‖out − ref‖/‖ref‖ < `bound`.
+pub fn check_wave_step(
+    graphics: interop_lab::graphics::Graphics<'_>,
+    cuda: Option<std::rc::Rc<interop_lab::runtime::CudaRuntime>>,
+    transfer: interop_lab::transfer::TransferKind,
+    sizes: &[(u32, u32)],
+    bound: f64,
+) {
     use interop_lab::demo::{Demo, DemoEnv};
     use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
     use interop_lab::demos::wave::{Wave, WaveSettings};
-    use interop_lab::transfer::TransferKind;
 
     let mut random = Random::new();
     for &(width, height) in sizes {
@@ -84,8 +95,9 @@ pub fn check_wave_cpu_step(graphics: interop_lab::graphics::Graphics<'_>, sizes:
             amplitude: random.range(0.05, 1.0) as f32,
             ..WaveSettings::default()
         };
-        let env = DemoEnv { graphics, cuda: None, transfer: TransferKind::Cpu };
-        let mut wave = Wave::new(&env, settings.clone()).expect("wave on the CPU");
+        let env = DemoEnv { graphics, cuda: cuda.clone(), transfer };
+        let mut wave = Wave::new(&env, settings.clone()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
+        assert_eq!(wave.pipeline().kind(), transfer);
         wave.poison_positions(graphics).expect("poison");
         let phase = random.range(0.0, std::f64::consts::TAU);
         wave.set_phase(phase);
@@ -100,7 +112,8 @@ pub fn check_wave_cpu_step(graphics: interop_lab::graphics::Graphics<'_>, sizes:
         };
         assert!(out.iter().flatten().all(|v| v.is_finite()), "{width}x{height}: every vertex written (poison was NaN)");
         let error = relative_error(&out, &reference(&frame));
-        assert!(error < 1e-6, "{width}x{height}: ‖out − ref‖/‖ref‖ = {error}");
+        eprintln!("{width}x{height} on {transfer}: ‖out − ref‖/‖ref‖ = {error:e}");
+        assert!(error < bound, "{width}x{height} on {transfer}: ‖out − ref‖/‖ref‖ = {error:e} (bound {bound:e})");
         Box::new(wave).destroy(graphics);
     }
 }
@@ -151,4 +164,19 @@ pub fn interrupt(mut command: std::process::Command, after: std::time::Duration)
     let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
     assert!(status.success(), "SIGINT sent");
     child.wait_with_output().expect("the process ends after Ctrl-C")
+}
+
+/// PSNR of RGB over every pixel of two RGBA8 images (alpha ignored), in dB.
+pub fn psnr(a: &[u8], b: &[u8]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let (mut sum, mut count) = (0.0f64, 0usize);
+    for (p, q) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+        for channel in 0..3 {
+            let d = f64::from(p[channel]) - f64::from(q[channel]);
+            sum += d * d;
+            count += 1;
+        }
+    }
+    let mse = sum / count.max(1) as f64;
+    if mse == 0.0 { f64::INFINITY } else { 10.0 * (255.0f64 * 255.0 / mse).log10() }
 }
