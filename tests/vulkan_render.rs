@@ -223,3 +223,26 @@ fn without_a_vulkan_driver_the_window_says_why_and_goes_on_with_opengl() {
     assert!(stderr.contains("drawing with OpenGL instead") && stderr.contains("driver"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn the_vulkan_window_records_every_frame() {
+    let display = std::env::var_os("DISPLAY").is_some();
+    if !vulkan_available() || !common::available(display, "an X display (Xvfb)", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let dir = common::temp_dir("vulkan-window-record");
+    let output = common::binary()
+        .args(["wave", "--renderer", "vulkan", "--backend", "cpu", "--size", "160x100", "--frames", "6", "--record"])
+        .arg(dir.join("frames"))
+        .env("RUST_LOG", "interop_lab=info")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success() && stderr.contains("Vulkan window on"), "{stderr}");
+    let frames: Vec<_> = std::fs::read_dir(dir.join("frames")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(frames.len(), 6, "one PNG per frame: {frames:?}");
+    for frame in &frames {
+        assert_eq!(image::open(frame).expect("a PNG").to_rgba8().dimensions(), (160, 100), "{}", frame.display());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -289,9 +289,10 @@ impl App {
     }
 
     fn shut_down_vulkan(&mut self) {
-        if let Some(window) = self.vulkan.take()
-            && let Some(error) = window.shut_down()
-        {
+        let Some(window) = self.vulkan.take() else { return };
+        let (recordings, failure) = window.shut_down();
+        self.recordings.extend(recordings);
+        if let Some(error) = failure {
             log::error!("{error}");
             self.error.get_or_insert(error);
         }

@@ -15,6 +15,7 @@ use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use winit::window::Window;
 
 use crate::demo::{Demo, DemoEnv, Drag, View};
+use crate::record::{RecordReport, Recorder};
 use crate::render::vulkan::VulkanRenderer;
 use crate::render::{Graphics, Renderer};
 use crate::runtime::CudaRuntime;
@@ -65,6 +66,12 @@ pub(crate) struct VulkanWindow {
     drag: Option<Drag>,
     cursor: Option<(f64, f64)>,
     shift: bool,
+    /// Frames go to this recording, when one runs (`--record`, or the panel's button).
+    recorder: Option<Recorder>,
+    /// Recordings finished while the window ran.
+    recordings: Vec<RecordReport>,
+    /// The panel's record button was pressed.
+    toggle_recording: bool,
     /// Where `--stats` goes, and when the window started.
     stats: Option<std::path::PathBuf>,
     started: Instant,
@@ -115,9 +122,7 @@ impl VulkanWindow {
             Some(vulkan.context().max_image_size() as usize),
         );
         let mut messages = Vec::new();
-        if options.record.is_some() {
-            messages.push("--record works in the OpenGL window so far (--renderer gl); ignored here".to_owned());
-        }
+        let recorder = options.record.as_deref().map(Recorder::start).transpose()?;
         demo.pipeline_mut().set_what_if(options.what_if);
         messages.extend(options.what_if.inapplicable(transfer));
         window.request_redraw();
@@ -143,6 +148,9 @@ impl VulkanWindow {
             drag: None,
             cursor: None,
             shift: false,
+            recorder,
+            recordings: Vec::new(),
+            toggle_recording: false,
             stats: options.stats.clone(),
             started: Instant::now(),
             window,
@@ -261,6 +269,8 @@ impl VulkanWindow {
             messages: &mut self.messages,
             paused: &mut self.paused,
             step_once: &mut self.step_once,
+            recording: self.recorder.as_ref().map(|r| (r.dir().display().to_string(), r.counts())),
+            toggle_recording: &mut self.toggle_recording,
         };
         let mut width_points = self.panel_width_points;
         let output = self.egui.run_ui(raw_input, |ui| width_points = panel(ui, demo.as_mut(), &info, &mut state));
@@ -299,10 +309,42 @@ impl VulkanWindow {
             log::info!("first frame drawn {:.2} s after the process started", age.as_secs_f64());
         }
         self.frame += 1;
-        if let Some(path) = screenshot {
-            crate::output::write_rgba8(path, size, &self.vulkan.read_rgba()?)?;
+        if self.recorder.is_some() || screenshot.is_some() {
+            let pixels = self.vulkan.read_rgba()?;
+            if let Some(path) = screenshot {
+                crate::output::write_rgba8(path, size, &pixels)?;
+            }
+            if let Some(recorder) = self.recorder.as_mut() {
+                recorder.frame(size, pixels);
+            }
+        }
+        if std::mem::take(&mut self.toggle_recording) {
+            self.toggle_recording();
         }
         Ok(())
+    }
+
+    /// Starts a recording into a new folder of the working directory, or ends the one running.
+    fn toggle_recording(&mut self) {
+        match self.recorder.take() {
+            Some(recorder) => match recorder.finish() {
+                Ok(report) => {
+                    self.messages.push(format!("recorded {} frames; video: {}", report.frames, report.ffmpeg_line(60)));
+                    self.recordings.push(report);
+                }
+                Err(error) => self.messages.push(error.to_string()),
+            },
+            None => {
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or_default();
+                match Recorder::start(Path::new(&format!("interop-lab-recording-{stamp}"))) {
+                    Ok(recorder) => self.recorder = Some(recorder),
+                    Err(error) => self.messages.push(error.to_string()),
+                }
+            }
+        }
     }
 
     /// GPU times that arrived: the frame's commands (timestamps) and CUDA's stages (events).
@@ -325,8 +367,9 @@ impl VulkanWindow {
         self.frame
     }
 
-    /// Finishes the GPU work and releases everything (the demo's buffers while the device lives).
-    pub(crate) fn shut_down(mut self) -> Option<Error> {
+    /// Finishes the GPU work and releases everything (the demo's buffers while the device lives);
+    /// ends a recording still running. Returns the recordings made and the first error met.
+    pub(crate) fn shut_down(mut self) -> (Vec<RecordReport>, Option<Error>) {
         let graphics = Graphics::Vulkan(&self.vulkan);
         let mut failure = None;
         if let Some(mut demo) = self.demo.take() {
@@ -339,7 +382,13 @@ impl VulkanWindow {
         if let Some(path) = self.stats.take() {
             failure = failure.or(self.write_stats(&path).err());
         }
-        failure
+        if let Some(recorder) = self.recorder.take() {
+            match recorder.finish() {
+                Ok(report) => self.recordings.push(report),
+                Err(error) => failure = failure.or(Some(error)),
+            }
+        }
+        (std::mem::take(&mut self.recordings), failure)
     }
 
     /// `--stats`: the stage timings of the frames drawn, as the headless runs write them.
@@ -397,6 +446,9 @@ struct PanelState<'a> {
     messages: &'a mut Vec<String>,
     paused: &'a mut bool,
     step_once: &'a mut bool,
+    /// The recording running: its folder, frames written and dropped.
+    recording: Option<(String, (u64, u64))>,
+    toggle_recording: &'a mut bool,
 }
 
 /// The side panel; returns its width in points.
@@ -420,6 +472,15 @@ fn panel(ui: &mut egui::Ui, demo: &mut dyn Demo, info: &PanelInfo, state: &mut P
                 }
                 let fps = history.summary(Some(120)).frame_us.map(|f| 1e6 / f.median).unwrap_or(0.0);
                 ui.label(format!("{fps:.0} frames/s"));
+            });
+            ui.horizontal(|ui| {
+                let recording = state.recording.clone();
+                if ui.button(if recording.is_some() { "stop recording" } else { "record" }).clicked() {
+                    *state.toggle_recording = true;
+                }
+                if let Some((dir, (frames, dropped))) = recording {
+                    ui.label(format!("{frames} frames ({dropped} dropped) into {dir}"));
+                }
             });
             if !messages.is_empty() {
                 for message in messages.iter() {
