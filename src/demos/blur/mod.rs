@@ -146,6 +146,14 @@ impl Blur {
         if self.target.in_place() { Route::Texture } else { Route::Pbo }
     }
 
+    /// The route in words, naming the copy of the API that draws (GL's or Vulkan's).
+    pub fn route_label(&self) -> &'static str {
+        match (self.route(), self.target.texture()) {
+            (Route::Pbo, crate::transfer::TextureMemory::Vulkan(_)) => "pixel buffer + vkCmdCopyBufferToImage",
+            (route, _) => route.label(),
+        }
+    }
+
     /// The blurred image as the texture shows it (bytes of the format, top row first).
     pub fn read_output(&mut self, graphics: Graphics<'_>) -> Result<Vec<u8>> {
         self.pipeline.transfer().read_image(graphics, &self.target)

@@ -43,7 +43,7 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
             ui.label(format!("σ {:.2}: radius {radius} ({} taps per pass)", demo.settings.sigma, 2 * radius + 1));
         }
     }
-    ui.label(format!("route: {}", demo.route().label()));
+    ui.label(format!("route: {}", demo.route_label()));
     if let Some((file, since)) = demo.compiling() {
         ui.horizontal(|ui| {
             ui.spinner();
