@@ -113,6 +113,8 @@ struct Running {
     input: Input,
     last_frame: Instant,
     relaunch: bool,
+    /// The panel asked to draw with Vulkan instead.
+    switch_renderer: bool,
     /// Frames go to this recording, when one runs.
     recorder: Option<Recorder>,
     /// Recordings finished while the window ran.
@@ -138,35 +140,8 @@ struct Input {
 
 impl ApplicationHandler for App {
     fn resumed(&mut self, event_loop: &ActiveEventLoop) {
-        if self.running.is_some() || self.vulkan.is_some() {
-            return;
-        }
-        let mut fallback = None;
-        if self.options.vulkan {
-            match VulkanWindow::start(event_loop, &self.options) {
-                Ok(window) => {
-                    self.vulkan = Some(window);
-                    return;
-                }
-                Err(error) => {
-                    let note = format!("the Vulkan window could not start ({error}); drawing with OpenGL instead");
-                    log::warn!("{note}");
-                    fallback = Some(note);
-                }
-            }
-        }
-        match Running::start(event_loop, &self.options) {
-            Ok(mut running) => {
-                if let Some(note) = fallback {
-                    ui::push_message(&mut running.session.panel, note);
-                }
-                running.window.window().request_redraw();
-                self.running = Some(running);
-            }
-            Err(error) => {
-                self.error = Some(error);
-                event_loop.exit();
-            }
+        if self.running.is_none() && self.vulkan.is_none() {
+            self.open_window(event_loop);
         }
     }
 
@@ -178,12 +153,16 @@ impl ApplicationHandler for App {
             match vulkan.window_event(&event, screenshot) {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Drawn) => {
-                    self.frames = vulkan.frames();
+                    self.frames += 1;
                     if last {
                         self.close(event_loop);
                     }
                 }
                 Ok(Flow::Close) => self.close(event_loop),
+                Ok(Flow::SwitchToGl(spec)) => {
+                    self.frames += 1;
+                    self.switch_renderer(event_loop, spec, false);
+                }
                 Err(error) => {
                     self.error = Some(error);
                     self.close(event_loop);
@@ -215,6 +194,11 @@ impl ApplicationHandler for App {
                     self.close(event_loop);
                 } else if screenshot {
                     self.close(event_loop);
+                } else if running.switch_renderer {
+                    match running.session.demo().map(|demo| demo.spec()) {
+                        Ok(spec) => self.switch_renderer(event_loop, spec, true),
+                        Err(error) => ui::push_message(&mut running.session.panel, error.to_string()),
+                    }
                 }
             }
             WindowEvent::ModifiersChanged(modifiers) => running.input.modifiers = modifiers.state(),
@@ -279,6 +263,54 @@ impl ApplicationHandler for App {
 }
 
 impl App {
+    /// Opens the window: drawn with Vulkan when that is asked for, else (or when Vulkan cannot
+    /// start, saying why in the panel) with OpenGL.
+    fn open_window(&mut self, event_loop: &ActiveEventLoop) {
+        let mut fallback = None;
+        if self.options.vulkan {
+            match VulkanWindow::start(event_loop, &self.options) {
+                Ok(window) => {
+                    self.vulkan = Some(window);
+                    return;
+                }
+                Err(error) => {
+                    let note = format!("the Vulkan window could not start ({error}); drawing with OpenGL instead");
+                    log::warn!("{note}");
+                    fallback = Some(note);
+                }
+            }
+        }
+        match Running::start(event_loop, &self.options) {
+            Ok(mut running) => {
+                if let Some(note) = fallback {
+                    ui::push_message(&mut running.session.panel, note);
+                }
+                running.window.window().request_redraw();
+                self.running = Some(running);
+            }
+            Err(error) => {
+                self.error = Some(error);
+                event_loop.exit();
+            }
+        }
+    }
+
+    /// Closes the window and opens one drawn with Vulkan (`vulkan`) or OpenGL, on `spec`: the
+    /// demo starts again with the settings it had.
+    fn switch_renderer(&mut self, event_loop: &ActiveEventLoop, spec: DemoSpec, vulkan: bool) {
+        if let Some(running) = self.running.take() {
+            self.shut_down(running);
+        }
+        self.shut_down_vulkan();
+        if self.error.is_some() {
+            return event_loop.exit();
+        }
+        log::info!("drawing with {} from now on", if vulkan { "Vulkan" } else { "OpenGL" });
+        self.options.spec = spec;
+        self.options.vulkan = vulkan;
+        self.open_window(event_loop);
+    }
+
     fn shut_down(&mut self, running: Running) {
         let (recordings, failure) = running.shut_down();
         self.recordings.extend(recordings);
@@ -353,6 +385,7 @@ impl Running {
             input: Input::default(),
             last_frame: Instant::now(),
             relaunch: false,
+            switch_renderer: false,
             recorder,
             recordings: Vec::new(),
             stats: options.stats.clone().map(|path| (path, None)),
@@ -394,6 +427,7 @@ impl Running {
                 PanelAction::SetVsync(on) => self.set_vsync(on),
                 PanelAction::Relaunch => self.relaunch = true,
                 PanelAction::ToggleRecording => self.toggle_recording(),
+                PanelAction::SwitchToVulkan => self.switch_renderer = true,
                 _ => {}
             }
         }

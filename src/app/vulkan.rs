@@ -39,6 +39,8 @@ pub(crate) enum Flow {
     Drawn,
     /// Close the window.
     Close,
+    /// Close this window and draw the demo, its settings kept, with OpenGL.
+    SwitchToGl(crate::demo::DemoSpec),
 }
 
 /// Everything that exists while the Vulkan window is open.
@@ -72,6 +74,8 @@ pub(crate) struct VulkanWindow {
     recordings: Vec<RecordReport>,
     /// The panel's record button was pressed.
     toggle_recording: bool,
+    /// The panel asked to draw with OpenGL instead.
+    switch_renderer: bool,
     /// Where `--stats` goes, and when the window started.
     stats: Option<std::path::PathBuf>,
     started: Instant,
@@ -151,6 +155,7 @@ impl VulkanWindow {
             recorder,
             recordings: Vec::new(),
             toggle_recording: false,
+            switch_renderer: false,
             stats: options.stats.clone(),
             started: Instant::now(),
             window,
@@ -169,7 +174,13 @@ impl VulkanWindow {
         match event {
             WindowEvent::CloseRequested => return Ok(Flow::Close),
             WindowEvent::Resized(_) => self.resized = true,
-            WindowEvent::RedrawRequested => return self.redraw(screenshot).map(|()| Flow::Drawn),
+            WindowEvent::RedrawRequested => {
+                self.redraw(screenshot)?;
+                return Ok(match self.demo.as_ref().filter(|_| std::mem::take(&mut self.switch_renderer)) {
+                    Some(demo) => Flow::SwitchToGl(demo.spec()),
+                    None => Flow::Drawn,
+                });
+            }
             WindowEvent::ModifiersChanged(modifiers) => self.shift = modifiers.state().shift_key(),
             WindowEvent::KeyboardInput { event, .. } if !consumed && event.state == ElementState::Pressed => {
                 match &event.logical_key {
@@ -271,6 +282,7 @@ impl VulkanWindow {
             step_once: &mut self.step_once,
             recording: self.recorder.as_ref().map(|r| (r.dir().display().to_string(), r.counts())),
             toggle_recording: &mut self.toggle_recording,
+            switch_renderer: &mut self.switch_renderer,
         };
         let mut width_points = self.panel_width_points;
         let output = self.egui.run_ui(raw_input, |ui| width_points = panel(ui, demo.as_mut(), &info, &mut state));
@@ -362,11 +374,6 @@ impl VulkanWindow {
         Ok(())
     }
 
-    /// Frames drawn.
-    pub(crate) fn frames(&self) -> u64 {
-        self.frame
-    }
-
     /// Finishes the GPU work and releases everything (the demo's buffers while the device lives);
     /// ends a recording still running. Returns the recordings made and the first error met.
     pub(crate) fn shut_down(mut self) -> (Vec<RecordReport>, Option<Error>) {
@@ -449,6 +456,7 @@ struct PanelState<'a> {
     /// The recording running: its folder, frames written and dropped.
     recording: Option<(String, (u64, u64))>,
     toggle_recording: &'a mut bool,
+    switch_renderer: &'a mut bool,
 }
 
 /// The side panel; returns its width in points.
@@ -463,6 +471,16 @@ fn panel(ui: &mut egui::Ui, demo: &mut dyn Demo, info: &PanelInfo, state: &mut P
             ui.label(&info.cuda);
             ui.label(format!("Transfer path: {}", info.transfer.label()));
             ui.label(egui::RichText::new(info.transfer.explanation()).small().weak());
+            if ui
+                .button("Draw with OpenGL")
+                .on_hover_text(
+                    "Restart the demo in a window drawn with OpenGL, its settings kept (the simulation starts again \
+                     from them): every transfer path, the kernel inspector and live kernel sources are there",
+                )
+                .clicked()
+            {
+                *state.switch_renderer = true;
+            }
             ui.horizontal(|ui| {
                 if ui.button(if *paused { "resume" } else { "pause" }).clicked() {
                     *paused = !*paused;

@@ -61,6 +61,8 @@ pub enum PanelAction {
     Relaunch,
     /// Start recording frames, or stop the recording running.
     ToggleRecording,
+    /// Restart the demo, its settings kept, in a window drawn with Vulkan.
+    SwitchToVulkan,
 }
 
 /// What the panel shows.
@@ -140,6 +142,16 @@ fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<
         }
     });
     ui.label(egui::RichText::new(current.explanation()).small());
+    if ui
+        .button("Draw with Vulkan")
+        .on_hover_text(
+            "Restart the demo in a window drawn with Vulkan, its settings kept (the simulation starts again from \
+             them): CUDA then writes memory Vulkan allocated, ordered by timeline semaphores",
+        )
+        .clicked()
+    {
+        actions.push(PanelAction::SwitchToVulkan);
+    }
     // Why this path runs (a fallback says what is missing and the fix): full-size text.
     let why = format!("Why: {}", input.selection.reason);
     if current == TransferKind::Interop {
