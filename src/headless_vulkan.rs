@@ -4,7 +4,6 @@
 //! Vulkan device that is the CUDA device; without it, the CPU backend writes host-visible Vulkan
 //! memory. The panel is drawn with OpenGL only.
 
-use std::rc::Rc;
 use std::time::Instant;
 
 use serde_json::json;
@@ -14,10 +13,9 @@ use crate::headless::{HeadlessOptions, HeadlessReport};
 use crate::record::Recorder;
 use crate::render::vulkan::VulkanRenderer;
 use crate::render::{Graphics, Renderer};
-use crate::runtime::{BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
+use crate::runtime::TransferRequest;
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::transfer::TransferKind;
-use crate::vk::device::{DeviceChoice, VulkanContext, WindowHandles};
 use crate::vk::frame::VulkanGraphics;
 use crate::{Error, Result};
 
@@ -39,7 +37,7 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     if options.shaders_dir.is_some() {
         log::warn!("--shaders replaces the GL shaders; the Vulkan renderer uses its built-in ones");
     }
-    let (vulkan, cuda) = open(&options.cuda, options.size, None)?;
+    let (vulkan, cuda) = crate::runtime::open_vulkan(&options.cuda, options.size, None)?;
     let transfer = if cuda.is_some() { TransferKind::Vulkan } else { TransferKind::Cpu };
     log::info!(
         "Vulkan renderer on {} ({}), transfer path: {}",
@@ -65,49 +63,6 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     let report = result?;
     finished?;
     Ok(report)
-}
-
-/// The Vulkan device (presenting to `window`, when given) with a target of `size`, and, when
-/// CUDA runs, CUDA on the same device. With `--backend auto` a machine without CUDA, or without
-/// a Vulkan device that is the CUDA device, draws with the CPU backend and says why; with
-/// `--backend cuda` that is an error.
-pub(crate) fn open(
-    options: &CudaOptions,
-    size: [u32; 2],
-    window: Option<WindowHandles>,
-) -> Result<(VulkanGraphics, Option<Rc<CudaRuntime>>)> {
-    let graphics = |choice: &DeviceChoice| {
-        let context = match window {
-            Some(handles) => VulkanContext::with_window(choice, handles)?,
-            None => VulkanContext::new(choice)?,
-        };
-        VulkanGraphics::on(context, size)
-    };
-    let required = options.backend == BackendRequest::Cuda;
-    let cuda = match options.backend {
-        BackendRequest::Cpu => None,
-        _ => match crate::runtime::cuda_without_gl(options) {
-            Ok(cuda) => Some(cuda),
-            Err(error) if required => return Err(error),
-            Err(error) => {
-                log::warn!("CPU backend, because CUDA can't run here: {error}");
-                None
-            }
-        },
-    };
-    let Some(cuda) = cuda else {
-        return Ok((graphics(&DeviceChoice::Any)?, None));
-    };
-    let device = cuda.context.device();
-    let choice = DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() };
-    match graphics(&choice) {
-        Ok(vulkan) => Ok((vulkan, Some(Rc::new(cuda)))),
-        Err(error) if required => Err(error),
-        Err(error) => {
-            log::warn!("CPU backend, because Vulkan cannot share memory with CUDA here: {error}");
-            Ok((graphics(&DeviceChoice::Any)?, None))
-        }
-    }
 }
 
 /// Each frame's Vulkan timestamps as the GPU time of its draw stage.

@@ -13,6 +13,8 @@ use crate::cuda::interop::{self, GlEntryPoints};
 use crate::cuda::{Compiler, Context, driver, module};
 use crate::gl::external::{GlMemoryObjects, Loader};
 use crate::transfer::{self, CudaSide, Transfer, TransferKind};
+use crate::vk::device::{DeviceChoice, VulkanContext, WindowHandles};
+use crate::vk::frame::VulkanGraphics;
 use crate::{Error, Result};
 
 /// What the user asked for with `--backend`.
@@ -300,4 +302,47 @@ pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
     let cache_dir = if options.no_cache { None } else { module::default_cache_dir() };
     let compiler = Compiler::new(context.device().compute_capability, options.kernels_dir.clone(), cache_dir)?;
     Ok(CudaRuntime { context, compiler, interop: None, external: None, background_compiles: false })
+}
+
+/// The Vulkan device (presenting to `window`, when given) with a target of `size`, and, when
+/// CUDA runs, CUDA on the same device. With `--backend auto` a machine without CUDA, or without
+/// a Vulkan device that is the CUDA device, draws with the CPU backend and says why; with
+/// `--backend cuda` that is an error.
+pub fn open_vulkan(
+    options: &CudaOptions,
+    size: [u32; 2],
+    window: Option<WindowHandles>,
+) -> Result<(VulkanGraphics, Option<Rc<CudaRuntime>>)> {
+    let graphics = |choice: &DeviceChoice| {
+        let context = match window {
+            Some(handles) => VulkanContext::with_window(choice, handles)?,
+            None => VulkanContext::new(choice)?,
+        };
+        VulkanGraphics::on(context, size)
+    };
+    let required = options.backend == BackendRequest::Cuda;
+    let cuda = match options.backend {
+        BackendRequest::Cpu => None,
+        _ => match cuda_without_gl(options) {
+            Ok(cuda) => Some(cuda),
+            Err(error) if required => return Err(error),
+            Err(error) => {
+                log::warn!("CPU backend, because CUDA can't run here: {error}");
+                None
+            }
+        },
+    };
+    let Some(cuda) = cuda else {
+        return Ok((graphics(&DeviceChoice::Any)?, None));
+    };
+    let device = cuda.context.device();
+    let choice = DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() };
+    match graphics(&choice) {
+        Ok(vulkan) => Ok((vulkan, Some(Rc::new(cuda)))),
+        Err(error) if required => Err(error),
+        Err(error) => {
+            log::warn!("CPU backend, because Vulkan cannot share memory with CUDA here: {error}");
+            Ok((graphics(&DeviceChoice::Any)?, None))
+        }
+    }
 }

@@ -96,7 +96,7 @@ impl VulkanWindow {
             window: window.window_handle().map_err(|e| Error::Window(e.to_string()))?.as_raw(),
         };
         let size = physical_size(&window);
-        let (vulkan, cuda) = crate::headless_vulkan::open(&options.cuda, size, Some(handles))?;
+        let (vulkan, cuda) = crate::runtime::open_vulkan(&options.cuda, size, Some(handles))?;
         let swapchain = Swapchain::new(vulkan.context(), size, options.vsync)?;
         let painter = PanelPainter::new(&vulkan, FRAMES_IN_FLIGHT)?;
         let transfer = if cuda.is_some() { TransferKind::Vulkan } else { TransferKind::Cpu };
