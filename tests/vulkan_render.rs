@@ -246,3 +246,24 @@ fn the_vulkan_window_records_every_frame() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn doctor_says_whether_a_vulkan_window_can_present_here() {
+    let display = std::env::var_os("DISPLAY").is_some();
+    if !vulkan_available() || !common::available(display, "an X display (Xvfb)", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let doctor = |driver: Option<&str>| {
+        let mut command = common::binary();
+        command.arg("doctor");
+        if let Some(file) = driver {
+            command.env("VK_DRIVER_FILES", file);
+        }
+        String::from_utf8_lossy(&command.output().unwrap().stdout).into_owned()
+    };
+    let here = doctor(None);
+    assert!(here.contains("ok Vulkan window: presents"), "{here}");
+    let without = doctor(Some("/nonexistent/icd.json"));
+    let line = without.lines().find(|l| l.contains("Vulkan window")).unwrap_or_default().to_owned();
+    assert!(line.starts_with("--") && line.contains("driver") && line.contains("OpenGL"), "{without}");
+}

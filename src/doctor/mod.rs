@@ -81,6 +81,7 @@ fn headless_in_child(device: Option<i32>, flags: &[String]) -> GlCheck {
         info: None,
         cuda_devices: None,
         error: Some(error),
+        vulkan_window: None,
     };
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
@@ -122,6 +123,10 @@ pub struct GlCheck {
     pub cuda_devices: Option<Vec<i32>>,
     /// Why it could not be created or queried.
     pub error: Option<String>,
+    /// The window only: whether Vulkan can present to such a window (`--renderer vulkan`), and
+    /// what it found or why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vulkan_window: Option<Result<String, String>>,
 }
 
 /// The result of compiling and loading one kernel.
@@ -428,6 +433,7 @@ fn probe_headless_here(cuda_device: Option<i32>, cuda: bool) -> GlCheck {
             info: None,
             cuda_devices: None,
             error: Some(error),
+            vulkan_window: None,
         })
 }
 
@@ -436,13 +442,20 @@ fn check_headless(cuda_device: Option<i32>, cuda: bool) -> GlCheck {
         Ok(context) => {
             let info = GlInfo::query(context.gl());
             let (cuda_devices, error) = if cuda { query_gl_devices() } else { (None, None) };
-            GlCheck { kind: "headless (EGL device)".to_owned(), info: Some(info), cuda_devices, error }
+            GlCheck {
+                kind: "headless (EGL device)".to_owned(),
+                info: Some(info),
+                cuda_devices,
+                error,
+                vulkan_window: None,
+            }
         }
         Err(error) => GlCheck {
             kind: "headless (EGL device)".to_owned(),
             info: None,
             cuda_devices: None,
             error: Some(error.to_string()),
+            vulkan_window: None,
         },
     }
 }
@@ -569,6 +582,15 @@ pub fn render(report: &Report) -> String {
             None => {
                 let _ = writeln!(out, "-- GL {}: {}", check.kind, check.error.as_deref().unwrap_or("not created"));
             }
+        }
+        match &check.vulkan_window {
+            Some(Ok(found)) => {
+                let _ = writeln!(out, "ok Vulkan {}: presents ({found}): --renderer vulkan opens here", check.kind);
+            }
+            Some(Err(why)) => {
+                let _ = writeln!(out, "-- Vulkan {}: {why}; --renderer vulkan draws with OpenGL here", check.kind);
+            }
+            None => {}
         }
     }
     for k in &report.kernels {
