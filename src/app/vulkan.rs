@@ -64,7 +64,10 @@ pub(crate) struct VulkanWindow {
     panel_width_points: f32,
     frame: u64,
     last_frame: Instant,
+    /// The swapchain and the target must be made again (a resize, vsync switched, out of date).
     resized: bool,
+    /// The window size they were last made for.
+    made_for: [u32; 2],
     drag: Option<Drag>,
     cursor: Option<(f64, f64)>,
     shift: bool,
@@ -76,6 +79,8 @@ pub(crate) struct VulkanWindow {
     toggle_recording: bool,
     /// The panel asked to draw with OpenGL instead.
     switch_renderer: bool,
+    /// The panel's vsync box changed.
+    toggle_vsync: bool,
     /// Where `--stats` goes, and when the window started.
     stats: Option<std::path::PathBuf>,
     started: Instant,
@@ -149,6 +154,7 @@ impl VulkanWindow {
             frame: 0,
             last_frame: Instant::now(),
             resized: false,
+            made_for: size,
             drag: None,
             cursor: None,
             shift: false,
@@ -156,6 +162,7 @@ impl VulkanWindow {
             recordings: Vec::new(),
             toggle_recording: false,
             switch_renderer: false,
+            toggle_vsync: false,
             stats: options.stats.clone(),
             started: Instant::now(),
             window,
@@ -187,6 +194,7 @@ impl VulkanWindow {
                     Key::Named(NamedKey::Escape) => return Ok(Flow::Close),
                     Key::Named(NamedKey::Space) => self.paused = !self.paused,
                     Key::Character(c) if c.as_str() == "s" => (self.paused, self.step_once) = (true, true),
+                    Key::Character(c) if c.as_str() == "v" => self.toggle_vsync(),
                     _ => {}
                 }
             }
@@ -239,8 +247,8 @@ impl VulkanWindow {
         if size[0] == 0 || size[1] == 0 {
             return Ok(()); // minimised: nothing to draw into
         }
-        if self.resized || size != self.swapchain.size() {
-            self.resized = false;
+        if self.resized || size != self.made_for {
+            (self.resized, self.made_for) = (false, size);
             self.vulkan.resize(size)?;
             self.swapchain.recreate(size)?;
         }
@@ -283,6 +291,8 @@ impl VulkanWindow {
             recording: self.recorder.as_ref().map(|r| (r.dir().display().to_string(), r.counts())),
             toggle_recording: &mut self.toggle_recording,
             switch_renderer: &mut self.switch_renderer,
+            vsync: self.swapchain.vsync(),
+            toggle_vsync: &mut self.toggle_vsync,
         };
         let mut width_points = self.panel_width_points;
         let output = self.egui.run_ui(raw_input, |ui| width_points = panel(ui, demo.as_mut(), &info, &mut state));
@@ -333,7 +343,17 @@ impl VulkanWindow {
         if std::mem::take(&mut self.toggle_recording) {
             self.toggle_recording();
         }
+        if std::mem::take(&mut self.toggle_vsync) {
+            self.toggle_vsync();
+        }
         Ok(())
+    }
+
+    /// Presents with vsync on or off from the next frame (the swapchain is made again).
+    fn toggle_vsync(&mut self) {
+        let on = !self.swapchain.vsync();
+        self.swapchain.set_vsync(on);
+        self.resized = true;
     }
 
     /// Starts a recording into a new folder of the working directory, or ends the one running.
@@ -457,6 +477,8 @@ struct PanelState<'a> {
     recording: Option<(String, (u64, u64))>,
     toggle_recording: &'a mut bool,
     switch_renderer: &'a mut bool,
+    vsync: bool,
+    toggle_vsync: &'a mut bool,
 }
 
 /// The side panel; returns its width in points.
@@ -487,6 +509,10 @@ fn panel(ui: &mut egui::Ui, demo: &mut dyn Demo, info: &PanelInfo, state: &mut P
                 }
                 if ui.button("step").clicked() {
                     (*paused, *step_once) = (true, true);
+                }
+                let mut vsync = state.vsync;
+                if ui.checkbox(&mut vsync, "vsync").changed() {
+                    *state.toggle_vsync = true;
                 }
                 let fps = history.summary(Some(120)).frame_us.map(|f| 1e6 / f.median).unwrap_or(0.0);
                 ui.label(format!("{fps:.0} frames/s"));

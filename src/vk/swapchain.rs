@@ -67,6 +67,16 @@ impl Swapchain {
         Ok(swapchain)
     }
 
+    /// Whether presenting waits for vertical blank.
+    pub fn vsync(&self) -> bool {
+        self.vsync
+    }
+
+    /// Waits for vertical blank (FIFO) or not, from the next [`Self::recreate`] on.
+    pub fn set_vsync(&mut self, on: bool) {
+        self.vsync = on;
+    }
+
     /// The image size in pixels.
     pub fn size(&self) -> [u32; 2] {
         [self.extent.width, self.extent.height]
