@@ -2,6 +2,7 @@
 //! controls and launch configuration, per-stage timings, and the device's attributes.
 
 pub mod timeline;
+pub mod vulkan;
 
 pub use crate::args::PanelSection;
 use crate::demo::Demo;
