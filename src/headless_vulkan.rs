@@ -2,7 +2,7 @@
 //! offscreen Vulkan target, the last one as PNG, the stage times as JSON. With CUDA, kernels write
 //! Vulkan memory CUDA imported, ordered by timeline semaphores (the Vulkan transfer path) on the
 //! Vulkan device that is the CUDA device; without it, the CPU backend writes host-visible Vulkan
-//! memory. The panel is drawn with OpenGL only.
+//! memory. With `--panel` the Vulkan window's panel is drawn into the frames too.
 
 use std::time::Instant;
 
@@ -13,20 +13,19 @@ use crate::headless::{HeadlessOptions, HeadlessReport};
 use crate::record::Recorder;
 use crate::render::vulkan::VulkanRenderer;
 use crate::render::{Graphics, Renderer};
-use crate::runtime::TransferRequest;
+use crate::runtime::{CudaRuntime, TransferRequest};
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::transfer::TransferKind;
+use crate::ui::PanelSection;
+use crate::ui::timeline::TimelineState;
+use crate::ui::vulkan::{PanelInfo, PanelState, panel};
 use crate::vk::frame::VulkanGraphics;
+use crate::vk::panel::PanelPainter;
 use crate::{Error, Result};
 
 /// Runs the demo headless on Vulkan.
 pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     options.check()?;
-    if options.panel {
-        return Err(Error::InvalidInput(
-            "the panel is drawn with OpenGL only so far: drop --panel, or use --renderer gl".to_owned(),
-        ));
-    }
     if options.cuda.transfer != TransferRequest::Auto {
         return Err(Error::InvalidInput(
             "--transfer chooses among the OpenGL paths; the Vulkan renderer shares Vulkan memory with CUDA (or the CPU \
@@ -46,7 +45,7 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
         transfer.label()
     );
     let graphics = Graphics::Vulkan(&vulkan);
-    let env = DemoEnv { graphics, cuda, transfer };
+    let env = DemoEnv { graphics, cuda: cuda.clone(), transfer };
     let mut demo = options.spec.create(&env)?;
     demo.pipeline_mut().set_what_if(options.what_if);
     for note in options.what_if.inapplicable(transfer) {
@@ -54,9 +53,16 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     }
     let mut renderer = VulkanRenderer::new();
     let view = View { origin: [0, 0], size: options.size };
-    let result = renderer
-        .prepare(graphics, &demo.scene(&view))
-        .and_then(|()| render(&vulkan, demo.as_mut(), &mut renderer, view, options));
+    let open_trace = options.open_sections.contains(&PanelSection::Trace);
+    if let (Some(cuda), true) = (&cuda, open_trace) {
+        cuda.context.trace().set_per_frame(true);
+    }
+    let mut panel = if options.panel { Some(HeadlessPanel::new(&vulkan, open_trace)?) } else { None };
+    let result = renderer.prepare(graphics, &demo.scene(&view)).and_then(|()| {
+        let mut frame =
+            Frame { vulkan: &vulkan, cuda: cuda.as_deref(), renderer: &mut renderer, panel: panel.as_mut() };
+        render(&mut frame, demo.as_mut(), options)
+    });
     let finished = demo.finish(graphics);
     demo.destroy(graphics);
     renderer.destroy(graphics);
@@ -74,13 +80,83 @@ fn add_gpu_times(history: &mut FrameHistory, times: Vec<(u64, f64)>) {
     }
 }
 
-fn render(
-    vulkan: &VulkanGraphics,
-    demo: &mut dyn Demo,
-    renderer: &mut VulkanRenderer,
-    view: View,
-    options: &HeadlessOptions,
-) -> Result<HeadlessReport> {
+/// What a headless Vulkan frame draws with.
+struct Frame<'a> {
+    vulkan: &'a VulkanGraphics,
+    cuda: Option<&'a CudaRuntime>,
+    renderer: &'a mut VulkanRenderer,
+    panel: Option<&'a mut HeadlessPanel>,
+}
+
+/// The Vulkan panel drawn into headless frames (`--panel`): one egui point is one pixel.
+struct HeadlessPanel {
+    painter: PanelPainter,
+    context: egui::Context,
+    started: Instant,
+    timeline: TimelineState,
+    trace_setup: bool,
+    messages: Vec<String>,
+    open_trace: bool,
+}
+
+impl HeadlessPanel {
+    fn new(vulkan: &VulkanGraphics, open_trace: bool) -> Result<Self> {
+        Ok(Self {
+            painter: PanelPainter::new(vulkan, 3)?,
+            context: egui::Context::default(),
+            started: Instant::now(),
+            timeline: TimelineState::default(),
+            trace_setup: false,
+            messages: Vec::new(),
+            open_trace,
+        })
+    }
+
+    /// Lays the panel out for this frame and uploads what its textures need; returns what to
+    /// paint and the panel's width in pixels.
+    fn layout(
+        &mut self,
+        frame: (&VulkanGraphics, Option<&CudaRuntime>),
+        demo: &mut dyn Demo,
+        history: &FrameHistory,
+    ) -> Result<(Vec<egui::ClippedPrimitive>, f32, u32)> {
+        let (vulkan, cuda) = frame;
+        let [width, height] = vulkan.target().size();
+        let input = egui::RawInput {
+            screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(width as f32, height as f32))),
+            time: Some(self.started.elapsed().as_secs_f64()),
+            ..Default::default()
+        };
+        let info = PanelInfo::of(vulkan, cuda, demo.pipeline().kind());
+        let (mut paused, mut step_once, mut toggle_recording, mut switch_renderer, mut toggle_vsync) =
+            (false, false, false, false, false);
+        let mut state = PanelState {
+            history,
+            timeline: &mut self.timeline,
+            trace: cuda.map(|cuda| cuda.context.trace()),
+            trace_setup: &mut self.trace_setup,
+            messages: &mut self.messages,
+            paused: &mut paused,
+            step_once: &mut step_once,
+            recording: None,
+            toggle_recording: &mut toggle_recording,
+            switch_renderer: &mut switch_renderer,
+            vsync: false,
+            toggle_vsync: &mut toggle_vsync,
+            open_trace: self.open_trace,
+        };
+        let mut width_points = 0.0;
+        let output = self.context.run_ui(input, |ui| width_points = panel(ui, demo, &info, &mut state));
+        self.painter.update_textures(vulkan, &output.textures_delta)?;
+        let primitives = self.context.tessellate(output.shapes, output.pixels_per_point);
+        let width_px = ((width_points * output.pixels_per_point) as u32).min(width.saturating_sub(1));
+        Ok((primitives, output.pixels_per_point, width_px))
+    }
+}
+
+fn render(frame_parts: &mut Frame<'_>, demo: &mut dyn Demo, options: &HeadlessOptions) -> Result<HeadlessReport> {
+    let Frame { vulkan, cuda, renderer, panel } = frame_parts;
+    let (vulkan, cuda) = (*vulkan, *cuda);
     let graphics = Graphics::Vulkan(vulkan);
     let mut recorder = options.record.as_deref().map(Recorder::start).transpose()?;
     let mut history = FrameHistory::new(options.frames.min(10_000) as usize);
@@ -94,10 +170,26 @@ fn render(
         let frame_us = last_start.map_or(f64::NAN, |t| (frame_started - t).as_secs_f64() * 1e6);
         last_start = Some(frame_started);
         let mut stages = demo.step(graphics, frame, options.dt)?;
+        let panel_started = Instant::now();
+        let laid_out = match panel.as_deref_mut() {
+            Some(panel) => Some(panel.layout((vulkan, cuda), demo, &history)?),
+            None => None,
+        };
+        if laid_out.is_some() {
+            stages.set_host(Stage::Panel, panel_started.elapsed().as_secs_f64() * 1e6);
+        }
+        let panel_px = laid_out.as_ref().map_or(0, |(_, _, width)| *width);
+        let view = View { origin: [panel_px, 0], size: [options.size[0] - panel_px, options.size[1]] };
         let draw_started = Instant::now();
         vulkan.begin_frame([0.0, 0.0, 0.0, 1.0], frame)?;
-        let drawn = renderer.draw(graphics, &demo.scene(&view), &view);
+        let mut drawn = renderer.draw(graphics, &demo.scene(&view), &view);
+        if let (Some(panel), Some((primitives, pixels_per_point, _))) = (panel.as_deref_mut(), &laid_out) {
+            drawn = drawn.and(panel.painter.paint(vulkan, *pixels_per_point, primitives));
+        }
         vulkan.end_frame()?;
+        if let Some(cuda) = cuda {
+            cuda.context.trace().end_frame(); // the frame's calls, the submission included
+        }
         drawn?;
         stages.set_host(Stage::Draw, draw_started.elapsed().as_secs_f64() * 1e6);
         history.push(FrameSample { frame, frame_us, stages });

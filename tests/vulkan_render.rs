@@ -151,11 +151,6 @@ fn what_the_vulkan_renderer_cannot_do_is_refused_with_the_way_out() {
     if !vulkan_available() {
         return;
     }
-    let mut with_panel = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
-    with_panel.panel = true;
-    let message = headless_vulkan::run(&with_panel).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("--panel"), "panel: {message}");
-
     let mut on_gl_path = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
     on_gl_path.cuda.transfer = TransferRequest::Interop;
     let message = headless_vulkan::run(&on_gl_path).err().map(|e| e.to_string()).unwrap_or_default();
@@ -266,4 +261,26 @@ fn doctor_says_whether_a_vulkan_window_can_present_here() {
     let without = doctor(Some("/nonexistent/icd.json"));
     let line = without.lines().find(|l| l.contains("Vulkan window")).unwrap_or_default().to_owned();
     assert!(line.starts_with("--") && line.contains("driver") && line.contains("OpenGL"), "{without}");
+}
+
+#[test]
+fn headless_vulkan_frames_draw_the_panel_beside_the_demo() {
+    if !vulkan_available() {
+        return;
+    }
+    let size = [800, 480];
+    let mut with_panel = options(DemoSpec::new(WaveSettings::default()), size);
+    with_panel.panel = true;
+    let report = headless_vulkan::run(&with_panel).unwrap();
+    let plain = headless_vulkan::run(&options(DemoSpec::new(WaveSettings::default()), size)).unwrap();
+    // The left strip: empty without the panel, text and widgets with it.
+    let differing = |a: &[u8], b: &[u8], x0: usize, x1: usize| {
+        (0..size[1] as usize)
+            .flat_map(|y| (x0..x1).map(move |x| (y * size[0] as usize + x) * 4))
+            .filter(|&i| a[i..i + 3] != b[i..i + 3])
+            .count()
+    };
+    let strip = differing(&report.pixels, &plain.pixels, 0, 150);
+    assert!(strip > 5000, "the panel is drawn on the left ({strip} pixels differ)");
+    assert!(report.summary.stage(Stage::Panel).is_some(), "the panel's host time is a stage of its own");
 }

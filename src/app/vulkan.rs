@@ -294,6 +294,7 @@ impl VulkanWindow {
             switch_renderer: &mut self.switch_renderer,
             vsync: self.swapchain.vsync(),
             toggle_vsync: &mut self.toggle_vsync,
+            open_trace: false,
         };
         let mut width_points = self.panel_width_points;
         let output = self.egui.run_ui(raw_input, |ui| width_points = panel(ui, demo.as_mut(), &info, &mut state));

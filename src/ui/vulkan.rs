@@ -1,4 +1,4 @@
-//! The side panel of the Vulkan window: the
+//! The side panel of the Vulkan window and of headless Vulkan frames (`--panel`): the
 //! devices, the transfer path and what it does, pause and step, recording, vsync, the what-if,
 //! the timeline of the frame's stages, the driver calls of a frame, and the demo's own section.
 
@@ -57,6 +57,8 @@ pub struct PanelState<'a> {
     pub vsync: bool,
     /// Set when the vsync box changes.
     pub toggle_vsync: &'a mut bool,
+    /// The driver calls are shown open (`--panel-open trace`).
+    pub open_trace: bool,
 }
 
 /// The side panel; returns its width in points.
@@ -130,6 +132,7 @@ pub fn panel(ui: &mut egui::Ui, demo: &mut dyn Demo, info: &PanelInfo, state: &m
             });
             if let Some(trace) = trace {
                 egui::CollapsingHeader::new("Driver calls")
+                    .default_open(state.open_trace)
                     .show(ui, |ui| crate::ui::trace_view(ui, trace, trace_setup));
             }
             egui::CollapsingHeader::new(demo.name()).default_open(true).show(ui, |ui| demo.panel(ui));
