@@ -144,6 +144,7 @@ impl HeadlessPanel {
             vsync: false,
             toggle_vsync: &mut toggle_vsync,
             open_trace: self.open_trace,
+            window: false,
         };
         let mut width_points = 0.0;
         let output = self.context.run_ui(input, |ui| width_points = panel(ui, demo, &info, &mut state));

@@ -295,6 +295,7 @@ impl VulkanWindow {
             vsync: self.swapchain.vsync(),
             toggle_vsync: &mut self.toggle_vsync,
             open_trace: false,
+            window: true,
         };
         let mut width_points = self.panel_width_points;
         let output = self.egui.run_ui(raw_input, |ui| width_points = panel(ui, demo.as_mut(), &info, &mut state));

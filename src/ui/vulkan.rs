@@ -59,6 +59,8 @@ pub struct PanelState<'a> {
     pub toggle_vsync: &'a mut bool,
     /// The driver calls are shown open (`--panel-open trace`).
     pub open_trace: bool,
+    /// In a window: its controls (draw with OpenGL, vsync, record) are shown; headless they are not.
+    pub window: bool,
 }
 
 /// The side panel; returns its width in points.
@@ -73,7 +75,8 @@ pub fn panel(ui: &mut egui::Ui, demo: &mut dyn Demo, info: &PanelInfo, state: &m
             ui.label(&info.cuda);
             ui.label(format!("Transfer path: {}", info.transfer.label()));
             ui.label(egui::RichText::new(info.transfer.explanation()).small().weak());
-            if ui
+            if state.window
+                && ui
                 .button("Draw with OpenGL")
                 .on_hover_text(
                     "Restart the demo in a window drawn with OpenGL, its settings kept (the simulation starts again \
@@ -91,21 +94,23 @@ pub fn panel(ui: &mut egui::Ui, demo: &mut dyn Demo, info: &PanelInfo, state: &m
                     (*paused, *step_once) = (true, true);
                 }
                 let mut vsync = state.vsync;
-                if ui.checkbox(&mut vsync, "vsync").changed() {
+                if state.window && ui.checkbox(&mut vsync, "vsync").changed() {
                     *state.toggle_vsync = true;
                 }
                 let fps = history.summary(Some(120)).frame_us.map(|f| 1e6 / f.median).unwrap_or(0.0);
                 ui.label(format!("{fps:.0} frames/s"));
             });
-            ui.horizontal(|ui| {
-                let recording = state.recording.clone();
-                if ui.button(if recording.is_some() { "stop recording" } else { "record" }).clicked() {
-                    *state.toggle_recording = true;
-                }
-                if let Some((dir, (frames, dropped))) = recording {
-                    ui.label(format!("{frames} frames ({dropped} dropped) into {dir}"));
-                }
-            });
+            if state.window {
+                ui.horizontal(|ui| {
+                    let recording = state.recording.clone();
+                    if ui.button(if recording.is_some() { "stop recording" } else { "record" }).clicked() {
+                        *state.toggle_recording = true;
+                    }
+                    if let Some((dir, (frames, dropped))) = recording {
+                        ui.label(format!("{frames} frames ({dropped} dropped) into {dir}"));
+                    }
+                });
+            }
             if !messages.is_empty() {
                 for message in messages.iter() {
                     ui.colored_label(egui::Color32::from_rgb(255, 120, 100), message);
