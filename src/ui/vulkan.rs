@@ -59,7 +59,8 @@ pub struct PanelState<'a> {
     pub toggle_vsync: &'a mut bool,
     /// The driver calls are shown open (`--panel-open trace`).
     pub open_trace: bool,
-    /// In a window: its controls (draw with OpenGL, vsync, record) are shown; headless they are not.
+    /// In a window: its controls (draw with OpenGL, pause and step, vsync, record) are shown;
+    /// headless they are not.
     pub window: bool,
 }
 
@@ -87,10 +88,10 @@ pub fn panel(ui: &mut egui::Ui, demo: &mut dyn Demo, info: &PanelInfo, state: &m
                 *state.switch_renderer = true;
             }
             ui.horizontal(|ui| {
-                if ui.button(if *paused { "resume" } else { "pause" }).clicked() {
+                if state.window && ui.button(if *paused { "resume" } else { "pause" }).clicked() {
                     *paused = !*paused;
                 }
-                if ui.button("step").clicked() {
+                if state.window && ui.button("step").clicked() {
                     (*paused, *step_once) = (true, true);
                 }
                 let mut vsync = state.vsync;
