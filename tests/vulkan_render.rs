@@ -284,3 +284,37 @@ fn headless_vulkan_frames_draw_the_panel_beside_the_demo() {
     assert!(strip > 5000, "the panel is drawn on the left ({strip} pixels differ)");
     assert!(report.summary.stage(Stage::Panel).is_some(), "the panel's host time is a stage of its own");
 }
+
+#[test]
+fn switching_renderer_carries_the_bodies_over() {
+    use interop_lab::demo::{Demo, DemoEnv};
+    use interop_lab::demos::nbody::NBody;
+    use interop_lab::transfer::TransferKind;
+    if !vulkan_available() {
+        return;
+    }
+    let settings = NBodySettings { bodies: Some(1000), energy_every: 0, ..NBodySettings::default() };
+    let gl_context = interop_lab::gl::context::headless::HeadlessGl::new(None).expect("headless GL");
+    let gl = Graphics::Gl(gl_context.gl());
+    let vulkan_graphics = VulkanGraphics::new(&DeviceChoice::Any, [64, 64]).unwrap();
+    let vulkan = Graphics::Vulkan(&vulkan_graphics);
+    let mut on_gl = NBody::new(&DemoEnv { graphics: gl, cuda: None, transfer: TransferKind::Cpu }, settings).unwrap();
+    for frame in 0..5 {
+        on_gl.step(gl, frame, 0.0).unwrap();
+    }
+    let spec = on_gl.spec_with_state(gl).unwrap();
+    let carried = spec.settings::<NBodySettings>().unwrap().clone();
+    assert!(carried.load.is_some(), "the state goes through a file the new demo loads");
+    let mut on_vulkan =
+        NBody::new(&DemoEnv { graphics: vulkan, cuda: None, transfer: TransferKind::Cpu }, carried).unwrap();
+    let (before, after) = (on_gl.read_bodies(gl).unwrap(), on_vulkan.read_bodies(vulkan).unwrap());
+    assert_eq!(before.positions, after.positions, "the bodies where the GL demo left them");
+    assert_eq!(before.velocities, after.velocities);
+    assert_eq!(on_vulkan.steps(), 5, "and the step count");
+    // Both go on alike: the CPU backend's steps are deterministic.
+    on_gl.step(gl, 5, 0.0).unwrap();
+    on_vulkan.step(vulkan, 0, 0.0).unwrap();
+    assert_eq!(on_gl.read_bodies(gl).unwrap().positions, on_vulkan.read_bodies(vulkan).unwrap().positions);
+    Box::new(on_gl).destroy(gl);
+    Box::new(on_vulkan).destroy(vulkan);
+}

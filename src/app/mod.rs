@@ -18,6 +18,7 @@ use crate::gl;
 use crate::gl::context::window::{WindowGl, catch_window_panics, winit_error_text};
 use crate::guard::Guard;
 use crate::record::{RecordReport, Recorder};
+use crate::render::Graphics;
 use crate::runtime::{self, CudaOptions};
 use crate::session::{RunFacts, Session};
 use crate::transfer::WhatIf;
@@ -195,7 +196,8 @@ impl ApplicationHandler for App {
                 } else if screenshot {
                     self.close(event_loop);
                 } else if running.switch_renderer {
-                    match running.session.demo().map(|demo| demo.spec()) {
+                    let gl = running.window.gl().clone();
+                    match running.session.demo().and_then(|demo| demo.spec_with_state(Graphics::Gl(&gl))) {
                         Ok(spec) => self.switch_renderer(event_loop, spec, true),
                         Err(error) => ui::push_message(&mut running.session.panel, error.to_string()),
                     }

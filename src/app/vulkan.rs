@@ -184,8 +184,15 @@ impl VulkanWindow {
             WindowEvent::Resized(_) => self.resized = true,
             WindowEvent::RedrawRequested => {
                 self.redraw(screenshot)?;
-                return Ok(match self.demo.as_ref().filter(|_| std::mem::take(&mut self.switch_renderer)) {
-                    Some(demo) => Flow::SwitchToGl(demo.spec()),
+                let graphics = Graphics::Vulkan(&self.vulkan);
+                return Ok(match self.demo.as_mut().filter(|_| std::mem::take(&mut self.switch_renderer)) {
+                    Some(demo) => match demo.spec_with_state(graphics) {
+                        Ok(spec) => Flow::SwitchToGl(spec),
+                        Err(error) => {
+                            self.messages.push(format!("cannot keep the demo's state for OpenGL: {error}"));
+                            Flow::Drawn
+                        }
+                    },
                     None => Flow::Drawn,
                 });
             }

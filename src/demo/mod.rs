@@ -90,6 +90,13 @@ pub trait Demo {
     /// The demo's current settings, enough to start it again (after the CUDA context was lost).
     fn spec(&self) -> DemoSpec;
 
+    /// As [`Self::spec`], and what the demo has computed so far, so that a demo started from it
+    /// (in another window: the renderer switch) goes on where this one is. Most demos compute
+    /// nothing beyond their settings.
+    fn spec_with_state(&mut self, _graphics: Graphics<'_>) -> Result<DemoSpec> {
+        Ok(self.spec())
+    }
+
     /// The demo's transfer path and CUDA stream.
     fn pipeline(&self) -> &Pipeline;
 

@@ -146,8 +146,8 @@ fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<
     if ui
         .button("Draw with Vulkan")
         .on_hover_text(
-            "Restart the demo in a window drawn with Vulkan, its settings kept (the simulation starts again from \
-             them): CUDA then writes memory Vulkan allocated, ordered by timeline semaphores",
+            "Restart the demo in a window drawn with Vulkan, its settings kept (n-body's bodies too): CUDA then \
+             writes memory Vulkan allocated, ordered by timeline semaphores",
         )
         .clicked()
     {

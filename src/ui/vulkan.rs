@@ -80,8 +80,8 @@ pub fn panel(ui: &mut egui::Ui, demo: &mut dyn Demo, info: &PanelInfo, state: &m
                 && ui
                 .button("Draw with OpenGL")
                 .on_hover_text(
-                    "Restart the demo in a window drawn with OpenGL, its settings kept (the simulation starts again \
-                     from them): every transfer path, the kernel inspector and live kernel sources are there",
+                    "Restart the demo in a window drawn with OpenGL, its settings kept (n-body's bodies too): every \
+                     transfer path, the kernel inspector and live kernel sources are there",
                 )
                 .clicked()
             {

@@ -602,6 +602,14 @@ impl Demo for NBody {
         DemoSpec::new(self.settings.clone())
     }
 
+    /// The bodies, their parameters and the step go through a state file in the temporary folder,
+    /// which the new demo loads.
+    fn spec_with_state(&mut self, graphics: Graphics<'_>) -> Result<DemoSpec> {
+        let path = std::env::temp_dir().join(format!("interop-lab-nbody-{}.state", std::process::id()));
+        self.save(graphics, &path)?;
+        Ok(DemoSpec::new(NBodySettings { load: Some(path), ..self.settings.clone() }))
+    }
+
     fn pipeline(&self) -> &Pipeline {
         &self.pipeline
     }
