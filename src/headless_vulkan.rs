@@ -194,6 +194,11 @@ fn render(frame_parts: &mut Frame<'_>, demo: &mut dyn Demo, options: &HeadlessOp
         drawn?;
         stages.set_host(Stage::Draw, draw_started.elapsed().as_secs_f64() * 1e6);
         history.push(FrameSample { frame, frame_us, stages });
+        if frame == 0
+            && let Some(age) = crate::stats::since_process_start()
+        {
+            log::info!("first frame drawn {:.2} s after the process started", age.as_secs_f64());
+        }
         if let Some(recorder) = recorder.as_mut() {
             recorder.frame(options.size, vulkan.read_rgba()?);
         }
