@@ -183,7 +183,12 @@ impl SharedTimeline {
         let submitted = ring.submit_recorded(&all_waits[..wait_count + waits.len()], &all_signals[..1 + signals.len()]);
         let host_us = started.elapsed().as_secs_f64() * 1e6;
         self.read_value.set(read);
-        let readers = std::mem::take(&mut *self.readers.borrow_mut());
+        // The buffers it reads are marked even if the submission failed: `read` is then signalled
+        // from the host below, so waiting for it cannot hang. (Drained, not taken: the list keeps
+        // its allocation from frame to frame.)
+        for mark in self.readers.borrow_mut().drain(..) {
+            mark.0.set(read);
+        }
         if let Some(observer) = self.observer.borrow().as_ref() {
             observer(SubmitNote { waited: ready, signals: read, host_us });
         }
@@ -194,9 +199,6 @@ impl SharedTimeline {
                 let _ = self.read.signal(read);
             }
             return Err(error);
-        }
-        for mark in readers {
-            mark.0.set(read);
         }
         Ok(read)
     }
