@@ -36,14 +36,8 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     if options.shaders_dir.is_some() {
         log::warn!("--shaders replaces the GL shaders; the Vulkan renderer uses its built-in ones");
     }
-    let (vulkan, cuda) = crate::runtime::open_vulkan(&options.cuda, options.size, None)?;
-    let transfer = if cuda.is_some() { TransferKind::Vulkan } else { TransferKind::Cpu };
-    log::info!(
-        "Vulkan renderer on {} ({}), transfer path: {}",
-        vulkan.context().description().name,
-        vulkan.context().description().driver,
-        transfer.label()
-    );
+    let (vulkan, cuda, transfer) = crate::runtime::open_vulkan(&options.cuda, options.size, None)?;
+    log::info!("Vulkan renderer on {}, transfer path: {}", vulkan.context().description(), transfer.label());
     let graphics = Graphics::Vulkan(&vulkan);
     let env = DemoEnv { graphics, cuda: cuda.clone(), transfer };
     let mut demo = options.spec.create(&env)?;
@@ -57,7 +51,11 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     if let (Some(cuda), true) = (&cuda, open_trace) {
         cuda.context.trace().set_per_frame(true);
     }
-    let mut panel = if options.panel { Some(HeadlessPanel::new(&vulkan, open_trace)?) } else { None };
+    let mut panel = if options.panel {
+        Some(HeadlessPanel::new(&vulkan, open_trace, PanelInfo::of(&vulkan, cuda.as_deref(), transfer))?)
+    } else {
+        None
+    };
     let result = renderer.prepare(graphics, &demo.scene(&view)).and_then(|()| {
         let mut frame =
             Frame { vulkan: &vulkan, cuda: cuda.as_deref(), renderer: &mut renderer, panel: panel.as_mut() };
@@ -97,10 +95,12 @@ struct HeadlessPanel {
     trace_setup: bool,
     messages: Vec<String>,
     open_trace: bool,
+    /// The devices and the path, in words.
+    info: PanelInfo,
 }
 
 impl HeadlessPanel {
-    fn new(vulkan: &VulkanGraphics, open_trace: bool) -> Result<Self> {
+    fn new(vulkan: &VulkanGraphics, open_trace: bool, info: PanelInfo) -> Result<Self> {
         Ok(Self {
             painter: PanelPainter::new(vulkan, 3)?,
             context: egui::Context::default(),
@@ -109,6 +109,7 @@ impl HeadlessPanel {
             trace_setup: false,
             messages: Vec::new(),
             open_trace,
+            info,
         })
     }
 
@@ -127,7 +128,6 @@ impl HeadlessPanel {
             time: Some(self.started.elapsed().as_secs_f64()),
             ..Default::default()
         };
-        let info = PanelInfo::of(vulkan, cuda, demo.pipeline().kind());
         let (mut paused, mut step_once, mut toggle_recording, mut switch_renderer, mut toggle_vsync) =
             (false, false, false, false, false);
         let mut state = PanelState {
@@ -147,7 +147,7 @@ impl HeadlessPanel {
             window: false,
         };
         let mut width_points = 0.0;
-        let output = self.context.run_ui(input, |ui| width_points = panel(ui, demo, &info, &mut state));
+        let output = self.context.run_ui(input, |ui| width_points = panel(ui, demo, &self.info, &mut state));
         self.painter.update_textures(vulkan, &output.textures_delta)?;
         let primitives = self.context.tessellate(output.shapes, output.pixels_per_point);
         let width_px = ((width_points * output.pixels_per_point) as u32).min(width.saturating_sub(1));

@@ -307,12 +307,13 @@ pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
 /// The Vulkan device (presenting to `window`, when given) with a target of `size`, and, when
 /// CUDA runs, CUDA on the same device. With `--backend auto` a machine without CUDA, or without
 /// a Vulkan device that is the CUDA device, draws with the CPU backend and says why; with
-/// `--backend cuda` that is an error.
+/// `--backend cuda` that is an error. Returns the path the demos take there: Vulkan's with CUDA,
+/// the CPU's without.
 pub fn open_vulkan(
     options: &CudaOptions,
     size: [u32; 2],
     window: Option<WindowHandles>,
-) -> Result<(VulkanGraphics, Option<Rc<CudaRuntime>>)> {
+) -> Result<(VulkanGraphics, Option<Rc<CudaRuntime>>, TransferKind)> {
     let graphics = |choice: &DeviceChoice| {
         let context = match window {
             Some(handles) => VulkanContext::with_window(choice, handles)?,
@@ -333,16 +334,16 @@ pub fn open_vulkan(
         },
     };
     let Some(cuda) = cuda else {
-        return Ok((graphics(&DeviceChoice::Any)?, None));
+        return Ok((graphics(&DeviceChoice::Any)?, None, TransferKind::Cpu));
     };
     let device = cuda.context.device();
     let choice = DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() };
     match graphics(&choice) {
-        Ok(vulkan) => Ok((vulkan, Some(Rc::new(cuda)))),
+        Ok(vulkan) => Ok((vulkan, Some(Rc::new(cuda)), TransferKind::Vulkan)),
         Err(error) if required => Err(error),
         Err(error) => {
             log::warn!("CPU backend, because Vulkan cannot share memory with CUDA here: {error}");
-            Ok((graphics(&DeviceChoice::Any)?, None))
+            Ok((graphics(&DeviceChoice::Any)?, None, TransferKind::Cpu))
         }
     }
 }

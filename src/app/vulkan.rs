@@ -20,7 +20,6 @@ use crate::render::vulkan::VulkanRenderer;
 use crate::render::{Graphics, Renderer};
 use crate::runtime::CudaRuntime;
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
-use crate::transfer::TransferKind;
 use crate::ui::timeline::TimelineState;
 use crate::ui::vulkan::{PanelInfo, PanelState, panel};
 use crate::vk::device::WindowHandles;
@@ -56,6 +55,8 @@ pub(crate) struct VulkanWindow {
     egui: egui::Context,
     egui_state: egui_winit::State,
     history: FrameHistory,
+    /// The devices and the path, in words (they do not change while the window is open).
+    info: PanelInfo,
     timeline: TimelineState,
     /// The trace section shows the setup's calls (else the last frame's).
     trace_setup: bool,
@@ -102,16 +103,10 @@ impl VulkanWindow {
             window: window.window_handle().map_err(|e| Error::Window(e.to_string()))?.as_raw(),
         };
         let size = physical_size(&window);
-        let (vulkan, cuda) = crate::runtime::open_vulkan(&options.cuda, size, Some(handles))?;
+        let (vulkan, cuda, transfer) = crate::runtime::open_vulkan(&options.cuda, size, Some(handles))?;
         let swapchain = Swapchain::new(vulkan.context(), size, options.vsync)?;
         let painter = PanelPainter::new(&vulkan, FRAMES_IN_FLIGHT)?;
-        let transfer = if cuda.is_some() { TransferKind::Vulkan } else { TransferKind::Cpu };
-        log::info!(
-            "Vulkan window on {} ({}), transfer path: {}",
-            vulkan.context().description().name,
-            vulkan.context().description().driver,
-            transfer.label()
-        );
+        log::info!("Vulkan window on {}, transfer path: {}", vulkan.context().description(), transfer.label());
         let graphics = Graphics::Vulkan(&vulkan);
         let env = DemoEnv { graphics, cuda: cuda.clone(), transfer };
         let mut demo = options.spec.create(&env)?;
@@ -122,6 +117,7 @@ impl VulkanWindow {
             renderer.destroy(graphics);
             return Err(error);
         }
+        let info = PanelInfo::of(&vulkan, cuda.as_deref(), transfer);
         let egui = egui::Context::default();
         let egui_state = egui_winit::State::new(
             egui.clone(),
@@ -146,6 +142,7 @@ impl VulkanWindow {
             egui,
             egui_state,
             history: FrameHistory::new(600),
+            info,
             timeline: TimelineState::default(),
             trace_setup: false,
             messages,
@@ -287,7 +284,7 @@ impl VulkanWindow {
         // The panel's layout first: the demo is drawn right of it.
         let panel_started = Instant::now();
         let raw_input = self.egui_state.take_egui_input(&self.window);
-        let info = PanelInfo::of(&self.vulkan, self.cuda.as_deref(), demo.pipeline().kind());
+        let info = &self.info;
         let mut state = PanelState {
             history: &self.history,
             timeline: &mut self.timeline,
@@ -305,7 +302,7 @@ impl VulkanWindow {
             window: true,
         };
         let mut width_points = self.panel_width_points;
-        let output = self.egui.run_ui(raw_input, |ui| width_points = panel(ui, demo.as_mut(), &info, &mut state));
+        let output = self.egui.run_ui(raw_input, |ui| width_points = panel(ui, demo.as_mut(), info, &mut state));
         self.panel_width_points = width_points;
         self.egui_state.handle_platform_output(&self.window, output.platform_output);
         let primitives = self.egui.tessellate(output.shapes, output.pixels_per_point);

@@ -21,7 +21,7 @@ impl PanelInfo {
     pub fn of(vulkan: &VulkanGraphics, cuda: Option<&CudaRuntime>, transfer: TransferKind) -> Self {
         let device = vulkan.context().description();
         Self {
-            vulkan: format!("{} ({})", device.name, device.driver),
+            vulkan: device.to_string(),
             cuda: match cuda {
                 Some(cuda) => format!("CUDA device {}", cuda.context.device().name),
                 None => "no CUDA: the CPU backend computes".to_owned(),

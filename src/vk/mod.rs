@@ -60,6 +60,13 @@ pub struct VulkanDevice {
     pub dynamic_rendering: bool,
 }
 
+/// "name (driver)", as the log and the panel say it.
+impl std::fmt::Display for VulkanDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.name, self.driver)
+    }
+}
+
 impl VulkanDevice {
     /// What this device lacks for sharing memory and ordering with CUDA (empty: nothing).
     pub fn missing_for_cuda(&self) -> Vec<&'static str> {
