@@ -5,17 +5,16 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
-use super::{micros_since, mismatch, poll_stages};
+use super::{DeviceSpans, micros_since, mismatch, poll_stages};
+use crate::Result;
 use crate::cuda::external::ExportableMemory;
-use crate::cuda::interop;
 use crate::cuda::memory::{copy_from_device, copy_to_device};
 use crate::cuda::timing::EventRing;
-use crate::cuda::{Context, DeviceSpan, Stream};
+use crate::cuda::{Context, Stream};
 use crate::gl;
 use crate::gl::external::GlMemoryObjects;
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
-use crate::{Error, Result};
 
 /// The external-memory path.
 pub struct External {
@@ -70,16 +69,10 @@ impl Transfer for External {
         let gl = graphics.gl()?;
         let mut times = StageTimes::default();
         let stream = &*self.stream;
-        if buffers.len() > interop::MAX_MAPPED {
-            return Err(Error::InvalidInput(format!("at most {} buffers per step", interop::MAX_MAPPED)));
-        }
-        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
-        for ((buffer, _), span) in buffers.iter().zip(spans.iter_mut()) {
-            match &buffer.link {
-                Link::External { memory, .. } => *span = memory.span(),
-                _ => return Err(mismatch(TransferKind::External)),
-            }
-        }
+        let spans = DeviceSpans::of(buffers, TransferKind::External, |link| match link {
+            Link::External { memory, .. } => Some(memory.span()),
+            _ => None,
+        })?;
         // Nothing maps or unmaps here, so nothing orders GL and CUDA but the app: GL must be done
         // with the buffers (last frame's draw) before the kernel writes them...
         let started = Instant::now();
@@ -89,7 +82,7 @@ impl Transfer for External {
         let timing = self.events.begin();
         let started = Instant::now();
         timing.mark(0, stream)?;
-        compute(Target::Device { buffers: &spans[..buffers.len()], stream })?;
+        compute(Target::Device { buffers: spans.as_slice(), stream })?;
         timing.mark(1, stream)?;
         self.events.commit(frame);
         times.set_host(Stage::Kernel, micros_since(started));

@@ -5,14 +5,13 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind, WhatIf};
-use super::{micros_since, mismatch, poll_stages};
-use crate::cuda::interop;
+use super::{DeviceSpans, micros_since, mismatch, poll_stages};
+use crate::Result;
 use crate::cuda::timing::EventRing;
-use crate::cuda::{Context, DeviceBuffer, DeviceSpan, PinnedBuffer, Stream};
+use crate::cuda::{Context, DeviceBuffer, PinnedBuffer, Stream};
 use crate::gl;
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
-use crate::{Error, Result};
 
 /// Host memory a host-copy path copies through.
 pub(super) enum Staging {
@@ -94,21 +93,15 @@ impl Transfer for HostCopy {
         let kind = self.kind();
         let mut times = StageTimes::default();
         let stream = &*self.stream;
-        if buffers.len() > interop::MAX_MAPPED {
-            return Err(Error::InvalidInput(format!("at most {} buffers per step", interop::MAX_MAPPED)));
-        }
-        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
-        for ((buffer, _), span) in buffers.iter().zip(spans.iter_mut()) {
-            match &buffer.link {
-                Link::HostCopy { device, .. } => *span = device.span(),
-                _ => return Err(mismatch(kind)),
-            }
-        }
+        let spans = DeviceSpans::of(buffers, kind, |link| match link {
+            Link::HostCopy { device, .. } => Some(device.span()),
+            _ => None,
+        })?;
         let timing = self.events.begin();
 
         let started = Instant::now();
         timing.mark(0, stream)?;
-        compute(Target::Device { buffers: &spans[..buffers.len()], stream })?;
+        compute(Target::Device { buffers: spans.as_slice(), stream })?;
         timing.mark(1, stream)?;
         times.set_host(Stage::Kernel, micros_since(started));
 

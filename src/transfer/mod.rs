@@ -512,6 +512,39 @@ pub fn create(kind: TransferKind, cuda: Option<CudaSide<'_>>) -> Result<Box<dyn 
     })
 }
 
+/// The device ranges of a step's buffers, in order (at most [`MAX_MAPPED`] of them).
+///
+/// [`MAX_MAPPED`]: crate::cuda::interop::MAX_MAPPED
+struct DeviceSpans {
+    spans: [DeviceSpan; crate::cuda::interop::MAX_MAPPED],
+    len: usize,
+}
+
+impl DeviceSpans {
+    /// The ranges of `buffers`, as `span` reads each from its link (`None`: the buffer belongs to
+    /// another path than `kind`).
+    fn of(
+        buffers: &[(&mut SharedBuffer, Access)],
+        kind: TransferKind,
+        span: impl Fn(&Link) -> Option<DeviceSpan>,
+    ) -> Result<Self> {
+        const MAX: usize = crate::cuda::interop::MAX_MAPPED;
+        if buffers.len() > MAX {
+            return Err(Error::InvalidInput(format!("at most {MAX} buffers per step")));
+        }
+        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; MAX];
+        for ((buffer, _), slot) in buffers.iter().zip(spans.iter_mut()) {
+            *slot = span(&buffer.link).ok_or_else(|| mismatch(kind))?;
+        }
+        Ok(Self { spans, len: buffers.len() })
+    }
+
+    /// The ranges, in the buffers' order.
+    fn as_slice(&self) -> &[DeviceSpan] {
+        &self.spans[..self.len]
+    }
+}
+
 pub(crate) fn mismatch(kind: TransferKind) -> Error {
     Error::InvalidInput(format!("a buffer made for another transfer path was passed to the {} path", kind.label()))
 }

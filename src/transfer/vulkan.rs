@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use ash::vk as raw;
 
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
-use super::{micros_since, mismatch};
+use super::{DeviceSpans, micros_since, mismatch};
 use crate::cuda::import::{ImportedMemory, ImportedSemaphore};
 use crate::cuda::memory::{copy_from_device, copy_to_device};
 use crate::cuda::timing::EventRing;
@@ -275,23 +275,22 @@ impl Transfer for VulkanPath {
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
-        const MAX: usize = crate::cuda::interop::MAX_MAPPED;
-        if buffers.len() > MAX {
-            return Err(Error::InvalidInput(format!("at most {MAX} buffers per step")));
-        }
-        let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; MAX];
-        let mut released = 0;
-        for ((buffer, access), span) in buffers.iter().zip(spans.iter_mut()) {
-            let Link::Vulkan { memory, mark } = &buffer.link else {
-                return Err(mismatch(TransferKind::Vulkan));
-            };
-            *span = memory.span();
-            if access.writes() {
-                released = released.max(mark.value());
-            }
-        }
+        let spans = DeviceSpans::of(buffers, TransferKind::Vulkan, |link| match link {
+            Link::Vulkan { memory, .. } => Some(memory.span()),
+            _ => None,
+        })?;
+        // The last submission that read any buffer about to be written.
+        let released = buffers
+            .iter()
+            .filter(|(_, access)| access.writes())
+            .filter_map(|(buffer, _)| match &buffer.link {
+                Link::Vulkan { mark, .. } => Some(mark.value()),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
         let started = Instant::now();
-        let spans = &spans[..buffers.len()];
+        let spans = spans.as_slice();
         self.share(graphics)?
             .cuda_step(frame, released, |stream| compute(Target::Device { buffers: spans, stream }))?;
         let mut times = StageTimes::default();
