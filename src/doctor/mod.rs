@@ -76,13 +76,7 @@ fn options_for_child(args: &DoctorArgs) -> Vec<String> {
 /// CUDA_ERROR_INVALID_GRAPHICS_CONTEXT, in either order, on any thread. The app uses one platform
 /// per process, so doctor probes each in a process of its own to report what the app would get.
 fn headless_in_child(device: Option<i32>, flags: &[String]) -> GlCheck {
-    let failed = |error: String| GlCheck {
-        kind: "headless (EGL device)".to_owned(),
-        info: None,
-        cuda_devices: None,
-        error: Some(error),
-        vulkan_window: None,
-    };
+    let failed = |error: String| GlCheck::failed(HEADLESS, error);
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(error) => return failed(format!("the headless probe could not start: {error}")),
@@ -128,6 +122,16 @@ pub struct GlCheck {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vulkan_window: Option<Result<String, String>>,
 }
+
+impl GlCheck {
+    /// A context of `kind` that could not be made or queried, and why.
+    pub fn failed(kind: &str, error: String) -> Self {
+        Self { kind: kind.to_owned(), info: None, cuda_devices: None, error: Some(error), vulkan_window: None }
+    }
+}
+
+/// The headless context's kind, as the report names it.
+const HEADLESS: &str = "headless (EGL device)";
 
 /// The result of compiling and loading one kernel.
 #[derive(Debug, Clone, Serialize)]
@@ -428,13 +432,7 @@ fn probe_headless_here(cuda_device: Option<i32>, cuda: bool) -> GlCheck {
         .spawn(move || check_headless(cuda_device, cuda))
         .map_err(|e| e.to_string())
         .and_then(|probe| probe.join().map_err(|_| "the headless GL probe panicked".to_owned()))
-        .unwrap_or_else(|error| GlCheck {
-            kind: "headless (EGL device)".to_owned(),
-            info: None,
-            cuda_devices: None,
-            error: Some(error),
-            vulkan_window: None,
-        })
+        .unwrap_or_else(|error| GlCheck::failed(HEADLESS, error))
 }
 
 fn check_headless(cuda_device: Option<i32>, cuda: bool) -> GlCheck {
@@ -442,21 +440,9 @@ fn check_headless(cuda_device: Option<i32>, cuda: bool) -> GlCheck {
         Ok(context) => {
             let info = GlInfo::query(context.gl());
             let (cuda_devices, error) = if cuda { query_gl_devices() } else { (None, None) };
-            GlCheck {
-                kind: "headless (EGL device)".to_owned(),
-                info: Some(info),
-                cuda_devices,
-                error,
-                vulkan_window: None,
-            }
+            GlCheck { kind: HEADLESS.to_owned(), info: Some(info), cuda_devices, error, vulkan_window: None }
         }
-        Err(error) => GlCheck {
-            kind: "headless (EGL device)".to_owned(),
-            info: None,
-            cuda_devices: None,
-            error: Some(error.to_string()),
-            vulkan_window: None,
-        },
+        Err(error) => GlCheck::failed(HEADLESS, error.to_string()),
     }
 }
 

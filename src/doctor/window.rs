@@ -14,14 +14,7 @@ use crate::vk::swapchain::Swapchain;
 /// Opens an invisible window to see which GL context the app would get there, and which CUDA
 /// devices run it (`doctor` uses this). `query_cuda`: the driver is loaded and may be asked.
 pub fn probe_window_context(query_cuda: bool) -> GlCheck {
-    let failed = |error: String| GlCheck {
-        kind: "window".to_owned(),
-        info: None,
-        cuda_devices: None,
-        error: Some(error),
-        vulkan_window: None,
-    };
-    catch_window_panics(|| Ok(probe(query_cuda))).unwrap_or_else(|error| failed(error.to_string()))
+    catch_window_panics(|| Ok(probe(query_cuda))).unwrap_or_else(|error| GlCheck::failed("window", error.to_string()))
 }
 
 fn probe(query_cuda: bool) -> GlCheck {
@@ -38,13 +31,7 @@ fn probe(query_cuda: bool) -> GlCheck {
                     let (cuda_devices, error) = if self.query_cuda { super::query_gl_devices() } else { (None, None) };
                     GlCheck { kind, info: Some(info), cuda_devices, error, vulkan_window: None }
                 }
-                Err(error) => GlCheck {
-                    kind,
-                    info: None,
-                    cuda_devices: None,
-                    error: Some(error.to_string()),
-                    vulkan_window: None,
-                },
+                Err(error) => GlCheck::failed(&kind, error.to_string()),
             });
             if let Some(check) = self.result.as_mut() {
                 check.vulkan_window = Some(probe_vulkan_window(event_loop));
@@ -54,13 +41,7 @@ fn probe(query_cuda: bool) -> GlCheck {
 
         fn window_event(&mut self, _: &ActiveEventLoop, _: WindowId, _: WindowEvent) {}
     }
-    let failed = |error: String| GlCheck {
-        kind: "window".to_owned(),
-        info: None,
-        cuda_devices: None,
-        error: Some(error),
-        vulkan_window: None,
-    };
+    let failed = |error: String| GlCheck::failed("window", error);
     let event_loop = match EventLoop::new() {
         Ok(event_loop) => event_loop,
         Err(error) => return failed(winit_error_text(&error)),
