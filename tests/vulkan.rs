@@ -13,7 +13,7 @@ use ash::vk as raw;
 use interop_lab::vk::commands::CommandRing;
 use interop_lab::vk::device::{DeviceChoice, VulkanContext};
 use interop_lab::vk::memory::{Buffer, MemoryKind};
-use interop_lab::vk::sync::{Signal, TimelineSemaphore, Wait};
+use interop_lab::vk::sync::{ExportableBinarySemaphore, Signal, TimelineSemaphore, Wait};
 
 /// A device on any driver, or `None` (skipped) when this machine has no Vulkan.
 fn device() -> Option<Rc<VulkanContext>> {
@@ -121,4 +121,27 @@ fn exportable_memory_gives_a_file_descriptor_where_the_driver_can_export() {
     assert!(host.export_fd().is_err(), "host memory was not made exportable");
     let timeline = TimelineSemaphore::new(&vulkan, false).unwrap();
     assert!(timeline.export_fd().is_err(), "a semaphore not made exportable is refused");
+}
+
+#[test]
+fn a_binary_semaphore_for_gl_and_cuda_exports_or_says_which_extension_is_missing() {
+    // The external path's semaphores: Vulkan makes them, GL and CUDA each import a descriptor.
+    let Some(vulkan) = device() else { return };
+    let made = ExportableBinarySemaphore::new(&vulkan);
+    if !vulkan.description().external_semaphore_fd {
+        let error = made.err().expect("refused without VK_KHR_external_semaphore_fd").to_string();
+        assert!(error.contains("VK_KHR_external_semaphore_fd"), "{error}");
+        eprintln!(
+            "export skipped: {} has no VK_KHR_external_semaphore_fd (refusal checked)",
+            vulkan.description().name
+        );
+        return;
+    }
+    let semaphore = made.unwrap();
+    let (first, second) = (semaphore.export_fd().unwrap(), semaphore.export_fd().unwrap());
+    use std::os::fd::AsRawFd;
+    assert_ne!(first.as_raw_fd(), second.as_raw_fd(), "one descriptor per importer");
+    for fd in [first, second] {
+        assert!(std::fs::File::from(fd).metadata().is_ok(), "the descriptor is open");
+    }
 }

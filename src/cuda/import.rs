@@ -1,8 +1,8 @@
 //! What CUDA imports from another API (Vulkan): memory, as an opaque file descriptor mapped to a
 //! device pointer kernels write (`cuImportExternalMemory`, `cuExternalMemoryGetMappedBuffer`), and
-//! timeline semaphores a stream waits on and signals without the host (`cuImportExternalSemaphore`,
-//! `cuWaitExternalSemaphoresAsync`, `cuSignalExternalSemaphoresAsync`). Importing takes the file
-//! descriptor over; each object is released on drop.
+//! semaphores (timeline or binary) a stream waits on and signals without the host
+//! (`cuImportExternalSemaphore`, `cuWaitExternalSemaphoresAsync`, `cuSignalExternalSemaphoresAsync`).
+//! Importing takes the file descriptor over; each object is released on drop.
 #![allow(unsafe_code)]
 
 use std::os::fd::{IntoRawFd, OwnedFd};
@@ -95,9 +95,16 @@ fn memory_description(fd: i32, allocation_size: u64) -> sys::CUDA_EXTERNAL_MEMOR
     }
 }
 
-fn timeline_description(fd: i32) -> sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+fn semaphore_description(fd: i32, timeline: bool) -> sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+    use sys::CUexternalSemaphoreHandleType::{
+        CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD, CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+    };
     sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
-        type_: sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+        type_: if timeline {
+            CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
+        } else {
+            CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD
+        },
         handle: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 { fd },
         flags: 0,
         reserved: [0; 16],
@@ -118,10 +125,12 @@ fn signal_parameters(value: u64) -> sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
     parameters
 }
 
-/// A timeline semaphore another API made, that CUDA streams wait on and signal.
+/// A semaphore another API made, that CUDA streams wait on and signal: a timeline (waits and
+/// signals name a value) or a binary one (each signal is consumed by exactly one wait).
 pub struct ImportedSemaphore {
     external: sys::CUexternalSemaphore,
     name: &'static str,
+    timeline: bool,
     context: Rc<Context>,
 }
 
@@ -129,13 +138,24 @@ impl ImportedSemaphore {
     /// Imports `fd`, an opaque file descriptor of a timeline semaphore, which the trace calls
     /// `name`. CUDA owns the descriptor once the import succeeds; on failure it is closed here.
     pub fn new_timeline(context: &Rc<Context>, fd: OwnedFd, name: &'static str) -> Result<Self> {
+        Self::import(context, fd, name, true)
+    }
+
+    /// As [`Self::new_timeline`], for a binary semaphore: values passed to waits and signals are
+    /// ignored.
+    pub fn new_binary(context: &Rc<Context>, fd: OwnedFd, name: &'static str) -> Result<Self> {
+        Self::import(context, fd, name, false)
+    }
+
+    fn import(context: &Rc<Context>, fd: OwnedFd, name: &'static str, timeline: bool) -> Result<Self> {
         let raw = fd.into_raw_fd();
-        let description = timeline_description(raw);
+        let description = semaphore_description(raw, timeline);
         let mut external = std::ptr::null_mut();
+        let kind = if timeline { "timeline" } else { "binary" };
         // SAFETY: a valid description; on success the driver owns `raw`.
         let imported = context.trace().call(
             "cuImportExternalSemaphore",
-            || format!("timeline semaphore '{name}', opaque fd"),
+            || format!("{kind} semaphore '{name}', opaque fd"),
             || unsafe { sys::cuImportExternalSemaphore(&mut external, &description) },
         );
         if let Err(error) = imported {
@@ -143,7 +163,7 @@ impl ImportedSemaphore {
             drop(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) });
             return Err(error);
         }
-        Ok(Self { external, name, context: context.clone() })
+        Ok(Self { external, name, timeline, context: context.clone() })
     }
 
     /// Makes `stream` wait, on the GPU, until the semaphore reaches `value`.
@@ -152,7 +172,7 @@ impl ImportedSemaphore {
         // SAFETY: one live semaphore and its parameters, both outliving the call.
         self.context.trace().call(
             "cuWaitExternalSemaphoresAsync",
-            || format!("{} ≥ {value}", self.name),
+            || if self.timeline { format!("{} ≥ {value}", self.name) } else { format!("{} (binary)", self.name) },
             || unsafe { sys::cuWaitExternalSemaphoresAsync(&self.external, &parameters, 1, stream.raw()) },
         )
     }
@@ -163,7 +183,7 @@ impl ImportedSemaphore {
         // SAFETY: as in `wait_async`.
         self.context.trace().call(
             "cuSignalExternalSemaphoresAsync",
-            || format!("{} = {value}", self.name),
+            || if self.timeline { format!("{} = {value}", self.name) } else { format!("{} (binary)", self.name) },
             || unsafe { sys::cuSignalExternalSemaphoresAsync(&self.external, &parameters, 1, stream.raw()) },
         )
     }
@@ -171,7 +191,7 @@ impl ImportedSemaphore {
 
 impl Drop for ImportedSemaphore {
     fn drop(&mut self) {
-        // SAFETY: imported in `new_timeline`, destroyed once; streams that use it are the owner's
+        // SAFETY: imported in `import`, destroyed once; streams that use it are the owner's
         // to finish first.
         if let Err(error) = self.context.trace().call("cuDestroyExternalSemaphore", String::new, || unsafe {
             sys::cuDestroyExternalSemaphore(self.external)
@@ -193,11 +213,15 @@ mod tests {
         assert_eq!((memory.size, memory.flags), (4096, sys::CUDA_EXTERNAL_MEMORY_DEDICATED));
         // SAFETY: the union was written through `fd`.
         assert_eq!(unsafe { memory.handle.fd }, 7);
-        let semaphore = timeline_description(9);
+        let semaphore = semaphore_description(9, true);
         assert_eq!(
             semaphore.type_,
             sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
         );
+        let binary = semaphore_description(11, false);
+        assert_eq!(binary.type_, sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD);
+        // SAFETY: as above.
+        assert_eq!(unsafe { binary.handle.fd }, 11);
         // SAFETY: as above.
         assert_eq!(unsafe { (semaphore.handle.fd, wait_parameters(5).params.fence.value) }, (9, 5));
         assert_eq!(signal_parameters(6).params.fence.value, 6);

@@ -50,14 +50,7 @@ impl TimelineSemaphore {
         if !self.exportable {
             return Err(Error::InvalidInput("this timeline semaphore was not made exportable".to_owned()));
         }
-        let info = vk::SemaphoreGetFdInfoKHR::default()
-            .semaphore(self.semaphore)
-            .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
-        // SAFETY: a semaphore created with this export type; the new descriptor is owned below.
-        let fd = unsafe { self.context.external_semaphore()?.get_semaphore_fd(&info) }
-            .map_err(|e| vk_error("vkGetSemaphoreFdKHR", e))?;
-        // SAFETY: a fresh descriptor the call gave to us and to no one else.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        export_fd(&self.context, self.semaphore)
     }
 
     /// The counter now (`vkGetSemaphoreCounterValue`).
@@ -95,6 +88,53 @@ impl Drop for TimelineSemaphore {
         // finish first (the device context waits for idle before it goes, too).
         unsafe { self.context.device().destroy_semaphore(self.semaphore, None) };
     }
+}
+
+/// A binary semaphore made only to be exported: Vulkan never waits on it or signals it, the
+/// APIs that import it do (OpenGL's `GL_EXT_semaphore_fd` and CUDA, which can import semaphores
+/// but not make them). Destroyed on drop; the imports keep the payload alive on their own.
+pub struct ExportableBinarySemaphore {
+    semaphore: vk::Semaphore,
+    context: Rc<VulkanContext>,
+}
+
+impl ExportableBinarySemaphore {
+    /// An unsignalled binary semaphore, exportable as an opaque file descriptor.
+    pub fn new(context: &Rc<VulkanContext>) -> Result<Self> {
+        context.external_semaphore()?;
+        let mut export =
+            vk::ExportSemaphoreCreateInfo::default().handle_types(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
+        let create_info = vk::SemaphoreCreateInfo::default().push_next(&mut export);
+        // SAFETY: valid create info whose chain outlives the call; destroyed in Drop.
+        let semaphore = unsafe { context.device().create_semaphore(&create_info, None) }
+            .map_err(|e| vk_error("vkCreateSemaphore", e))?;
+        Ok(Self { semaphore, context: context.clone() })
+    }
+
+    /// A new file descriptor for the semaphore; each call gives one more reference to the same
+    /// payload, which the importer takes over.
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        export_fd(&self.context, self.semaphore)
+    }
+}
+
+impl Drop for ExportableBinarySemaphore {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`, never used by a submission of this device, destroyed once.
+        unsafe { self.context.device().destroy_semaphore(self.semaphore, None) };
+    }
+}
+
+/// `vkGetSemaphoreFdKHR` for a semaphore made exportable as an opaque file descriptor.
+fn export_fd(context: &VulkanContext, semaphore: vk::Semaphore) -> Result<OwnedFd> {
+    let info = vk::SemaphoreGetFdInfoKHR::default()
+        .semaphore(semaphore)
+        .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
+    // SAFETY: a semaphore created with this export type; the new descriptor is owned below.
+    let fd = unsafe { context.external_semaphore()?.get_semaphore_fd(&info) }
+        .map_err(|e| vk_error("vkGetSemaphoreFdKHR", e))?;
+    // SAFETY: a fresh descriptor the call gave to us and to no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// What a submission waits for before its commands run, from `stage` on: a timeline value, or a
