@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::cuda::Stream;
 use crate::cuda::interop::{self, GlEntryPoints};
 use crate::cuda::{Compiler, Context, driver, module};
-use crate::gl::external::{GlMemoryObjects, Loader};
+use crate::gl::external::{GlMemoryObjects, GlSemaphores, Loader};
 use crate::transfer::{self, CudaSide, Transfer, TransferKind};
 use crate::vk::device::{DeviceChoice, VulkanContext, WindowHandles};
 use crate::vk::frame::VulkanGraphics;
@@ -43,8 +43,10 @@ pub enum TransferRequest {
     Copy,
     /// Copy through pageable host memory.
     Pageable,
-    /// Memory CUDA exports and GL imports (no map / unmap).
+    /// Memory CUDA exports and GL imports (no map / unmap), ordered by host waits.
     External,
+    /// As `external`, ordered on the GPU by semaphores (GL_EXT_semaphore_fd; Vulkan makes them).
+    ExternalSemaphores,
 }
 
 /// Options that decide how CUDA is set up.
@@ -76,6 +78,8 @@ pub struct CudaRuntime {
     pub interop: Option<GlEntryPoints>,
     /// GL's memory-object entry points, present when GL can import memory CUDA exports.
     pub external: Option<GlMemoryObjects>,
+    /// GL's semaphore entry points, present when external memory is and GL imports semaphores.
+    pub gl_semaphores: Option<GlSemaphores>,
     /// Demos may compile kernels in the background ([`CudaOptions::background_compiles`]).
     pub background_compiles: bool,
 }
@@ -83,7 +87,13 @@ pub struct CudaRuntime {
 impl CudaRuntime {
     /// Creates the transfer path of `kind` for a demo computing on `stream`.
     pub fn transfer(&self, kind: TransferKind, stream: &Rc<Stream>) -> Result<Box<dyn Transfer>> {
-        let side = CudaSide { context: &self.context, stream, interop: self.interop, external: self.external };
+        let side = CudaSide {
+            context: &self.context,
+            stream,
+            interop: self.interop,
+            external: self.external,
+            gl_semaphores: self.gl_semaphores,
+        };
         transfer::create(kind, Some(side))
     }
 }
@@ -126,6 +136,9 @@ impl Selection {
             }
             if cuda.external.is_some() {
                 kinds.push(TransferKind::External);
+            }
+            if cuda.gl_semaphores.is_some() {
+                kinds.push(TransferKind::ExternalSemaphores);
             }
             kinds.extend([TransferKind::HostCopy, TransferKind::HostCopyPageable]);
         }
@@ -190,6 +203,7 @@ fn cuda_transfer_flag(request: TransferRequest) -> Option<&'static str> {
         TransferRequest::Copy => Some("--transfer copy"),
         TransferRequest::Pageable => Some("--transfer pageable"),
         TransferRequest::External => Some("--transfer external"),
+        TransferRequest::ExternalSemaphores => Some("--transfer external-semaphores"),
     }
 }
 
@@ -241,6 +255,7 @@ fn set_up_cuda(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) ->
     // that exports file descriptors.
     let external =
         if interop.is_some() && context.device().posix_fd_export { GlMemoryObjects::load(gl, loader) } else { None };
+    let gl_semaphores = if external.is_some() { GlSemaphores::load(gl, loader) } else { None };
     let copy = |why: &str| (TransferKind::HostCopy, format!("host copy on {device_name}: {why}"));
     let (transfer, reason, unmet) = match (options.transfer, &why_no_interop) {
         (TransferRequest::Copy, _) => {
@@ -256,12 +271,32 @@ fn set_up_cuda(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) ->
             format!("external memory requested (--transfer external): {device_name} exports, GL imports"),
             None,
         ),
-        (TransferRequest::External, why) => {
+        (TransferRequest::ExternalSemaphores, None) if external.is_some() => {
+            match semaphores_unavailable(gl_semaphores.is_some(), &context.device().uuid) {
+                None => (
+                    TransferKind::ExternalSemaphores,
+                    format!(
+                        "external memory with semaphores requested (--transfer external-semaphores): {device_name} \
+                         exports, GL imports, Vulkan makes the semaphores"
+                    ),
+                    None,
+                ),
+                Some(why) => (
+                    TransferKind::External,
+                    format!("external memory with host waits on {device_name}: {why}"),
+                    Some(format!(
+                        "--transfer external-semaphores was asked for, but {why}: host waits order it instead"
+                    )),
+                ),
+            }
+        }
+        (TransferRequest::External | TransferRequest::ExternalSemaphores, why) => {
             let why = why.clone().unwrap_or_else(|| {
                 "GL lacks GL_EXT_memory_object_fd or the device does not export file descriptors".to_owned()
             });
             let (kind, reason) = copy(&why);
-            (kind, reason, Some(format!("--transfer external was asked for, but {why}")))
+            let flag = cuda_transfer_flag(options.transfer).unwrap_or("--transfer external");
+            (kind, reason, Some(format!("{flag} was asked for, but {why}")))
         }
         (_, None) => (
             TransferKind::Interop,
@@ -280,7 +315,30 @@ fn set_up_cuda(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) ->
         }
     };
     let background_compiles = options.background_compiles;
-    Ok((CudaRuntime { context, compiler, interop, external, background_compiles }, transfer, reason, unmet))
+    let cuda = CudaRuntime { context, compiler, interop, external, gl_semaphores, background_compiles };
+    Ok((cuda, transfer, reason, unmet))
+}
+
+/// Why the GL external path cannot be ordered by semaphores here (`None`: it can): GL must import
+/// them, and a Vulkan device on the CUDA device (`uuid`) must make them.
+fn semaphores_unavailable(gl_imports: bool, uuid: &str) -> Option<String> {
+    if !gl_imports {
+        return Some("this GL context lacks GL_EXT_semaphore_fd".to_owned());
+    }
+    let probe = match crate::vk::probe() {
+        Ok(probe) => probe,
+        Err(error) => return Some(format!("Vulkan, which makes the semaphores, cannot start ({error})")),
+    };
+    match probe.devices.iter().find(|d| d.device_uuid == uuid) {
+        None => Some(
+            "no Vulkan device is this CUDA device (install the NVIDIA driver's Vulkan ICD; `doctor` lists both UUIDs)"
+                .to_owned(),
+        ),
+        Some(device) if !device.external_semaphore_fd => {
+            Some(format!("Vulkan device {device} lacks VK_KHR_external_semaphore_fd"))
+        }
+        Some(_) => None,
+    }
 }
 
 /// CUDA without any GL context (benchmarks of kernels alone): the context of `--device` (or 0)
@@ -301,7 +359,14 @@ pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
     let context = Context::new(loaded, ordinal)?;
     let cache_dir = if options.no_cache { None } else { module::default_cache_dir() };
     let compiler = Compiler::new(context.device().compute_capability, options.kernels_dir.clone(), cache_dir)?;
-    Ok(CudaRuntime { context, compiler, interop: None, external: None, background_compiles: false })
+    Ok(CudaRuntime {
+        context,
+        compiler,
+        interop: None,
+        external: None,
+        gl_semaphores: None,
+        background_compiles: false,
+    })
 }
 
 /// The Vulkan device (presenting to `window`, when given) with a target of `size`, and, when

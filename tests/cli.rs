@@ -359,7 +359,7 @@ fn a_cuda_path_asked_for_by_name_without_cuda_is_refused_with_the_reason() {
         eprintln!("skipped: this machine has an NVIDIA driver, so these paths exist");
         return;
     }
-    for path in ["interop", "copy", "external"] {
+    for path in ["interop", "copy", "external", "external-semaphores"] {
         let output = binary()
             .args(["wave", "--headless", "--frames", "1", "--size", "32x32", "--transfer", path])
             .env_remove("DISPLAY")

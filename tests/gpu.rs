@@ -96,8 +96,13 @@ fn interop_and_copy_paths_write_the_reference_values() {
         let settings = random_settings(&mut random, width, height, block);
         let phase = random.range(0.0, std::f64::consts::TAU);
         let mut outputs = Vec::new();
-        let paths =
-            [TransferKind::Interop, TransferKind::External, TransferKind::HostCopy, TransferKind::HostCopyPageable];
+        let paths = [
+            TransferKind::Interop,
+            TransferKind::External,
+            TransferKind::ExternalSemaphores,
+            TransferKind::HostCopy,
+            TransferKind::HostCopyPageable,
+        ];
         for transfer in paths {
             let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
             let mut wave = Wave::new(&env, settings.clone()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
@@ -122,6 +127,7 @@ fn switching_paths_keeps_the_buffer_contents() {
     for transfer in [
         TransferKind::HostCopy,
         TransferKind::External,
+        TransferKind::ExternalSemaphores,
         TransferKind::Cpu,
         TransferKind::HostCopyPageable,
         TransferKind::Interop,
@@ -142,7 +148,7 @@ fn reallocation_reregisters_and_leaks_no_device_memory() {
     let gl = context.gl().clone();
     let cuda = selection.cuda.clone().expect("cuda");
     let mut random = common::Random::new();
-    for transfer in [TransferKind::Interop, TransferKind::HostCopy] {
+    for transfer in [TransferKind::Interop, TransferKind::HostCopy, TransferKind::ExternalSemaphores] {
         let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer };
         let mut wave = Wave::new(&env, random_settings(&mut random, 256, 256, [16, 16])).expect("wave");
         step_and_compare(&gl, &mut wave, &mut random);
@@ -236,6 +242,26 @@ fn launch_limits_come_from_the_device_and_the_kernel() {
     }
 }
 
+/// Runs one wave step with per-frame tracing on and checks that the frame's calls include
+/// `expected` in that order; returns their positions in the frame's trace.
+fn traced_step_in_order(
+    gl: &glow::Context,
+    wave: &mut Wave,
+    trace: &interop_lab::cuda::trace::Trace,
+    expected: &[&str],
+) -> Vec<usize> {
+    trace.set_per_frame(true);
+    wave.step(Graphics::Gl(gl), 1, 0.0).expect("step");
+    trace.end_frame();
+    let calls: Vec<&str> = trace.last_frame().iter().map(|e| e.call).collect();
+    let order: Vec<usize> = expected
+        .iter()
+        .map(|call| calls.iter().position(|c| c == call).unwrap_or_else(|| panic!("{call} missing from {calls:?}")))
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{} in order: {calls:?}", expected.join(" → "));
+    order
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn trace_of_a_wave_frame_lists_map_launch_unmap_in_order() {
@@ -256,23 +282,109 @@ fn trace_of_a_wave_frame_lists_map_launch_unmap_in_order() {
     wave.step(Graphics::Gl(&gl), 0, 0.0).expect("step without recording");
     trace.end_frame();
     assert!(trace.last_frame().is_empty(), "off by default: nothing recorded per frame");
-    trace.set_per_frame(true);
-    wave.step(Graphics::Gl(&gl), 1, 0.0).expect("step");
-    trace.end_frame();
-    let calls: Vec<&str> = trace.last_frame().iter().map(|e| e.call).collect();
-    let at =
-        |call: &str| calls.iter().position(|c| *c == call).unwrap_or_else(|| panic!("{call} missing from {calls:?}"));
-    let order = [
-        at("cuGraphicsMapResources"),
-        at("cuGraphicsResourceGetMappedPointer"),
-        at("cuLaunchKernel"),
-        at("cuGraphicsUnmapResources"),
-    ];
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "map → pointer → launch → unmap: {calls:?}");
+    let order = traced_step_in_order(
+        &gl,
+        &mut wave,
+        trace,
+        &["cuGraphicsMapResources", "cuGraphicsResourceGetMappedPointer", "cuLaunchKernel", "cuGraphicsUnmapResources"],
+    );
     let launch = &trace.last_frame()[order[2]];
     assert!(launch.detail.contains("wave grid [16, 16, 1] block [16, 16, 1]"), "{}", launch.detail);
     trace.set_per_frame(false);
     Box::new(wave).destroy(Graphics::Gl(&gl));
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn trace_of_a_frame_ordered_by_semaphores_lists_signal_wait_launch_signal_wait() {
+    // The external path ordered on the GPU: GL signals `released` (after its last use of the
+    // buffer), CUDA's stream waits for it, launches, signals `written`, and GL waits for that,
+    // with no host wait (no cuStreamSynchronize, no GL fence) in the frame.
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let cuda = selection.cuda.clone().expect("cuda");
+    assert!(
+        selection.available_transfers().contains(&TransferKind::ExternalSemaphores),
+        "the NVIDIA GL context offers GL_EXT_semaphore_fd"
+    );
+    let env =
+        DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: TransferKind::ExternalSemaphores };
+    let mut wave = Wave::new(&env, WaveSettings::default()).expect("wave on external + semaphores");
+    let trace = cuda.context.trace();
+    trace.end_frame();
+    let setup: Vec<&str> = trace.setup().iter().map(|e| e.call).collect();
+    assert!(setup.iter().filter(|c| **c == "cuImportExternalSemaphore").count() == 2, "{setup:?}");
+    wave.step(Graphics::Gl(&gl), 0, 0.0).expect("first step");
+    trace.end_frame();
+    traced_step_in_order(
+        &gl,
+        &mut wave,
+        trace,
+        &[
+            "glSignalSemaphoreEXT",
+            "cuWaitExternalSemaphoresAsync",
+            "cuLaunchKernel",
+            "cuSignalExternalSemaphoresAsync",
+            "glWaitSemaphoreEXT",
+        ],
+    );
+    let calls: Vec<&str> = trace.last_frame().iter().map(|e| e.call).collect();
+    assert!(!calls.contains(&"cuStreamSynchronize"), "no host wait for the stream: {calls:?}");
+    trace.set_per_frame(false);
+    Box::new(wave).destroy(Graphics::Gl(&gl));
+    assert!(cuda.context.take_errors().is_empty(), "no deferred errors from Drop");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn semaphores_order_many_frames_without_a_host_wait() {
+    // 200 frames back to back, read back only at the end. Each binary signal must be waited for
+    // exactly once: a protocol that signalled twice or waited with no signal pending would make
+    // a call fail or the GPU stall here; the last frame must hold the last phase.
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let mut random = common::Random::new();
+    let settings = random_settings(&mut random, 640, 480, [32, 8]);
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: selection.cuda.clone(),
+        transfer: TransferKind::ExternalSemaphores,
+    };
+    let mut wave = Wave::new(&env, settings.clone()).expect("wave");
+    let started = std::time::Instant::now();
+    frames_then_compare(&gl, &mut wave, &settings, &mut random, 200, "external + semaphores");
+    eprintln!("200 frames ordered by semaphores, read back, in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+    Box::new(wave).destroy(Graphics::Gl(&gl));
+}
+
+/// Poisons the wave's buffers, runs `frames` steps back to back at random phases, reads the
+/// positions back and compares them with the reference at the last phase.
+fn frames_then_compare(
+    gl: &glow::Context,
+    wave: &mut Wave,
+    settings: &WaveSettings,
+    random: &mut common::Random,
+    frames: u32,
+    label: &str,
+) {
+    wave.poison_positions(Graphics::Gl(gl)).expect("poison");
+    let mut phase = 0.0;
+    for frame in 0..frames {
+        phase = random.range(0.0, std::f64::consts::TAU);
+        wave.set_phase(phase);
+        wave.step(Graphics::Gl(gl), u64::from(frame), 0.0).expect("step");
+    }
+    let out = wave.read_positions(Graphics::Gl(gl)).expect("read back");
+    assert!(out.iter().flatten().all(|v| v.is_finite()), "{label}: every vertex written");
+    let frame = WaveFrame {
+        width: settings.width,
+        height: settings.height,
+        phase: phase as f32,
+        frequency: settings.frequency,
+        amplitude: settings.amplitude,
+    };
+    let error = relative_error(&out, &reference(&frame));
+    assert!(error < WAVE_BOUND, "{label}, {frames} frames: {error:e}");
 }
 
 #[test]
@@ -419,30 +531,16 @@ fn a_pipeline_of_buffers_draws_each_frame_what_its_own_kernel_wrote() {
     let (context, selection) = common::gpu_setup(&cuda_options());
     let gl = context.gl().clone();
     let mut random = common::Random::new();
-    for transfer in [TransferKind::Interop, TransferKind::External, TransferKind::HostCopy] {
+    for transfer in
+        [TransferKind::Interop, TransferKind::External, TransferKind::ExternalSemaphores, TransferKind::HostCopy]
+    {
         for depth in 1..=3u32 {
             let settings = WaveSettings { pipeline_depth: depth, ..random_settings(&mut random, 301, 77, [32, 8]) };
             let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
             let mut wave = Wave::new(&env, settings.clone()).expect("wave");
             for frames in depth..depth + 3 {
-                wave.poison_positions(Graphics::Gl(&gl)).expect("poison");
-                let mut phase = 0.0;
-                for frame in 0..frames {
-                    phase = random.range(0.0, std::f64::consts::TAU);
-                    wave.set_phase(phase);
-                    wave.step(Graphics::Gl(&gl), u64::from(frame), 0.0).expect("step");
-                }
-                let out = wave.read_positions(Graphics::Gl(&gl)).expect("read back");
-                assert!(out.iter().flatten().all(|v| v.is_finite()), "{transfer} depth {depth}: every vertex written");
-                let frame = WaveFrame {
-                    width: settings.width,
-                    height: settings.height,
-                    phase: phase as f32,
-                    frequency: settings.frequency,
-                    amplitude: settings.amplitude,
-                };
-                let error = relative_error(&out, &reference(&frame));
-                assert!(error < WAVE_BOUND, "{transfer} depth {depth}, {frames} frames: {error:e}");
+                let label = format!("{transfer} depth {depth}");
+                frames_then_compare(&gl, &mut wave, &settings, &mut random, frames, &label);
             }
             Box::new(wave).destroy(Graphics::Gl(&gl));
         }

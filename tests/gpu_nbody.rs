@@ -269,6 +269,7 @@ fn the_simulation_carries_over_between_every_path() {
     let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings.clone());
     let path = [
         TransferKind::External,
+        TransferKind::ExternalSemaphores,
         TransferKind::Cpu,
         TransferKind::HostCopyPageable,
         TransferKind::HostCopy,
@@ -376,7 +377,9 @@ fn a_pipeline_keeps_the_state_on_the_device_and_draws_each_step_as_it_is() {
     let gl = context.gl().clone();
     let mut random = common::Random::new();
     for precision in [Precision::F32, Precision::F64] {
-        for transfer in [TransferKind::Interop, TransferKind::External, TransferKind::HostCopy] {
+        for transfer in
+            [TransferKind::Interop, TransferKind::External, TransferKind::ExternalSemaphores, TransferKind::HostCopy]
+        {
             let seed = random.next_u64();
             let n = 2048;
             let settings = NBodySettings {

@@ -1,23 +1,38 @@
 //! The external-memory path: CUDA allocates exportable memory once and GL builds its buffer on it
-//! (`GL_EXT_memory_object_fd`). No map and no unmap; the app orders the two APIs itself.
+//! (`GL_EXT_memory_object_fd`). No map and no unmap; the app orders the two APIs itself, in one of
+//! two ways:
+//!
+//! - **host waits** ([`TransferKind::External`]): the host waits for GL (a fence) before the kernel
+//!   and for the stream after it;
+//! - **semaphores** ([`TransferKind::ExternalSemaphores`]): two binary semaphores order them on the
+//!   GPU, and the host waits for neither. Neither GL nor CUDA can make a semaphore another API can
+//!   import, so a Vulkan device on the same GPU makes them, and both import them (GL through
+//!   `GL_EXT_semaphore_fd`). Each step: GL signals `released` after everything it was given so far
+//!   (the last draw of the buffers included) → CUDA's stream waits for it → kernel → CUDA signals
+//!   `written` → GL's later commands wait for it. Every signal is waited for exactly once, as binary
+//!   semaphores require.
 
 use std::rc::Rc;
 use std::time::Instant;
 
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
 use super::{DeviceSpans, micros_since, mismatch, poll_stages};
-use crate::Result;
 use crate::cuda::external::ExportableMemory;
+use crate::cuda::import::ImportedSemaphore;
 use crate::cuda::memory::{copy_from_device, copy_to_device};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, Stream};
-use crate::gl;
-use crate::gl::external::GlMemoryObjects;
+use crate::gl::external::{GlMemoryObjects, GlSemaphores};
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
+use crate::vk::device::{DeviceChoice, VulkanContext};
+use crate::vk::sync::ExportableBinarySemaphore;
+use crate::{Error, Result, gl};
 
 /// The external-memory path.
 pub struct External {
+    // Field order is drop order: the semaphores wait for both APIs to finish with them first.
+    order: Option<GpuOrder>,
     context: Rc<Context>,
     stream: Rc<Stream>,
     gl_memory: GlMemoryObjects,
@@ -25,20 +40,37 @@ pub struct External {
 }
 
 impl External {
-    /// The path on `stream`, importing into GL through `gl_memory`.
+    /// The path on `stream`, importing into GL through `gl_memory`, ordered by host waits.
     pub(super) fn new(context: Rc<Context>, stream: Rc<Stream>, gl_memory: GlMemoryObjects, events: EventRing) -> Self {
-        Self { context, stream, gl_memory, events }
+        Self { order: None, context, stream, gl_memory, events }
+    }
+
+    /// As [`Self::new`], ordered by semaphores that a Vulkan device on the CUDA device makes and
+    /// GL imports through `gl_semaphores`.
+    pub(super) fn with_semaphores(
+        context: Rc<Context>,
+        stream: Rc<Stream>,
+        gl_memory: GlMemoryObjects,
+        gl_semaphores: GlSemaphores,
+        events: EventRing,
+    ) -> Result<Self> {
+        let order = GpuOrder::new(&context, &stream, gl_semaphores)?;
+        Ok(Self { order: Some(order), context, stream, gl_memory, events })
     }
 }
 
 impl Transfer for External {
     fn kind(&self) -> TransferKind {
-        TransferKind::External
+        if self.order.is_some() { TransferKind::ExternalSemaphores } else { TransferKind::External }
     }
 
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
         let gl = graphics.gl()?;
+        if let Some(order) = &mut self.order {
+            order.import_into_gl(gl)?;
+        }
         let memory = ExportableMemory::new(&self.context, initial.len())?;
+        // Synchronous: the data is there before GL can draw the buffer.
         copy_to_device(&self.stream, memory.span(), initial)?;
         let fd = memory.export_fd()?;
         let (object, buffer) = self.gl_memory.import_buffer(gl, fd, memory.allocation_size(), initial.len())?;
@@ -51,11 +83,12 @@ impl Transfer for External {
     fn read_buffer(&mut self, _graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
         match &buffer.link {
             Link::External { memory, .. } => {
+                // On the stream, so after every kernel that wrote it; GL only reads these buffers.
                 let mut data = vec![0u8; memory.span().bytes];
                 copy_from_device(&self.stream, memory.span(), &mut data)?;
                 Ok(data)
             }
-            _ => Err(mismatch(TransferKind::External)),
+            _ => Err(mismatch(self.kind())),
         }
     }
 
@@ -67,39 +100,213 @@ impl Transfer for External {
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
         let gl = graphics.gl()?;
-        let mut times = StageTimes::default();
-        let stream = &*self.stream;
-        let spans = DeviceSpans::of(buffers, TransferKind::External, |link| match link {
+        let kind = self.kind();
+        let spans = DeviceSpans::of(buffers, kind, |link| match link {
             Link::External { memory, .. } => Some(memory.span()),
             _ => None,
         })?;
-        // Nothing maps or unmaps here, so nothing orders GL and CUDA but the app: GL must be done
-        // with the buffers (last frame's draw) before the kernel writes them...
-        let started = Instant::now();
-        gl::wait_for_gl(gl)?;
-        let mut sync_us = micros_since(started);
+        match &mut self.order {
+            Some(order) => {
+                let mut names = [0u32; crate::cuda::interop::MAX_MAPPED];
+                for ((buffer, _), name) in buffers.iter().zip(names.iter_mut()) {
+                    *name = buffer.gl()?.name();
+                }
+                order.run(gl, &names[..buffers.len()], &mut self.events, frame, &mut |stream| {
+                    compute(Target::Device { buffers: spans.as_slice(), stream })
+                })
+            }
+            None => run_with_host_waits(gl, &self.stream, &mut self.events, frame, &mut |stream| {
+                compute(Target::Device { buffers: spans.as_slice(), stream })
+            }),
+        }
+    }
 
-        let timing = self.events.begin();
+    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
+        match self.order {
+            Some(_) => poll_stages(&mut self.events, &[Stage::Sync, Stage::Kernel]),
+            None => poll_stages(&mut self.events, &[Stage::Kernel]),
+        }
+    }
+
+    fn synchronize(&mut self) -> Result<()> {
+        self.stream.synchronize()
+    }
+}
+
+/// A step ordered from the host: nothing maps or unmaps, so the host waits for GL to be done with
+/// the buffers (last frame's draw) before the kernel writes them, and for the kernel before GL
+/// draws them.
+fn run_with_host_waits(
+    gl: &glow::Context,
+    stream: &Stream,
+    events: &mut EventRing,
+    frame: u64,
+    compute: &mut dyn FnMut(&Stream) -> Result<()>,
+) -> Result<StageTimes> {
+    let mut times = StageTimes::default();
+    let started = Instant::now();
+    gl::wait_for_gl(gl)?;
+    let mut sync_us = micros_since(started);
+
+    let timing = events.begin();
+    let started = Instant::now();
+    timing.mark(0, stream)?;
+    compute(stream)?;
+    timing.mark(1, stream)?;
+    events.commit(frame);
+    times.set_host(Stage::Kernel, micros_since(started));
+
+    let started = Instant::now();
+    stream.synchronize()?;
+    sync_us += micros_since(started);
+    times.set_host(Stage::Sync, sync_us);
+    Ok(times)
+}
+
+/// Two binary semaphores, made by Vulkan and imported by CUDA and GL, that order the external
+/// path's steps on the GPU.
+struct GpuOrder {
+    // Field order is drop order (after `Drop::drop` has waited for both APIs): CUDA's imports, then
+    // Vulkan's semaphores, then its device. GL's names are deleted in `Drop::drop`.
+    /// GL → CUDA: GL is done with the buffers.
+    cuda_released: ImportedSemaphore,
+    /// CUDA → GL: the kernel wrote them.
+    cuda_written: ImportedSemaphore,
+    /// GL's imports of the same two, made with the first buffer (a GL context is needed).
+    gl_names: Option<GlNames>,
+    /// A signal not yet waited for (a step that failed half-way): it is waited for, never
+    /// signalled again, which a binary semaphore would not allow.
+    released_pending: bool,
+    written_pending: bool,
+    gl: GlSemaphores,
+    stream: Rc<Stream>,
+    released: ExportableBinarySemaphore,
+    written: ExportableBinarySemaphore,
+    _vulkan: Rc<VulkanContext>,
+}
+
+#[derive(Clone, Copy)]
+struct GlNames {
+    released: u32,
+    written: u32,
+}
+
+impl GpuOrder {
+    fn new(context: &Rc<Context>, stream: &Rc<Stream>, gl: GlSemaphores) -> Result<Self> {
+        let device = context.device();
+        let choice = DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() };
+        let vulkan = VulkanContext::new(&choice).map_err(|error| {
+            Error::Unavailable(format!(
+                "external memory with semaphores needs a Vulkan device on {} to make the semaphores GL and CUDA \
+                 share, and {error}; --transfer external orders the same memory with host waits instead",
+                device.name
+            ))
+        })?;
+        let released = ExportableBinarySemaphore::new(&vulkan)?;
+        let written = ExportableBinarySemaphore::new(&vulkan)?;
+        let cuda_released = ImportedSemaphore::new_binary(context, released.export_fd()?, "released")?;
+        let cuda_written = ImportedSemaphore::new_binary(context, written.export_fd()?, "written")?;
+        Ok(Self {
+            cuda_released,
+            cuda_written,
+            gl_names: None,
+            released_pending: false,
+            written_pending: false,
+            gl,
+            stream: stream.clone(),
+            released,
+            written,
+            _vulkan: vulkan,
+        })
+    }
+
+    /// Imports the semaphores into the current GL context, once.
+    fn import_into_gl(&mut self, gl: &glow::Context) -> Result<GlNames> {
+        if let Some(names) = self.gl_names {
+            return Ok(names);
+        }
+        let released = self.gl.import(gl, self.released.export_fd()?)?;
+        let written = match self.written.export_fd().and_then(|fd| self.gl.import(gl, fd)) {
+            Ok(written) => written,
+            Err(error) => {
+                self.gl.delete(released);
+                return Err(error);
+            }
+        };
+        let names = GlNames { released, written };
+        self.gl_names = Some(names);
+        Ok(names)
+    }
+
+    /// One step: GL signals `released` → CUDA waits → `compute` → CUDA signals `written` → GL
+    /// waits. GPU marks: before CUDA's wait, after it, after the kernel.
+    fn run(
+        &mut self,
+        gl: &glow::Context,
+        buffers: &[u32],
+        events: &mut EventRing,
+        frame: u64,
+        compute: &mut dyn FnMut(&Stream) -> Result<()>,
+    ) -> Result<StageTimes> {
+        let names = self.import_into_gl(gl)?;
+        let stream = self.stream.clone();
+        let (stream, trace) = (&*stream, stream.context().trace());
+        let mut times = StageTimes::default();
+
         let started = Instant::now();
+        if self.written_pending {
+            self.gl_wait(gl, names, buffers)?;
+        }
+        if !self.released_pending {
+            self.gl.signal(gl, names.released, buffers)?;
+            self.released_pending = true;
+            let detail = format!("released, {} buffer(s); glFlush", buffers.len());
+            trace.note("glSignalSemaphoreEXT", detail, micros_since(started));
+        }
+
+        let timing = events.begin();
         timing.mark(0, stream)?;
-        compute(Target::Device { buffers: spans.as_slice(), stream })?;
+        self.cuda_released.wait_async(stream, 0)?;
+        self.released_pending = false;
         timing.mark(1, stream)?;
-        self.events.commit(frame);
-        times.set_host(Stage::Kernel, micros_since(started));
-
-        // ... and the kernel must be done before GL draws them.
+        let mut sync_us = micros_since(started);
         let started = Instant::now();
-        stream.synchronize()?;
+        compute(stream)?;
+        timing.mark(2, stream)?;
+        events.commit(frame);
+        times.set_host(Stage::Kernel, micros_since(started));
+        let started = Instant::now();
+        self.cuda_written.signal_async(stream, 0)?;
+        self.written_pending = true;
+        self.gl_wait(gl, names, buffers)?;
+        // Host time of the calls that order the step; nothing here waits on the host.
         sync_us += micros_since(started);
         times.set_host(Stage::Sync, sync_us);
         Ok(times)
     }
 
-    fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
-        poll_stages(&mut self.events, &[Stage::Kernel])
+    /// GL's later commands wait for CUDA's signal of `written`.
+    fn gl_wait(&mut self, gl: &glow::Context, names: GlNames, buffers: &[u32]) -> Result<()> {
+        let started = Instant::now();
+        self.gl.wait(gl, names.written, buffers)?;
+        self.written_pending = false;
+        let detail = format!("written, {} buffer(s)", buffers.len());
+        self.stream.context().trace().note("glWaitSemaphoreEXT", detail, micros_since(started));
+        Ok(())
     }
+}
 
-    fn synchronize(&mut self) -> Result<()> {
-        self.stream.synchronize()
+impl Drop for GpuOrder {
+    fn drop(&mut self) {
+        // Neither API may still be waiting on or signalling the semaphores when they go: CUDA's
+        // stream first, then GL (whose last wait CUDA's last signal satisfied).
+        if let Err(error) = self.stream.synchronize() {
+            log::warn!("the stream could not be finished before its semaphores were released: {error}");
+        }
+        if let Some(names) = self.gl_names.take() {
+            self.gl.finish();
+            self.gl.delete(names.released);
+            self.gl.delete(names.written);
+        }
     }
 }

@@ -4,7 +4,8 @@
 //! - [`interop::Interop`]: the GL buffer is registered with CUDA once; each frame it is mapped, the
 //!   kernel writes it directly, and it is unmapped before GL draws it. No copy at all.
 //! - [`external::External`]: CUDA allocates exportable memory and GL builds its buffer on it; no
-//!   map, no unmap, and the app orders the two APIs itself.
+//!   map, no unmap, and the app orders the two APIs itself: with host waits, or with semaphores
+//!   on the GPU.
 //! - [`host_copy::HostCopy`] (pinned or pageable): the kernel writes ordinary device memory, which
 //!   is copied to host memory (`cuMemcpyDtoHAsync`) and from there into the GL buffer
 //!   (`glBufferSubData`). The baseline interop is measured against.
@@ -40,7 +41,7 @@ use crate::cuda::interop::{GlEntryPoints, GraphicsResource, MapAccess};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceBuffer, DeviceSpan, Stream};
 use crate::gl;
-use crate::gl::external::GlMemoryObjects;
+use crate::gl::external::{GlMemoryObjects, GlSemaphores};
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
@@ -61,6 +62,9 @@ pub enum TransferKind {
     Cpu,
     /// Vulkan allocates, CUDA imports; timeline semaphores order the two (the Vulkan renderer).
     Vulkan,
+    /// As `External`, ordered on the GPU by semaphores GL and CUDA import (`GL_EXT_semaphore_fd`)
+    /// instead of host waits.
+    ExternalSemaphores,
 }
 
 impl TransferKind {
@@ -73,6 +77,7 @@ impl TransferKind {
             Self::External => "external memory",
             Self::Cpu => "CPU",
             Self::Vulkan => "Vulkan external memory",
+            Self::ExternalSemaphores => "external + semaphores",
         }
     }
 
@@ -104,6 +109,12 @@ impl TransferKind {
                 "Vulkan allocates exportable memory and CUDA imports it once (cuImportExternalMemory). Two timeline \
                  semaphores order them on the GPU: CUDA waits until Vulkan has read the buffer, writes, signals; \
                  Vulkan's submission waits for that signal. The host waits for neither."
+            }
+            Self::ExternalSemaphores => {
+                "The external-memory buffers, ordered on the GPU instead of the host: GL signals a semaphore when \
+                 it is done with the buffers, CUDA's stream waits for it, writes, and signals a second one that \
+                 GL's draw waits for. Vulkan makes the two semaphores (neither GL nor CUDA can make one to share); \
+                 GL imports them with GL_EXT_semaphore_fd and CUDA with cuImportExternalSemaphore."
             }
         }
     }
@@ -464,6 +475,8 @@ pub struct CudaSide<'a> {
     pub interop: Option<GlEntryPoints>,
     /// GL's memory-object entry points, when GL can import memory CUDA exports.
     pub external: Option<GlMemoryObjects>,
+    /// GL's semaphore entry points, when GL can import semaphores (`GL_EXT_semaphore_fd`).
+    pub gl_semaphores: Option<GlSemaphores>,
 }
 
 /// From a ring of buffers, slot `this` (written this frame) and, when the ring has more than one,
@@ -497,7 +510,7 @@ pub fn create(kind: TransferKind, cuda: Option<CudaSide<'_>>) -> Result<Box<dyn 
             })?;
             Box::new(Interop::new(context, stream, entry_points, events))
         }
-        TransferKind::External => {
+        TransferKind::External | TransferKind::ExternalSemaphores => {
             let gl_memory = cuda.external.ok_or_else(|| {
                 Error::Unavailable(
                     "external memory needs GL_EXT_memory_object_fd on the CUDA device's GL context and a device that \
@@ -505,7 +518,18 @@ pub fn create(kind: TransferKind, cuda: Option<CudaSide<'_>>) -> Result<Box<dyn 
                         .to_owned(),
                 )
             })?;
-            Box::new(External::new(context, stream, gl_memory, events))
+            if kind == TransferKind::External {
+                Box::new(External::new(context, stream, gl_memory, events))
+            } else {
+                let gl_semaphores = cuda.gl_semaphores.ok_or_else(|| {
+                    Error::Unavailable(
+                        "external memory with semaphores needs GL_EXT_semaphore_fd, which this GL context lacks: \
+                         --transfer external orders the same memory with host waits"
+                            .to_owned(),
+                    )
+                })?;
+                Box::new(External::with_semaphores(context, stream, gl_memory, gl_semaphores, events)?)
+            }
         }
         TransferKind::Vulkan => Box::new(vulkan::VulkanPath::new(context, stream)),
         TransferKind::Cpu => Box::new(CpuPath),

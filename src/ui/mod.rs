@@ -234,6 +234,12 @@ fn ownership(ui: &mut egui::Ui, input: &PanelInput<'_>) {
                 "Buffers: one allocation seen by both APIs, never handed over; ordering comes from stream and GL syncs",
             );
         }
+        TransferKind::ExternalSemaphores => {
+            ui.label(
+                "Buffers: one allocation seen by both APIs; two semaphores order kernel and draw on the GPU, and the \
+                 host waits for neither",
+            );
+        }
         TransferKind::HostCopy | TransferKind::HostCopyPageable => {
             ui.label("Buffers: CUDA owns its device copy, GL owns its buffer; bytes cross through host memory");
         }
