@@ -126,6 +126,14 @@ fn doctor_without_a_driver_explains_and_exits_1() {
     assert_eq!(report["exit_code"], 1);
     assert_eq!(report["transfer"], "cpu");
     assert!(report["headless_gl"]["info"]["renderer"].is_string(), "a GL context was made: {}", report["headless_gl"]);
+    // What the context can import is said beside it, as the JSON has it.
+    let sharing = report["headless_gl"]["info"]["sharing"].as_array().expect("sharing extensions listed");
+    if sharing.len() == interop_lab::gl::SHARING_EXTENSIONS.len() {
+        assert!(stdout.contains("imports memory and semaphores"), "{stdout}");
+    } else {
+        let missing = interop_lab::gl::SHARING_EXTENSIONS.iter().find(|e| !sharing.iter().any(|s| s == **e));
+        assert!(stdout.contains(&format!("lacks {}", missing.expect("one missing"))), "{stdout}");
+    }
 }
 
 #[test]
@@ -171,6 +179,9 @@ fn doctor_on_a_gpu_reports_interop_and_exits_0() {
     assert_eq!(report["transfer"], "interop");
     assert!(report["headless_gl"]["cuda_devices"].as_array().is_some_and(|d| !d.is_empty()), "{report:#}");
     assert!(report["kernels"].as_array().is_some_and(|k| k.iter().all(|k| k["error"].is_null())), "{report:#}");
+    // NVIDIA's GL imports memory and semaphores (--transfer external and external-semaphores).
+    let sharing = report["headless_gl"]["info"]["sharing"].as_array().expect("sharing");
+    assert_eq!(sharing.len(), interop_lab::gl::SHARING_EXTENSIONS.len(), "{sharing:?}");
     // The Vulkan device of the same GPU is found by UUID, with what sharing memory with CUDA needs.
     let vulkan = &report["vulkan"];
     if common::available(vulkan["probe"].is_object(), "a Vulkan loader and driver", "INTEROP_LAB_REQUIRE_VULKAN") {

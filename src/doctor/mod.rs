@@ -555,6 +555,23 @@ pub fn render(report: &Report) -> String {
         match &check.info {
             Some(info) => {
                 let _ = writeln!(out, "ok GL {}: {} / {} / {}", check.kind, info.vendor, info.renderer, info.version);
+                let missing: Vec<&str> = crate::gl::SHARING_EXTENSIONS
+                    .iter()
+                    .copied()
+                    .filter(|e| !info.sharing.iter().any(|s| s == e))
+                    .collect();
+                let _ = match missing.as_slice() {
+                    [] => writeln!(
+                        out,
+                        "     imports memory and semaphores (GL_EXT_memory_object_fd, GL_EXT_semaphore_fd)"
+                    ),
+                    _ => writeln!(
+                        out,
+                        "     lacks {}: --transfer external{} cannot run on it",
+                        missing.join(", "),
+                        if missing.iter().any(|e| e.contains("memory_object")) { "" } else { "-semaphores" }
+                    ),
+                };
                 match &check.cuda_devices {
                     Some(devices) if !devices.is_empty() => {
                         let _ = writeln!(out, "ok   cuGLGetDevices: CUDA device(s) {devices:?} own this context");

@@ -34,17 +34,29 @@ pub struct GlInfo {
     pub renderer: String,
     /// `GL_VERSION`.
     pub version: String,
+    /// The extensions for sharing with other APIs that the context offers (of
+    /// [`SHARING_EXTENSIONS`]).
+    #[serde(default)]
+    pub sharing: Vec<String>,
 }
+
+/// What GL needs to import memory (`--transfer external`) and semaphores
+/// (`--transfer external-semaphores`) that another API made.
+pub const SHARING_EXTENSIONS: [&str; 4] =
+    ["GL_EXT_memory_object", "GL_EXT_memory_object_fd", "GL_EXT_semaphore", "GL_EXT_semaphore_fd"];
 
 impl GlInfo {
     /// Reads the strings of the current context.
     pub fn query(gl: &glow::Context) -> Self {
+        let extensions = gl.supported_extensions();
+        let sharing = SHARING_EXTENSIONS.iter().filter(|e| extensions.contains(**e)).map(|e| e.to_string()).collect();
         // SAFETY: plain queries on the current context.
         unsafe {
             Self {
                 vendor: gl.get_parameter_string(glow::VENDOR),
                 renderer: gl.get_parameter_string(glow::RENDERER),
                 version: gl.get_parameter_string(glow::VERSION),
+                sharing,
             }
         }
     }
