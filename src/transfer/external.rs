@@ -99,26 +99,23 @@ impl Transfer for External {
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
-        let gl = graphics.gl()?;
-        let kind = self.kind();
-        let spans = DeviceSpans::of(buffers, kind, |link| match link {
-            Link::External { memory, .. } => Some(memory.span()),
-            _ => None,
-        })?;
-        match &mut self.order {
-            Some(order) => {
-                let mut names = [0u32; crate::cuda::interop::MAX_MAPPED];
-                for ((buffer, _), name) in buffers.iter().zip(names.iter_mut()) {
-                    *name = buffer.gl()?.name();
-                }
-                order.run(gl, &names[..buffers.len()], &mut self.events, frame, &mut |stream| {
-                    compute(Target::Device { buffers: spans.as_slice(), stream })
-                })
-            }
-            None => run_with_host_waits(gl, &self.stream, &mut self.events, frame, &mut |stream| {
-                compute(Target::Device { buffers: spans.as_slice(), stream })
-            }),
-        }
+        self.run_with(graphics, frame, buffers, &[], compute)
+    }
+
+    /// With semaphores, GL's `released` signal for the next step is given right after this
+    /// step's wait, before this frame's draw: the next step's buffers were last drawn in an earlier
+    /// frame, so its kernel need not wait for this frame's draw, and the two overlap. With host
+    /// waits there is nothing to do ahead.
+    fn run_pipelined(
+        &mut self,
+        graphics: Graphics<'_>,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        next: &mut [(&mut SharedBuffer, Access)],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        let next = GlNames::of(next)?;
+        self.run_with(graphics, frame, buffers, next.as_slice(), compute)
     }
 
     fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
@@ -130,6 +127,66 @@ impl Transfer for External {
 
     fn synchronize(&mut self) -> Result<()> {
         self.stream.synchronize()
+    }
+}
+
+impl External {
+    /// A step on `buffers`; `next` names the GL buffers the next step will write (empty: the same
+    /// ones, or not known).
+    fn run_with(
+        &mut self,
+        graphics: Graphics<'_>,
+        frame: u64,
+        buffers: &mut [(&mut SharedBuffer, Access)],
+        next: &[u32],
+        compute: &mut Compute<'_>,
+    ) -> Result<StageTimes> {
+        let gl = graphics.gl()?;
+        let spans = DeviceSpans::of(buffers, self.kind(), |link| match link {
+            Link::External { memory, .. } => Some(memory.span()),
+            _ => None,
+        })?;
+        let mut compute = |stream: &Stream| compute(Target::Device { buffers: spans.as_slice(), stream });
+        match &mut self.order {
+            Some(order) => {
+                let names = GlNames::of(buffers)?;
+                order.run(gl, names.as_slice(), next, &mut self.events, frame, &mut compute)
+            }
+            None => run_with_host_waits(gl, &self.stream, &mut self.events, frame, &mut compute),
+        }
+    }
+}
+
+/// The GL names of a step's buffers (at most [`MAX_MAPPED`] of them).
+///
+/// [`MAX_MAPPED`]: crate::cuda::interop::MAX_MAPPED
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct GlNames {
+    names: [u32; crate::cuda::interop::MAX_MAPPED],
+    len: usize,
+}
+
+impl GlNames {
+    fn of(buffers: &[(&mut SharedBuffer, Access)]) -> Result<Self> {
+        let mut names = [0u32; crate::cuda::interop::MAX_MAPPED];
+        if buffers.len() > names.len() {
+            return Err(Error::InvalidInput(format!("at most {} buffers per step", names.len())));
+        }
+        for ((buffer, _), name) in buffers.iter().zip(names.iter_mut()) {
+            *name = buffer.gl()?.name();
+        }
+        Ok(Self { names, len: buffers.len() })
+    }
+
+    fn from_slice(slice: &[u32]) -> Self {
+        let mut names = [0u32; crate::cuda::interop::MAX_MAPPED];
+        let len = slice.len().min(names.len());
+        names[..len].copy_from_slice(&slice[..len]);
+        Self { names, len }
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        &self.names[..self.len]
     }
 }
 
@@ -173,11 +230,15 @@ struct GpuOrder {
     /// CUDA → GL: the kernel wrote them.
     cuda_written: ImportedSemaphore,
     /// GL's imports of the same two, made with the first buffer (a GL context is needed).
-    gl_names: Option<GlNames>,
-    /// A signal not yet waited for (a step that failed half-way): it is waited for, never
-    /// signalled again, which a binary semaphore would not allow.
+    gl_semaphores: Option<GlSemaphoreNames>,
+    /// A signal not yet waited for: given ahead for the next step (pipelined), or left by a step
+    /// that failed half-way. It is waited for, never signalled again, which a binary semaphore
+    /// would not allow.
     released_pending: bool,
     written_pending: bool,
+    /// The buffers `released` was signalled ahead for: a step that writes others waits for a
+    /// new signal, since the one ahead may have come before their last draw.
+    released_for: Option<GlNames>,
     gl: GlSemaphores,
     stream: Rc<Stream>,
     released: ExportableBinarySemaphore,
@@ -186,7 +247,7 @@ struct GpuOrder {
 }
 
 #[derive(Clone, Copy)]
-struct GlNames {
+struct GlSemaphoreNames {
     released: u32,
     written: u32,
 }
@@ -209,9 +270,10 @@ impl GpuOrder {
         Ok(Self {
             cuda_released,
             cuda_written,
-            gl_names: None,
+            gl_semaphores: None,
             released_pending: false,
             written_pending: false,
+            released_for: None,
             gl,
             stream: stream.clone(),
             released,
@@ -221,8 +283,8 @@ impl GpuOrder {
     }
 
     /// Imports the semaphores into the current GL context, once.
-    fn import_into_gl(&mut self, gl: &glow::Context) -> Result<GlNames> {
-        if let Some(names) = self.gl_names {
+    fn import_into_gl(&mut self, gl: &glow::Context) -> Result<GlSemaphoreNames> {
+        if let Some(names) = self.gl_semaphores {
             return Ok(names);
         }
         let released = self.gl.import(gl, self.released.export_fd()?)?;
@@ -233,35 +295,39 @@ impl GpuOrder {
                 return Err(error);
             }
         };
-        let names = GlNames { released, written };
-        self.gl_names = Some(names);
+        let names = GlSemaphoreNames { released, written };
+        self.gl_semaphores = Some(names);
         Ok(names)
     }
 
-    /// One step: GL signals `released` → CUDA waits → `compute` → CUDA signals `written` → GL
-    /// waits. GPU marks: before CUDA's wait, after it, after the kernel.
+    /// One step: GL signals `released` (unless it did ahead, for these buffers) → CUDA waits →
+    /// `compute` → CUDA signals `written` → GL waits → GL signals `released` ahead when `next`
+    /// names the next step's buffers. GPU marks: before CUDA's wait, after it, after the kernel.
     fn run(
         &mut self,
         gl: &glow::Context,
         buffers: &[u32],
+        next: &[u32],
         events: &mut EventRing,
         frame: u64,
         compute: &mut dyn FnMut(&Stream) -> Result<()>,
     ) -> Result<StageTimes> {
         let names = self.import_into_gl(gl)?;
         let stream = self.stream.clone();
-        let (stream, trace) = (&*stream, stream.context().trace());
+        let stream = &*stream;
         let mut times = StageTimes::default();
 
         let started = Instant::now();
         if self.written_pending {
             self.gl_wait(gl, names, buffers)?;
         }
+        if self.released_pending && self.released_for != Some(GlNames::from_slice(buffers)) {
+            // Signalled ahead for other buffers: consumed, and signalled again below.
+            self.cuda_released.wait_async(stream, 0)?;
+            self.released_pending = false;
+        }
         if !self.released_pending {
-            self.gl.signal(gl, names.released, buffers)?;
-            self.released_pending = true;
-            let detail = format!("released, {} buffer(s); glFlush", buffers.len());
-            trace.note("glSignalSemaphoreEXT", detail, micros_since(started));
+            self.gl_signal(gl, names, buffers, None)?;
         }
 
         let timing = events.begin();
@@ -279,14 +345,38 @@ impl GpuOrder {
         self.cuda_written.signal_async(stream, 0)?;
         self.written_pending = true;
         self.gl_wait(gl, names, buffers)?;
+        if !next.is_empty() {
+            self.gl_signal(gl, names, next, Some(GlNames::from_slice(next)))?;
+        }
         // Host time of the calls that order the step; nothing here waits on the host.
         sync_us += micros_since(started);
         times.set_host(Stage::Sync, sync_us);
         Ok(times)
     }
 
+    /// GL signals `released` after every command given so far; `ahead` names the buffers of the
+    /// next step when it is given for them ahead.
+    fn gl_signal(
+        &mut self,
+        gl: &glow::Context,
+        names: GlSemaphoreNames,
+        buffers: &[u32],
+        ahead: Option<GlNames>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        self.gl.signal(gl, names.released, buffers)?;
+        self.released_pending = true;
+        self.released_for = ahead;
+        let detail = match ahead {
+            Some(_) => format!("released, ahead for the next step's {} buffer(s); glFlush", buffers.len()),
+            None => format!("released, {} buffer(s); glFlush", buffers.len()),
+        };
+        self.stream.context().trace().note("glSignalSemaphoreEXT", detail, micros_since(started));
+        Ok(())
+    }
+
     /// GL's later commands wait for CUDA's signal of `written`.
-    fn gl_wait(&mut self, gl: &glow::Context, names: GlNames, buffers: &[u32]) -> Result<()> {
+    fn gl_wait(&mut self, gl: &glow::Context, names: GlSemaphoreNames, buffers: &[u32]) -> Result<()> {
         let started = Instant::now();
         self.gl.wait(gl, names.written, buffers)?;
         self.written_pending = false;
@@ -303,7 +393,7 @@ impl Drop for GpuOrder {
         if let Err(error) = self.stream.synchronize() {
             log::warn!("the stream could not be finished before its semaphores were released: {error}");
         }
-        if let Some(names) = self.gl_names.take() {
+        if let Some(names) = self.gl_semaphores.take() {
             self.gl.finish();
             self.gl.delete(names.released);
             self.gl.delete(names.written);
