@@ -300,22 +300,30 @@ fn on_vulkan_cuda_writes_imported_memory_that_matches_the_reference() {
         let source = random_image(width, height, &mut random, &path);
         for format in [PixelFormat::Rgba8, PixelFormat::Rgba32f] {
             for (filter, sigma) in [(Filter::Separable, 2.5), (Filter::Box, 4.0), (Filter::Recursive, 5.0)] {
-                let settings =
-                    BlurSettings { image: Some(path.clone()), sigma, filter, format, ..BlurSettings::default() };
-                let env = DemoEnv { graphics, cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan };
-                let mut blur = Blur::new(&env, settings.clone()).expect("blur on the Vulkan path");
-                assert_eq!(blur.pipeline().kind(), TransferKind::Vulkan);
-                // Written through the pixel buffer Vulkan allocated and CUDA imported, read back
-                // through CUDA's import after Vulkan copied it into the image.
-                let out = blur_once(graphics, &mut blur);
-                let (max, mean) = errors(&out, &reference(&source, &settings));
-                let (max_bound, mean_bound) = bounds(format, filter);
-                eprintln!("Vulkan {width}x{height} {format:?} {filter:?}: max {max:e} mean {mean:e}");
-                assert!(
-                    max <= max_bound && mean <= mean_bound,
-                    "Vulkan {width}x{height} {format:?} {filter:?}: max {max:e} mean {mean:e}"
-                );
-                Box::new(blur).destroy(graphics);
+                // The texture route: the image Vulkan allocated, CUDA imported as an array and
+                // wrote through a surface, read back through that array. The pixel-buffer route:
+                // the buffer CUDA imported, read back through it.
+                for route in [Route::Texture, Route::Pbo] {
+                    let settings = BlurSettings {
+                        image: Some(path.clone()),
+                        sigma,
+                        filter,
+                        format,
+                        route,
+                        ..BlurSettings::default()
+                    };
+                    let env = DemoEnv { graphics, cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan };
+                    let mut blur = Blur::new(&env, settings.clone()).expect("blur on the Vulkan path");
+                    assert_eq!(blur.pipeline().kind(), TransferKind::Vulkan);
+                    assert_eq!(blur.route(), route, "{}: no fallback", blur.route_label());
+                    let out = blur_once(graphics, &mut blur);
+                    let (max, mean) = errors(&out, &reference(&source, &settings));
+                    let (max_bound, mean_bound) = bounds(format, filter);
+                    let case = format!("Vulkan {} {width}x{height} {format:?} {filter:?}", blur.route_label());
+                    eprintln!("{case}: max {max:e} mean {mean:e}");
+                    assert!(max <= max_bound && mean <= mean_bound, "{case}: max {max:e} mean {mean:e}");
+                    Box::new(blur).destroy(graphics);
+                }
             }
         }
     }

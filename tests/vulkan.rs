@@ -145,3 +145,24 @@ fn a_binary_semaphore_for_gl_and_cuda_exports_or_says_which_extension_is_missing
         assert!(std::fs::File::from(fd).metadata().is_ok(), "the descriptor is open");
     }
 }
+
+#[test]
+fn a_shared_texture_is_filled_and_exports_its_memory_for_cuda() {
+    // Blur's image on the Vulkan path: exportable, uploaded once (then left in the GENERAL
+    // layout), and exported for CUDA's import; an ordinary texture refuses to export.
+    let Some(vulkan) = device() else { return };
+    if !vulkan.description().external_memory_fd {
+        eprintln!("skipped: {} has no VK_KHR_external_memory_fd", vulkan.description().name);
+        return;
+    }
+    let graphics = interop_lab::vk::frame::VulkanGraphics::on(vulkan.clone(), [64, 64]).unwrap();
+    let pixels: Vec<u8> = (0..40 * 24 * 4).map(|i| i as u8).collect();
+    let format = interop_lab::pixel::PixelFormat::Rgba8;
+    let shared = graphics.shared_texture([40, 24], format, &pixels).unwrap();
+    let (fd, allocation_size) = shared.export().unwrap();
+    assert!(allocation_size >= pixels.len() as u64, "{allocation_size} bytes hold the image");
+    assert!(std::fs::File::from(fd).metadata().is_ok(), "the descriptor is open");
+    let plain = graphics.texture([40, 24], format, &pixels).unwrap();
+    assert!(plain.export().is_err(), "a texture not made to share is refused");
+    assert!(graphics.shared_texture([40, 24], format, &pixels[..100]).is_err(), "a short upload is refused");
+}

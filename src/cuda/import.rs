@@ -1,5 +1,7 @@
 //! What CUDA imports from another API (Vulkan): memory, as an opaque file descriptor mapped to a
-//! device pointer kernels write (`cuImportExternalMemory`, `cuExternalMemoryGetMappedBuffer`), and
+//! device pointer kernels write (`cuImportExternalMemory`, `cuExternalMemoryGetMappedBuffer`) or,
+//! for an image, to a CUDA array kernels write through a surface object
+//! (`cuExternalMemoryGetMappedMipmappedArray`, `cuMipmappedArrayGetLevel`, `cuSurfObjectCreate`); and
 //! semaphores (timeline or binary) a stream waits on and signals without the host
 //! (`cuImportExternalSemaphore`, `cuWaitExternalSemaphoresAsync`, `cuSignalExternalSemaphoresAsync`).
 //! Importing takes the file descriptor over; each object is released on drop.
@@ -13,6 +15,7 @@ use cudarc::driver::sys;
 use super::context::Context;
 use super::memory::DeviceSpan;
 use super::stream::Stream;
+use super::surface::SurfaceObject;
 use crate::Result;
 
 /// Memory another API allocated, mapped for kernels. The mapping is freed, then the import
@@ -29,21 +32,8 @@ impl ImportedMemory {
     /// bytes) and maps its first `bytes` bytes. CUDA owns the descriptor once the import succeeds;
     /// on failure it is closed here.
     pub fn new(context: &Rc<Context>, fd: OwnedFd, allocation_size: u64, bytes: usize) -> Result<Self> {
-        let raw = fd.into_raw_fd();
-        let description = memory_description(raw, allocation_size);
+        let external = import_memory(context, fd, allocation_size)?;
         let trace = context.trace();
-        let mut external = std::ptr::null_mut();
-        // SAFETY: a valid description; on success the driver owns `raw`.
-        let imported = trace.call(
-            "cuImportExternalMemory",
-            || format!("opaque fd, {allocation_size} bytes, dedicated"),
-            || unsafe { sys::cuImportExternalMemory(&mut external, &description) },
-        );
-        if let Err(error) = imported {
-            // SAFETY: the import failed, so the descriptor is still ours; closed once.
-            drop(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) });
-            return Err(error);
-        }
         let mut memory = Self { external, ptr: 0, bytes, context: context.clone() };
         let buffer =
             sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset: 0, size: bytes as u64, flags: 0, reserved: [0; 16] };
@@ -74,11 +64,181 @@ impl Drop for ImportedMemory {
         {
             self.context.defer_error(error);
         }
-        if let Err(error) = trace
-            .call("cuDestroyExternalMemory", String::new, || unsafe { sys::cuDestroyExternalMemory(self.external) })
+        destroy_import(&self.context, self.external);
+    }
+}
+
+/// `cuImportExternalMemory` of `fd`, a dedicated allocation of `allocation_size` bytes. CUDA owns
+/// the descriptor once the import succeeds; on failure it is closed here.
+fn import_memory(context: &Context, fd: OwnedFd, allocation_size: u64) -> Result<sys::CUexternalMemory> {
+    let raw = fd.into_raw_fd();
+    let description = memory_description(raw, allocation_size);
+    let mut external = std::ptr::null_mut();
+    // SAFETY: a valid description; on success the driver owns `raw`.
+    let imported = context.trace().call(
+        "cuImportExternalMemory",
+        || format!("opaque fd, {allocation_size} bytes, dedicated"),
+        || unsafe { sys::cuImportExternalMemory(&mut external, &description) },
+    );
+    if let Err(error) = imported {
+        // SAFETY: the import failed, so the descriptor is still ours; closed once.
+        drop(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) });
+        return Err(error);
+    }
+    Ok(external)
+}
+
+/// Destroys an import, or keeps the error for the context to report (from `Drop`).
+fn destroy_import(context: &Context, external: sys::CUexternalMemory) {
+    // SAFETY: a live import, destroyed once, after everything mapped from it was freed.
+    if let Err(error) = context
+        .trace()
+        .call("cuDestroyExternalMemory", String::new, || unsafe { sys::cuDestroyExternalMemory(external) })
+    {
+        context.defer_error(error);
+    }
+}
+
+/// An image another API allocated (one mip level, 2D, four channels), mapped as a CUDA array that
+/// kernels write through a surface object. On drop: the surface, the mipmapped array, the import.
+pub struct ImportedImage {
+    external: sys::CUexternalMemory,
+    mipmapped: sys::CUmipmappedArray,
+    /// Level 0 of `mipmapped`, which owns it.
+    array: sys::CUarray,
+    surface: Option<SurfaceObject>,
+    size: [u32; 2],
+    bytes_per_pixel: usize,
+    context: Rc<Context>,
+}
+
+/// The channel type of an imported image's four channels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelType {
+    /// 8-bit unsigned normalised (RGBA8).
+    Unorm8,
+    /// 32-bit float (RGBA32F).
+    Float32,
+}
+
+impl ImportedImage {
+    /// Imports `fd` (a dedicated allocation of `allocation_size` bytes holding an optimally tiled
+    /// image of `size` pixels, four channels of `channels`) and maps its level 0 for surface
+    /// loads and stores.
+    pub fn new(
+        context: &Rc<Context>,
+        fd: OwnedFd,
+        allocation_size: u64,
+        size: [u32; 2],
+        channels: ChannelType,
+    ) -> Result<Self> {
+        let external = import_memory(context, fd, allocation_size)?;
+        let (format, bytes_per_pixel) = match channels {
+            ChannelType::Unorm8 => (sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8, 4),
+            ChannelType::Float32 => (sys::CUarray_format::CU_AD_FORMAT_FLOAT, 16),
+        };
+        let mut image = Self {
+            external,
+            mipmapped: std::ptr::null_mut(),
+            array: std::ptr::null_mut(),
+            surface: None,
+            size,
+            bytes_per_pixel,
+            context: context.clone(),
+        };
+        let description = mipmapped_description(size, format);
+        let trace = context.trace();
+        // SAFETY: a live import and a valid description; the array is destroyed in Drop.
+        trace.call(
+            "cuExternalMemoryGetMappedMipmappedArray",
+            || format!("{}x{}, 4 × {format:?}, 1 level, surface load/store", size[0], size[1]),
+            || unsafe { sys::cuExternalMemoryGetMappedMipmappedArray(&mut image.mipmapped, external, &description) },
+        )?;
+        // SAFETY: level 0 of a live mipmapped array of one level.
+        trace.call(
+            "cuMipmappedArrayGetLevel",
+            || "level 0".to_owned(),
+            || unsafe { sys::cuMipmappedArrayGetLevel(&mut image.array, image.mipmapped, 0) },
+        )?;
+        image.surface = Some(SurfaceObject::new(context, image.array)?);
+        Ok(image)
+    }
+
+    /// The surface object kernels write (`cudaSurfaceObject_t`).
+    pub fn surface(&self) -> u64 {
+        self.surface.as_ref().map(SurfaceObject::raw).unwrap_or(0)
+    }
+
+    /// Size in pixels.
+    pub fn size(&self) -> [u32; 2] {
+        self.size
+    }
+
+    /// Copies the image into host memory (rows top first, tightly packed) and waits for it.
+    pub fn download(&self, stream: &Stream) -> Result<Vec<u8>> {
+        let row = self.size[0] as usize * self.bytes_per_pixel;
+        let mut out = vec![0u8; row * self.size[1] as usize];
+        let copy = sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_ARRAY,
+            srcHost: std::ptr::null(),
+            srcDevice: 0,
+            srcArray: self.array,
+            srcPitch: 0,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+            dstHost: out.as_mut_ptr().cast(),
+            dstDevice: 0,
+            dstArray: std::ptr::null_mut(),
+            dstPitch: row,
+            WidthInBytes: row,
+            Height: self.size[1] as usize,
+        };
+        // SAFETY: the whole of a live array into `out`, which holds exactly its rows; the host
+        // waits for the copy before `out` is used or dropped.
+        self.context.trace().call(
+            "cuMemcpy2DAsync",
+            || format!("{} bytes, array to host", out.len()),
+            || unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.raw()) },
+        )?;
+        stream.synchronize()?;
+        Ok(out)
+    }
+}
+
+impl Drop for ImportedImage {
+    fn drop(&mut self) {
+        drop(self.surface.take());
+        // SAFETY: the mapped array (if made) is destroyed once, after its surface; then the import.
+        if !self.mipmapped.is_null()
+            && let Err(error) = self.context.trace().call("cuMipmappedArrayDestroy", String::new, || unsafe {
+                sys::cuMipmappedArrayDestroy(self.mipmapped)
+            })
         {
             self.context.defer_error(error);
         }
+        destroy_import(&self.context, self.external);
+    }
+}
+
+fn mipmapped_description(
+    size: [u32; 2],
+    format: sys::CUarray_format,
+) -> sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+    sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+        offset: 0,
+        arrayDesc: sys::CUDA_ARRAY3D_DESCRIPTOR {
+            Width: size[0] as usize,
+            Height: size[1] as usize,
+            Depth: 0,
+            Format: format,
+            NumChannels: 4,
+            Flags: sys::CUDA_ARRAY3D_SURFACE_LDST,
+        },
+        numLevels: 1,
+        reserved: [0; 16],
     }
 }
 
@@ -225,5 +385,9 @@ mod tests {
         // SAFETY: as above.
         assert_eq!(unsafe { (semaphore.handle.fd, wait_parameters(5).params.fence.value) }, (9, 5));
         assert_eq!(signal_parameters(6).params.fence.value, 6);
+        let image = mipmapped_description([640, 480], sys::CUarray_format::CU_AD_FORMAT_FLOAT);
+        let array = image.arrayDesc;
+        assert_eq!((array.Width, array.Height, array.Depth, array.NumChannels), (640, 480, 0, 4));
+        assert_eq!((array.Flags, image.numLevels), (sys::CUDA_ARRAY3D_SURFACE_LDST, 1));
     }
 }

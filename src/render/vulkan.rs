@@ -136,7 +136,7 @@ impl VulkanRenderer {
     fn draw_picture(&mut self, vulkan: &VulkanGraphics, picture: &Picture<'_>, view: &View) -> Result<()> {
         let pass = self.picture_pass(vulkan)?;
         let original = picture.original.texture().vulkan()?;
-        let result = picture.result.texture().vulkan()?;
+        let result = picture.result.vulkan(vulkan)?;
         let nearest = picture.zoom >= 1.0;
         let key = (original.id(), result.id(), nearest);
         let set = match pass.bound {

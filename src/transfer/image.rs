@@ -1,13 +1,16 @@
-//! Images kernels write and the graphics side draws. Two routes: the texture itself registered
-//! with CUDA (`cuGraphicsGLRegisterImage`) and written through a surface object — GL interop, no
-//! copy — or a pixel buffer the path shares like any buffer, copied into the texture on the GPU
-//! (`glTexSubImage2D` from the bound pixel buffer) after each compute.
+//! Images kernels write and the graphics side draws. Two routes: the texture itself written
+//! through a surface object, no copy — a GL texture registered with CUDA
+//! (`cuGraphicsGLRegisterImage`, GL interop) or a Vulkan image whose memory CUDA imports
+//! (`cuExternalMemoryGetMappedMipmappedArray`, the Vulkan path) — or a pixel buffer the path
+//! shares like any buffer, copied into the texture on the GPU (`glTexSubImage2D` from the bound
+//! pixel buffer, `vkCmdCopyBufferToImage`) after each compute.
 
 use std::time::Instant;
 
 use super::{Access, SharedBuffer, Target, Transfer};
 use crate::Result;
 use crate::cuda::Stream;
+use crate::cuda::import::ImportedImage;
 use crate::cuda::interop::GraphicsResource;
 use crate::gl;
 use crate::graphics::Graphics;
@@ -83,8 +86,37 @@ impl TextureMemory {
 enum ImageLink {
     /// Registered with CUDA: written in place through a surface object.
     Registered(GraphicsResource),
+    /// A Vulkan image CUDA imported: written in place through a surface object, after the
+    /// submission that last sampled it (its mark).
+    Imported { image: ImportedImage, mark: crate::vk::shared::ReadMark },
     /// Fed from a pixel buffer after each compute.
     PixelBuffer(SharedBuffer),
+}
+
+/// What a path that shares Vulkan images with CUDA can do (the Vulkan path).
+pub trait ImageSharing {
+    /// A Vulkan image of `size` pixels in `format` holding `initial`, imported by CUDA.
+    fn create_shared_image(
+        &mut self,
+        graphics: Graphics<'_>,
+        size: [u32; 2],
+        format: PixelFormat,
+        initial: &[u8],
+    ) -> Result<SharedImage>;
+
+    /// Runs `compute` with a surface over the imported `image`, ordered after the draws that
+    /// sampled it and before the ones that will.
+    fn run_shared_image(
+        &mut self,
+        graphics: Graphics<'_>,
+        frame: u64,
+        image: &mut SharedImage,
+        compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
+    ) -> Result<StageTimes>;
+
+    /// The image's pixels (bytes of its format, top row first), once every kernel writing it
+    /// is done.
+    fn read_shared_image(&mut self, image: &SharedImage) -> Result<Vec<u8>>;
 }
 
 /// What an image compute step writes.
@@ -109,12 +141,38 @@ impl SharedImage {
         Self { link: ImageLink::Registered(resource), texture: TextureMemory::Gl(texture) }
     }
 
+    /// A Vulkan image CUDA imported (the Vulkan path makes these).
+    pub(super) fn imported(
+        image: ImportedImage,
+        mark: crate::vk::shared::ReadMark,
+        texture: crate::vk::texture::Texture,
+    ) -> Self {
+        Self { link: ImageLink::Imported { image, mark }, texture: TextureMemory::Vulkan(texture) }
+    }
+
     /// The registration, when the texture is written in place.
     pub(super) fn resource_mut(&mut self) -> Option<&mut GraphicsResource> {
         match &mut self.link {
             ImageLink::Registered(resource) => Some(resource),
-            ImageLink::PixelBuffer(_) => None,
+            _ => None,
         }
+    }
+
+    /// CUDA's import and the last submission that sampled it, for an imported Vulkan image.
+    pub(super) fn import(&self) -> Option<(&ImportedImage, &crate::vk::shared::ReadMark)> {
+        match &self.link {
+            ImageLink::Imported { image, mark } => Some((image, mark)),
+            _ => None,
+        }
+    }
+
+    /// The Vulkan image, for commands of the submission `frame` is recording, which is noted as
+    /// its reader when CUDA writes it: CUDA waits for that submission before writing it again.
+    pub fn vulkan(&self, frame: &crate::vk::frame::VulkanGraphics) -> Result<&crate::vk::texture::Texture> {
+        if let ImageLink::Imported { mark, .. } = &self.link {
+            frame.reads(mark);
+        }
+        self.texture.vulkan()
     }
 
     /// The texture, for drawing (borrowing it means no kernel writes it right now).
@@ -124,14 +182,19 @@ impl SharedImage {
 
     /// Whether kernels write the texture in place (else through a pixel buffer).
     pub fn in_place(&self) -> bool {
-        matches!(self.link, ImageLink::Registered(_))
+        !matches!(self.link, ImageLink::PixelBuffer(_))
+    }
+
+    /// Whether the texture is a Vulkan image CUDA imported.
+    pub fn imported_by_cuda(&self) -> bool {
+        matches!(self.link, ImageLink::Imported { .. })
     }
 
     /// The pixel buffer, on the pixel-buffer route.
     pub fn pixel_buffer_mut(&mut self) -> Option<&mut SharedBuffer> {
         match &mut self.link {
             ImageLink::PixelBuffer(buffer) => Some(buffer),
-            ImageLink::Registered(_) => None,
+            _ => None,
         }
     }
 
@@ -140,6 +203,10 @@ impl SharedImage {
         let SharedImage { link, texture } = self;
         match link {
             ImageLink::Registered(resource) => drop(resource),
+            ImageLink::Imported { image, .. } => {
+                // CUDA's import goes first; the texture's destroy waits for Vulkan's frames.
+                drop(image);
+            }
             ImageLink::PixelBuffer(buffer) => buffer.destroy(graphics),
         }
         texture.destroy(graphics);
@@ -159,6 +226,17 @@ impl dyn Transfer + '_ {
         initial: &[u8],
         in_place: bool,
     ) -> Result<SharedImage> {
+        if in_place
+            && matches!(graphics, Graphics::Vulkan(_))
+            && let Some(sharing) = self.image_sharing()
+        {
+            match sharing.create_shared_image(graphics, size, format, initial) {
+                Ok(image) => return Ok(image),
+                Err(error) => {
+                    log::warn!("CUDA cannot import the Vulkan image, so it goes through a pixel buffer: {error}")
+                }
+            }
+        }
         let texture = TextureMemory::new(graphics, size, format, initial)?;
         let texture = match texture {
             TextureMemory::Gl(texture) if in_place && self.mapping().is_some() => {
@@ -186,14 +264,16 @@ impl dyn Transfer + '_ {
     ) -> Result<StageTimes> {
         if image.in_place() {
             let label = self.kind().label();
-            return match self.mapping() {
-                Some(mapping) => mapping.run_registered(frame, image, compute),
-                None => Err(crate::Error::Unavailable(format!("the {label} path cannot write textures directly"))),
+            let unavailable = || crate::Error::Unavailable(format!("the {label} path cannot write textures directly"));
+            return if image.imported_by_cuda() {
+                self.image_sharing().ok_or_else(unavailable)?.run_shared_image(graphics, frame, image, compute)
+            } else {
+                self.mapping().ok_or_else(unavailable)?.run_registered(frame, image, compute)
             };
         }
         let SharedImage { link, texture } = image;
         match link {
-            ImageLink::Registered(_) => Ok(StageTimes::default()),
+            ImageLink::Registered(_) | ImageLink::Imported { .. } => Ok(StageTimes::default()),
             ImageLink::PixelBuffer(buffer) => {
                 let mut buffers = [(&mut *buffer, Access::Write)];
                 let mut times =
@@ -219,6 +299,13 @@ impl dyn Transfer + '_ {
         match &image.link {
             ImageLink::PixelBuffer(buffer) => self.read_buffer(graphics, buffer),
             ImageLink::Registered(_) => image.texture.gl()?.read(graphics.gl()?),
+            ImageLink::Imported { .. } => {
+                let label = self.kind().label();
+                match self.image_sharing() {
+                    Some(sharing) => sharing.read_shared_image(image),
+                    None => Err(crate::Error::Unavailable(format!("the {label} path cannot read Vulkan images"))),
+                }
+            }
         }
     }
 
@@ -232,6 +319,10 @@ impl dyn Transfer + '_ {
                 let staging = graphics.vulkan()?.host_buffer(bytes)?;
                 graphics.vulkan()?.upload_texture(texture, &staging)?;
                 graphics.vulkan()?.release_after_frame(staging);
+                if image.imported_by_cuda() {
+                    // CUDA's next write must come after this one.
+                    graphics.vulkan()?.wait_idle()?;
+                }
             }
         }
         if let ImageLink::PixelBuffer(buffer) = &mut image.link {

@@ -34,7 +34,7 @@ use serde::Serialize;
 use self::cpu::{CpuPath, HostBytes};
 use self::external::External;
 use self::host_copy::{HostCopy, Staging};
-pub use self::image::{ImageTarget, SharedImage, TextureMemory};
+pub use self::image::{ImageSharing, ImageTarget, SharedImage, TextureMemory};
 use self::interop::Interop;
 use crate::cuda::external::ExportableMemory;
 use crate::cuda::interop::{GlEntryPoints, GraphicsResource, MapAccess};
@@ -409,6 +409,12 @@ pub trait Transfer {
     /// Capability: the path maps GL objects it registered with CUDA (GL interop). Only such a
     /// path can write a texture in place and show what using a buffer CUDA holds amounts to.
     fn mapping(&mut self) -> Option<&mut dyn Mapping> {
+        None
+    }
+
+    /// Capability: the path shares Vulkan images with CUDA (the Vulkan path), so kernels write
+    /// the image the renderer samples.
+    fn image_sharing(&mut self) -> Option<&mut dyn ImageSharing> {
         None
     }
 }

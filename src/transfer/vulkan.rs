@@ -20,11 +20,13 @@ use ash::vk as raw;
 
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
 use super::{DeviceSpans, micros_since, mismatch};
-use crate::cuda::import::{ImportedMemory, ImportedSemaphore};
+use super::{ImageSharing, ImageTarget, SharedImage};
+use crate::cuda::import::{ChannelType, ImportedImage, ImportedMemory, ImportedSemaphore};
 use crate::cuda::memory::{copy_from_device, copy_to_device};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceSpan, Stream};
 use crate::graphics::Graphics;
+use crate::pixel::PixelFormat;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 use crate::vk::commands::{CommandRing, Recorder};
 use crate::vk::device::VulkanContext;
@@ -320,11 +322,62 @@ impl Transfer for VulkanPath {
         }
     }
 
+    fn image_sharing(&mut self) -> Option<&mut dyn ImageSharing> {
+        Some(self)
+    }
+
     fn what_if_report(&self) -> Option<String> {
         let (made, unfinished) = self.share.as_ref()?.timeline().skipped_waits()?;
         Some(format!(
             "{unfinished} of {made} frames were submitted without the wait while CUDA had not finished writing their \
              buffers (each may draw torn or stale data)"
         ))
+    }
+}
+
+/// Blur's image on the Vulkan path: Vulkan allocates it (exportable), CUDA maps it as an array and
+/// writes it through a surface object, the renderer samples it. No copy, and the same semaphores
+/// order it as the buffers.
+impl ImageSharing for VulkanPath {
+    fn create_shared_image(
+        &mut self,
+        graphics: Graphics<'_>,
+        size: [u32; 2],
+        format: PixelFormat,
+        initial: &[u8],
+    ) -> Result<SharedImage> {
+        self.share(graphics)?;
+        // Uploaded and finished before CUDA can write it.
+        let texture = graphics.vulkan()?.shared_texture(size, format, initial)?;
+        let (fd, allocation_size) = texture.export()?;
+        let channels = match format {
+            PixelFormat::Rgba8 => ChannelType::Unorm8,
+            PixelFormat::Rgba32f => ChannelType::Float32,
+        };
+        let image = ImportedImage::new(&self.context, fd, allocation_size, size, channels)?;
+        Ok(SharedImage::imported(image, ReadMark::default(), texture))
+    }
+
+    fn run_shared_image(
+        &mut self,
+        graphics: Graphics<'_>,
+        frame: u64,
+        image: &mut SharedImage,
+        compute: &mut dyn FnMut(ImageTarget<'_>) -> Result<()>,
+    ) -> Result<StageTimes> {
+        let (imported, mark) = image.import().ok_or_else(|| mismatch(TransferKind::Vulkan))?;
+        let (surface, size, released) = (imported.surface(), imported.size(), mark.value());
+        let started = Instant::now();
+        self.share(graphics)?
+            .cuda_step(frame, released, |stream| compute(ImageTarget::Surface { surface, size, stream }))?;
+        let mut times = StageTimes::default();
+        times.set_host(Stage::Kernel, micros_since(started));
+        Ok(times)
+    }
+
+    fn read_shared_image(&mut self, image: &SharedImage) -> Result<Vec<u8>> {
+        let (imported, _) = image.import().ok_or_else(|| mismatch(TransferKind::Vulkan))?;
+        self.synchronize()?;
+        imported.download(&self.stream)
     }
 }

@@ -151,7 +151,16 @@ impl VulkanGraphics {
     /// A sampled image of `size` pixels in `format` holding `pixels` (top row first), uploaded
     /// through a staging buffer; returns once the upload has finished.
     pub fn texture(&self, size: [u32; 2], format: PixelFormat, pixels: &[u8]) -> Result<Texture> {
-        let texture = Texture::new(&self.context, size, format)?;
+        self.filled(Texture::new(&self.context, size, format)?, pixels)
+    }
+
+    /// As [`Self::texture`], with memory CUDA can import ([`Texture::shared`]).
+    pub fn shared_texture(&self, size: [u32; 2], format: PixelFormat, pixels: &[u8]) -> Result<Texture> {
+        self.filled(Texture::shared(&self.context, size, format)?, pixels)
+    }
+
+    fn filled(&self, texture: Texture, pixels: &[u8]) -> Result<Texture> {
+        let size = texture.size();
         if pixels.len() != texture.bytes() {
             return Err(Error::InvalidInput(format!(
                 "{} bytes for a {}x{} image of {} bytes",

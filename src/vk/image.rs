@@ -1,5 +1,6 @@
 //! A 2D image with device-local memory of its own and a view: what the offscreen target's
-//! attachments and the sampled textures are built on.
+//! attachments and the sampled textures are built on. Its memory can be made exportable (a
+//! dedicated allocation with `VkExportMemoryAllocateInfo`), for CUDA to import and write.
 #![allow(unsafe_code)]
 
 use std::rc::Rc;
@@ -15,21 +16,30 @@ pub(crate) struct Image {
     pub(crate) image: vk::Image,
     memory: vk::DeviceMemory,
     pub(crate) view: vk::ImageView,
+    /// Size of the memory (what an importer is told); exportable images only.
+    exported_size: Option<u64>,
     context: Rc<VulkanContext>,
 }
 
 impl Image {
     /// A 2D image of `size` in `format` for `usage`, its device-local memory bound, and a view
-    /// of its `aspect`.
+    /// of its `aspect`; with `exportable`, memory of its own that can be exported as an opaque
+    /// file descriptor.
     pub(crate) fn new(
         context: &Rc<VulkanContext>,
         size: [u32; 2],
         format: vk::Format,
         usage: vk::ImageUsageFlags,
         aspect: vk::ImageAspectFlags,
+        exportable: bool,
     ) -> Result<Self> {
+        if exportable {
+            context.external_memory()?;
+        }
         let device = context.device();
-        let create_info = vk::ImageCreateInfo::default()
+        let handle_type = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+        let mut external = vk::ExternalMemoryImageCreateInfo::default().handle_types(handle_type);
+        let mut create_info = vk::ImageCreateInfo::default()
             .image_type(vk::ImageType::TYPE_2D)
             .format(format)
             .extent(vk::Extent3D { width: size[0], height: size[1], depth: 1 })
@@ -39,18 +49,32 @@ impl Image {
             .tiling(vk::ImageTiling::OPTIMAL)
             .usage(usage)
             .initial_layout(vk::ImageLayout::UNDEFINED);
-        // SAFETY: valid create info; destroyed by `made` below.
+        if exportable {
+            create_info = create_info.push_next(&mut external);
+        }
+        // SAFETY: valid create info whose chain outlives the call; destroyed by `made` below.
         let image = unsafe { device.create_image(&create_info, None) }.map_err(|e| vk_error("vkCreateImage", e))?;
-        let mut made =
-            Self { image, memory: vk::DeviceMemory::null(), view: vk::ImageView::null(), context: context.clone() };
+        let mut made = Self {
+            image,
+            memory: vk::DeviceMemory::null(),
+            view: vk::ImageView::null(),
+            exported_size: None,
+            context: context.clone(),
+        };
         // SAFETY: a live image.
         let requirements = unsafe { device.get_image_memory_requirements(image) };
         let memory_type = context
             .memory_type(requirements.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
             .ok_or_else(|| Error::Unavailable("the Vulkan device has no device-local memory for images".to_owned()))?;
-        let allocate_info =
+        let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(handle_type);
+        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+        let mut allocate_info =
             vk::MemoryAllocateInfo::default().allocation_size(requirements.size).memory_type_index(memory_type);
-        // SAFETY: valid allocate info; freed in Drop.
+        if exportable {
+            allocate_info = allocate_info.push_next(&mut dedicated).push_next(&mut export);
+            made.exported_size = Some(requirements.size);
+        }
+        // SAFETY: valid allocate info whose chain outlives the call; freed in Drop.
         made.memory =
             unsafe { device.allocate_memory(&allocate_info, None) }.map_err(|e| vk_error("vkAllocateMemory", e))?;
         // SAFETY: memory of the size the image asked for, bound once at offset 0.
@@ -64,6 +88,16 @@ impl Image {
         made.view =
             unsafe { device.create_image_view(&view_info, None) }.map_err(|e| vk_error("vkCreateImageView", e))?;
         Ok(made)
+    }
+}
+
+impl Image {
+    /// A new file descriptor for the memory, and the memory's size: what an importer needs.
+    pub(crate) fn export(&self) -> Result<(std::os::fd::OwnedFd, u64)> {
+        let size = self
+            .exported_size
+            .ok_or_else(|| Error::InvalidInput("this Vulkan image was not made exportable".to_owned()))?;
+        Ok((super::memory::export_memory_fd(&self.context, self.memory)?, size))
     }
 }
 

@@ -157,14 +157,7 @@ impl Buffer {
         if self.kind != MemoryKind::Exportable {
             return Err(Error::InvalidInput("only exportable Vulkan memory can be exported".to_owned()));
         }
-        let info = vk::MemoryGetFdInfoKHR::default()
-            .memory(self.memory)
-            .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
-        // SAFETY: memory allocated with this export type; the new descriptor is owned below.
-        let fd = unsafe { self.context.external_memory()?.get_memory_fd(&info) }
-            .map_err(|e| vk_error("vkGetMemoryFdKHR", e))?;
-        // SAFETY: a fresh descriptor the call gave to us and to no one else.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        export_memory_fd(&self.context, self.memory)
     }
 
     /// The bytes of host-visible memory (coherent: what the device wrote before a completed wait).
@@ -190,4 +183,15 @@ impl Drop for Buffer {
             device.free_memory(self.memory, None);
         }
     }
+}
+
+/// `vkGetMemoryFdKHR` for memory allocated exportable as an opaque file descriptor: a new
+/// descriptor, which the importer takes over.
+pub(crate) fn export_memory_fd(context: &VulkanContext, memory: vk::DeviceMemory) -> Result<OwnedFd> {
+    let info =
+        vk::MemoryGetFdInfoKHR::default().memory(memory).handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+    // SAFETY: memory allocated with this export type; the new descriptor is owned below.
+    let fd = unsafe { context.external_memory()?.get_memory_fd(&info) }.map_err(|e| vk_error("vkGetMemoryFdKHR", e))?;
+    // SAFETY: a fresh descriptor the call gave to us and to no one else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }

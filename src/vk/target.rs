@@ -58,6 +58,7 @@ impl OffscreenTarget {
             COLOR_FORMAT,
             vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
             vk::ImageAspectFlags::COLOR,
+            false,
         )?;
         let depth = Image::new(
             context,
@@ -65,6 +66,7 @@ impl OffscreenTarget {
             DEPTH_FORMAT,
             vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT,
             vk::ImageAspectFlags::DEPTH,
+            false,
         )?;
         let bytes = size[0] as usize * size[1] as usize * 4;
         let readback = Buffer::new(context, bytes, vk::BufferUsageFlags::TRANSFER_DST, MemoryKind::HostVisible)?;

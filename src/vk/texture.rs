@@ -1,6 +1,8 @@
 //! Sampled images: a 2D image the fragment shader reads, filled from a buffer by a copy on the
 //! queue (`vkCmdCopyBufferToImage`), with its own device memory, view and two samplers (nearest
-//! for zooming in, linear for zooming out where the format can be filtered).
+//! for zooming in, linear for zooming out where the format can be filtered). A *shared* texture's
+//! memory is exportable, for CUDA to import and write through a surface: it stays in the GENERAL
+//! layout, which both APIs can use without a transition Vulkan would have to record.
 #![allow(unsafe_code)]
 
 use std::cell::Cell;
@@ -25,6 +27,8 @@ pub struct Texture {
     format: PixelFormat,
     /// Layout after the last recorded command (commands run in the order they are recorded).
     layout: Cell<vk::ImageLayout>,
+    /// The layout shaders sample it in: GENERAL for a shared texture.
+    sampled_layout: vk::ImageLayout,
     // Dropped after the samplers (destroyed in Drop).
     image: Image,
     context: Rc<VulkanContext>,
@@ -40,6 +44,15 @@ fn vk_format(format: PixelFormat) -> vk::Format {
 impl Texture {
     /// An image of `size` pixels in `format` (contents undefined until the first upload).
     pub fn new(context: &Rc<VulkanContext>, size: [u32; 2], format: PixelFormat) -> Result<Self> {
+        Self::make(context, size, format, false)
+    }
+
+    /// As [`Self::new`], with exportable memory another API (CUDA) imports and writes.
+    pub fn shared(context: &Rc<VulkanContext>, size: [u32; 2], format: PixelFormat) -> Result<Self> {
+        Self::make(context, size, format, true)
+    }
+
+    fn make(context: &Rc<VulkanContext>, size: [u32; 2], format: PixelFormat, shared: bool) -> Result<Self> {
         let largest = context.max_image_size();
         if size[0] == 0 || size[1] == 0 || size[0] > largest || size[1] > largest {
             return Err(Error::InvalidInput(format!(
@@ -50,19 +63,19 @@ impl Texture {
             )));
         }
         let device = context.device();
-        let image = Image::new(
-            context,
-            size,
-            vk_format(format),
-            vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST,
-            vk::ImageAspectFlags::COLOR,
-        )?;
+        let mut usage = vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::TRANSFER_DST;
+        if shared {
+            // CUDA's surface loads and stores are storage-image access.
+            usage |= vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC;
+        }
+        let image = Image::new(context, size, vk_format(format), usage, vk::ImageAspectFlags::COLOR, shared)?;
         let mut made = Self {
             nearest: vk::Sampler::null(),
             linear: vk::Sampler::null(),
             size,
             format,
             layout: Cell::new(vk::ImageLayout::UNDEFINED),
+            sampled_layout: if shared { vk::ImageLayout::GENERAL } else { vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL },
             image,
             context: context.clone(),
         };
@@ -92,7 +105,7 @@ impl Texture {
         let image = vk::DescriptorImageInfo {
             sampler: vk::Sampler::null(),
             image_view: self.image.view,
-            image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+            image_layout: self.sampled_layout,
         };
         let sampler = vk::DescriptorImageInfo {
             sampler: if nearest { self.nearest } else { self.linear },
@@ -100,6 +113,17 @@ impl Texture {
             image_layout: vk::ImageLayout::UNDEFINED,
         };
         [image, sampler]
+    }
+
+    /// Size in pixels.
+    pub fn size(&self) -> [u32; 2] {
+        self.size
+    }
+
+    /// A shared texture's memory: a new file descriptor and the allocation's size, for CUDA's
+    /// import (an error for a texture not made with [`Self::shared`]).
+    pub fn export(&self) -> Result<(std::os::fd::OwnedFd, u64)> {
+        self.image.export()
     }
 
     /// An identity for caches: equal for the same texture while it lives.
@@ -122,7 +146,7 @@ impl Texture {
         let (device, commands) = recorder.raw();
         let to_transfer = self.barrier(vk::ImageLayout::TRANSFER_DST_OPTIMAL);
         let region = whole_image_copy(self.size);
-        let to_shader = self.barrier(vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL);
+        let to_shader = self.barrier(self.sampled_layout);
         // SAFETY: a buffer in the recording state; the image is in the layouts the barriers say
         // (tracked in recording order); the buffer holds at least the image's bytes (checked).
         unsafe {

@@ -245,11 +245,13 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         ));
         let image_path = std::env::temp_dir().join(format!("interop-lab-bench-{}.png", std::process::id()));
         super::image::save(&image_path, options.size, PixelFormat::Rgba8, &source.rgba8)?;
-        // The last: drawn by the Vulkan renderer, CUDA writing the pixel buffer Vulkan allocated.
+        // The last two: drawn by the Vulkan renderer, CUDA writing the image Vulkan allocated, or
+        // a pixel buffer copied into it.
         for (route, transfer, vulkan) in [
             (Route::Texture, TransferRequest::Interop, false),
             (Route::Pbo, TransferRequest::Interop, false),
             (Route::Pbo, TransferRequest::Copy, false),
+            (Route::Texture, TransferRequest::Auto, true),
             (Route::Pbo, TransferRequest::Auto, true),
         ] {
             let settings = BlurSettings {
@@ -275,17 +277,14 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
             let measured = match frames(&run) {
                 Ok(measured) => measured,
                 Err(error) if vulkan => {
-                    table.push_str(&format!(
-                        "  {:<48} not measured: {error}\n",
-                        "vulkan / pixel buffer + vkCmdCopyBufferToImage"
-                    ));
+                    let label = format!("vulkan / {}", route.vulkan_label());
+                    table.push_str(&format!("  {label:<48} not measured: {error}\n"));
                     frame_results.push(json!({ "route": route, "transfer": "vulkan", "error": error.to_string() }));
                     continue;
                 }
                 Err(error) => return Err(error),
             };
-            // The route's label names GL's copy; Vulkan copies the pixel buffer with its own command.
-            let route_label = if vulkan { "pixel buffer + vkCmdCopyBufferToImage" } else { route.label() };
+            let route_label = if vulkan { route.vulkan_label() } else { route.label() };
             let label = format!("{} / {route_label}", measured.transfer.as_str().unwrap_or("?"));
             table.push_str(&format!("  {label:<48} {:>8.0} frames/s\n", measured.frames_per_second));
             frame_results.push(json!({ "route": route, "transfer": measured.transfer, "frames_per_second": measured.frames_per_second, "timings_us": measured.timings }));

@@ -148,9 +148,9 @@ impl Blur {
 
     /// The route in words, naming the copy of the API that draws (GL's or Vulkan's).
     pub fn route_label(&self) -> &'static str {
-        match (self.route(), self.target.texture()) {
-            (Route::Pbo, crate::transfer::TextureMemory::Vulkan(_)) => "pixel buffer + vkCmdCopyBufferToImage",
-            (route, _) => route.label(),
+        match self.target.texture() {
+            crate::transfer::TextureMemory::Vulkan(_) => self.route().vulkan_label(),
+            crate::transfer::TextureMemory::Gl(_) => self.route().label(),
         }
     }
 
@@ -384,7 +384,9 @@ fn make_target(
     source: &SourceImage,
 ) -> Result<SharedImage> {
     let size = [source.width, source.height];
-    let in_place = settings.route == Route::Texture && pipeline.kind() == TransferKind::Interop;
+    // In place where CUDA can write the texture itself: GL's registered, or Vulkan's imported.
+    let in_place =
+        settings.route == Route::Texture && matches!(pipeline.kind(), TransferKind::Interop | TransferKind::Vulkan);
     pipeline.transfer().create_image(graphics, size, settings.format, source.bytes(settings.format), in_place)
 }
 

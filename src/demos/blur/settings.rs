@@ -40,6 +40,14 @@ impl Route {
             Route::Pbo => "pixel buffer + glTexSubImage2D",
         }
     }
+
+    /// The route drawn by the Vulkan renderer, CUDA writing Vulkan's memory.
+    pub fn vulkan_label(self) -> &'static str {
+        match self {
+            Route::Texture => "image imported by CUDA (surface writes)",
+            Route::Pbo => "pixel buffer + vkCmdCopyBufferToImage",
+        }
+    }
 }
 
 /// Everything that defines a blur; each is also a command-line flag.
