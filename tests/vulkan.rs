@@ -79,7 +79,9 @@ fn a_ring_of_two_command_buffers_runs_many_submissions_in_order() {
         // Each frame fills the scratch word with its number and copies it to its own slot; the
         // ring re-records a command buffer only once its last submission has finished.
         ring.submit(&[], &[], |r| {
+            r.transfer_barrier()?; // the last frame's copy has read the word
             r.fill(&scratch, frame as u32)?;
+            r.transfer_barrier()?; // the fill is done before the copy reads
             r.copy(&scratch, 0, &out, frame * 4, 4)
         })
         .unwrap();

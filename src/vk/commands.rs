@@ -64,6 +64,27 @@ impl Recorder<'_> {
         Ok(())
     }
 
+    /// Orders every copy and fill recorded or submitted before it before every one after it
+    /// (their writes visible to later reads, their reads done before later writes).
+    pub fn transfer_barrier(&self) -> Result<()> {
+        let barrier = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE);
+        // SAFETY: a buffer in the recording state; a global memory barrier between transfers.
+        unsafe {
+            self.device.cmd_pipeline_barrier(
+                self.buffer,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[barrier],
+                &[],
+                &[],
+            )
+        };
+        Ok(())
+    }
+
     /// Draws `count` vertices of `vertices` (one buffer per attribute, a float4 per vertex) with
     /// `pipeline`, its push constants set to `constants`.
     pub fn draw(&self, pipeline: &GraphicsPipeline, constants: &[u8], vertices: &[&Buffer], count: u32) -> Result<()> {

@@ -144,9 +144,16 @@ impl Texture {
             )));
         }
         let (device, commands) = recorder.raw();
-        let to_transfer = self.barrier(vk::ImageLayout::TRANSFER_DST_OPTIMAL);
+        // Earlier samples and copies are done before the copy writes; the copy is done before
+        // fragment shaders sample.
+        let to_transfer = self.barrier(
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            vk::AccessFlags::SHADER_READ | vk::AccessFlags::TRANSFER_WRITE,
+            vk::AccessFlags::TRANSFER_WRITE,
+        );
         let region = whole_image_copy(self.size);
-        let to_shader = self.barrier(self.sampled_layout);
+        let to_shader =
+            self.barrier(self.sampled_layout, vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::SHADER_READ);
         // SAFETY: a buffer in the recording state; the image is in the layouts the barriers say
         // (tracked in recording order); the buffer holds at least the image's bytes (checked).
         unsafe {
@@ -179,14 +186,20 @@ impl Texture {
         Ok(())
     }
 
-    /// A barrier from the tracked layout to `layout` (and the tracked layout updated).
-    fn barrier(&self, layout: vk::ImageLayout) -> vk::ImageMemoryBarrier<'static> {
+    /// A barrier from the tracked layout to `layout` (and the tracked layout updated), making the
+    /// `before` accesses available to the `after` ones (each must suit its side's stages).
+    fn barrier(
+        &self,
+        layout: vk::ImageLayout,
+        before: vk::AccessFlags,
+        after: vk::AccessFlags,
+    ) -> vk::ImageMemoryBarrier<'static> {
         let old = self.layout.replace(layout);
         vk::ImageMemoryBarrier::default()
             .old_layout(old)
             .new_layout(layout)
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_READ)
-            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE | vk::AccessFlags::SHADER_READ)
+            .src_access_mask(before)
+            .dst_access_mask(after)
             .image(self.image.image)
             .subresource_range(subresource(vk::ImageAspectFlags::COLOR))
     }
