@@ -329,6 +329,28 @@ fn re_allocating_demo_buffers_on_the_vulkan_path_leaks_no_device_memory() {
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
+fn bench_transfer_vulkan_rows_read_every_frame_right_with_and_without_host_waits() {
+    // Every row of the Vulkan part of bench transfer checks the bytes Vulkan read; the period row
+    // enqueues frames with no host wait, each copying into its own slot, all checked at the end.
+    let mut s = setup();
+    let stream = Rc::new(Stream::new(&s.context).unwrap());
+    let mut bench = interop_lab::bench::vulkan::VulkanBench::new(&s.context, &stream).unwrap();
+    let counts = interop_lab::bench::vulkan::FrameCounts { warmup: 3, timed: 40 };
+    let (function, limits) = &mut s.fill;
+    let (table, results) = bench.run(1 << 20, counts, function, limits).unwrap();
+    eprintln!("{table}");
+    for path in ["vulkan", "vulkan_cuda_waited_on_host", "vulkan_period"] {
+        let row = results.iter().find(|r| r["path"] == path).unwrap_or_else(|| panic!("{path}: {results:?}"));
+        assert_eq!(row["wrong_frames"], 0, "{path}: {row}");
+    }
+    let period = results.iter().find(|r| r["path"] == "vulkan_period").unwrap()["period_us"].as_f64().unwrap();
+    assert!(period.is_finite() && period > 0.0, "{period}");
+    let skipped = results.iter().find(|r| r["path"] == "vulkan_what_if_no_wait").unwrap();
+    assert!(skipped["wrong_frames"].as_u64().is_some(), "the what-if row counts its wrong frames: {skipped}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
 fn images_cuda_imports_from_vulkan_are_released_with_the_demo() {
     // Blur's texture route on Vulkan: an exportable image, CUDA's import, its mipmapped array
     // and surface. Made and dropped 20 times (1280 × 800 RGBA32F: 16 MiB each).

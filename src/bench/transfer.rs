@@ -321,7 +321,8 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
         "method": format!(
             "{} warm-up frames, then {} timed; a frame: the path's run (fill kernel or CPU loop writing every byte) and a \
              GL fence wait (Vulkan: a submission that waits for CUDA's semaphore signal and copies the last 16 bytes, \
-             then a host wait for its signal); wall-clock median and p90",
+             then a host wait for its signal); wall-clock median and p90. The 'vulkan_period' rows: two buffers in \
+             turn, frames enqueued with no host wait, the timed frames' wall time over their count",
             options.warmup, options.frames
         ),
         "results": results,

@@ -31,6 +31,9 @@ pub struct FrameCounts {
 /// The label of the Vulkan rows.
 pub const VULKAN_LABEL: &str = "Vulkan + timeline";
 
+/// The label of the row that measures the period of frames with no host wait.
+const PERIOD_LABEL: &str = "Vulkan, period";
+
 /// The ways a Vulkan frame is run: the real hand-off, and two that take a part away to show what
 /// the hand-off itself costs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +119,82 @@ impl VulkanBench {
             lines.push_str(&line);
             results.push(result);
         }
+        let (line, result) = self.run_period(bytes, counts, function, limits)?;
+        lines.push_str(&line);
+        results.push(result);
         Ok((lines, results))
+    }
+
+    /// What a renderer pays: two buffers in turn and no host wait per frame, so CUDA fills one
+    /// while Vulkan reads the other. The frames are enqueued back to back (the command ring holds
+    /// the host back only when all its buffers are in flight) and waited for once at the end; the
+    /// row's time is the period, the timed frames' wall time over their count. Each frame copies
+    /// its last 16 bytes into a slot of its own, all checked at the end.
+    fn run_period(
+        &mut self,
+        bytes: usize,
+        counts: FrameCounts,
+        function: &mut Function,
+        limits: &DeviceLimits,
+    ) -> Result<(String, serde_json::Value)> {
+        let buffers = [
+            self.share.create_buffer(bytes, raw::BufferUsageFlags::STORAGE_BUFFER)?,
+            self.share.create_buffer(bytes, raw::BufferUsageFlags::STORAGE_BUFFER)?,
+        ];
+        let checked = CHECKED_BYTES.min(bytes);
+        let first_word = (bytes - checked) / 4;
+        let total = (counts.warmup + counts.timed) as usize;
+        let slots =
+            Buffer::new(&self.vulkan, total * checked, raw::BufferUsageFlags::TRANSFER_DST, MemoryKind::HostVisible)?;
+        let mut elapsed = Duration::ZERO;
+        for (first, count, timed) in [(0, counts.warmup, false), (counts.warmup, counts.timed, true)] {
+            let started = Instant::now();
+            for frame in u64::from(first)..u64::from(first + count) {
+                let buffer = &buffers[(frame % 2) as usize];
+                let value = frame as u32;
+                self.share.cuda_step(frame, buffer.mark().value(), |stream| {
+                    launch_fill(function, limits, stream, buffer.span(), value)
+                })?;
+                let slot = frame as usize * checked;
+                self.share.submit_read(&mut self.commands, raw::PipelineStageFlags::TRANSFER, &[buffer], |r| {
+                    r.copy(buffer.vulkan(), bytes - checked, &slots, slot, checked)
+                })?;
+            }
+            self.share.synchronize(Duration::from_secs(10))?;
+            if timed {
+                elapsed = started.elapsed();
+            }
+        }
+        while self.share.poll_gpu_times()?.is_some() {}
+        let seen: &[u32] = slots.host_bytes().and_then(|b| bytemuck::try_cast_slice(b).ok()).unwrap_or(&[]);
+        let words = checked / 4;
+        let wrong_frames = (0..total)
+            .filter(|&frame| {
+                let expected = (0..words).map(|i| frame as u32 ^ (first_word + i) as u32);
+                seen.get(frame * words..(frame + 1) * words).is_none_or(|got| !got.iter().copied().eq(expected))
+            })
+            .count();
+        drop(buffers);
+        let period = elapsed.as_secs_f64() * 1e6 / f64::from(counts.timed.max(1));
+        let gbps = bytes as f64 / (period * 1e3);
+        let mut line = format!(
+            "{bytes:>9} {:<22} {:>5} {period:>10.1} {:>10} {gbps:>10.2}  period: {} frames enqueued back to back, \
+             one host wait at the end\n",
+            PERIOD_LABEL, 2, "–", counts.timed
+        );
+        if wrong_frames > 0 {
+            line.insert_str(line.len() - 1, &format!("; {wrong_frames} frame(s) read the wrong bytes"));
+        }
+        let result = json!({
+            "bytes": bytes,
+            "path": "vulkan_period",
+            "device": self.vulkan.description().name,
+            "pipeline_depth": 2,
+            "period_us": period,
+            "gigabytes_per_s": gbps,
+            "wrong_frames": wrong_frames,
+        });
+        Ok((line, result))
     }
 
     fn run_mode(
