@@ -411,3 +411,29 @@ fn doctor_lists_vulkan_devices_with_their_uuids_or_says_why_not() {
     let verdict = report["vulkan"]["verdict"].as_str().expect("verdict");
     assert!(verdict.contains("VK_DRIVER_FILES") || verdict.contains("install"), "{verdict}");
 }
+
+#[test]
+fn bench_transfer_reports_latency_and_period_for_each_path_it_runs_and_why_it_skips_others() {
+    let dir = temp_dir("bench-transfer");
+    let json = dir.join("transfer.json");
+    let output = binary()
+        .args(["bench", "transfer", "--bytes", "64K", "--frames", "6", "--warmup", "1", "--backend", "cpu"])
+        .arg("--json")
+        .arg(&json)
+        .env_remove("DISPLAY")
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("period µs"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("JSON written")).expect("JSON");
+    let results = report["results"].as_array().expect("results");
+    let cpu = results.iter().find(|r| r["path"] == "cpu").unwrap_or_else(|| panic!("a CPU row: {report:#}"));
+    let median = cpu["frame_us"]["median"].as_f64().expect("a median");
+    let period = cpu["period_us"].as_f64().expect("a period");
+    assert!(median.is_finite() && median > 0.0 && period.is_finite() && period > 0.0, "{cpu}");
+    // Without CUDA the Vulkan rows cannot run: said, not left out.
+    let vulkan = results.iter().find(|r| r["path"] == "vulkan").unwrap_or_else(|| panic!("a Vulkan row: {report:#}"));
+    assert!(vulkan["skipped"].as_str().is_some_and(|why| why.contains("CUDA")), "{vulkan}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -32,7 +32,8 @@ pub struct TransferBenchArgs {
     #[arg(long, value_enum, value_delimiter = ',')]
     pub path: Vec<TransferKindArg>,
     /// Buffers used in turn, comma-separated: from 2, the interop path maps the next frame's
-    /// buffer during this frame (the other paths map nothing, so only depth 1 is run for them).
+    /// buffer during this frame and the external path's semaphores release it ahead (the other
+    /// paths prepare nothing, so only depth 1 is run for them).
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     pub pipeline_depth: Vec<u32>,
     /// Untimed frames first.
@@ -171,18 +172,19 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
         _ => Err("it needs CUDA, which is not running".to_owned()),
     });
     let mut table = format!(
-        "transfer paths on {device}: per-frame latency (fill every byte, then wait for GL), median of {} frames\n",
+        "transfer paths on {device}: per-frame latency (fill every byte, then wait for GL), median of {} frames; \
+         period: the same frames enqueued back to back, one wait at the end\n",
         options.frames
     );
     table.push_str(&format!(
-        "{:>9} {:<22} {:>5} {:>10} {:>10} {:>10}  {}\n",
-        "bytes", "path", "depth", "frame µs", "p90 µs", "GB/s", "stages (host µs; map: GPU µs too)"
+        "{:>9} {:<22} {:>5} {:>10} {:>10} {:>10} {:>10}  {}\n",
+        "bytes", "path", "depth", "frame µs", "p90 µs", "GB/s", "period µs", "stages (host µs; map: GPU µs too)"
     ));
     let mut results = Vec::new();
     for &bytes in &options.sizes {
         for (kind, depth) in paths.iter().flat_map(|&kind| depths.iter().map(move |&depth| (kind, depth))) {
-            if depth > 1 && kind != TransferKind::Interop {
-                continue; // only GL interop maps: a deeper pipeline changes nothing elsewhere
+            if depth > 1 && !matches!(kind, TransferKind::Interop | TransferKind::ExternalSemaphores) {
+                continue; // only these prepare the next buffer: a deeper ring changes nothing elsewhere
             }
             if !available.contains(&kind) {
                 if depth > 1 {
@@ -208,14 +210,16 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
             for _ in 0..depth {
                 ring.push(path.create_buffer(Graphics::Gl(&gl), &vec![0u8; bytes])?);
             }
-            let mut history = FrameHistory::new(options.frames as usize);
-            let mut frame_us = Vec::with_capacity(options.frames as usize);
-            for frame in 0..u64::from(options.warmup + options.frames) {
-                let started = Instant::now();
+            // One frame: the path's run on the ring's slot for `frame` (from depth 2 the next
+            // slot is prepared during it: mapped ahead by GL interop, signalled ahead by the
+            // external path's semaphores).
+            let mut one_frame = |path: &mut Box<dyn crate::transfer::Transfer>,
+                                 ring: &mut [crate::transfer::SharedBuffer],
+                                 frame: u64|
+             -> Result<crate::stats::StageTimes> {
                 let value = frame as u32;
                 let slot = (frame % u64::from(depth)) as usize;
-                // From depth 2 the next frame's buffer is mapped during this frame (GL interop).
-                let (this, next) = crate::transfer::this_and_next(&mut ring, slot);
+                let (this, next) = crate::transfer::this_and_next(ring, slot);
                 let mut buffers = [(this, Access::Write)];
                 let mut next_one;
                 let next_buffers: &mut [(&mut crate::transfer::SharedBuffer, Access)] = match next {
@@ -225,26 +229,26 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                     }
                     None => &mut [],
                 };
-                let times = path.run_pipelined(
-                    Graphics::Gl(&gl),
-                    frame,
-                    &mut buffers,
-                    next_buffers,
-                    &mut |target| match target {
-                        Target::Device { buffers, stream } => {
-                            let (function, limits) = kernel
-                                .as_mut()
-                                .ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
-                            launch_fill(function, limits, stream, buffers[0], value)
-                        }
-                        Target::Host { buffers } => {
-                            let words: &mut [u32] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
-                                .map_err(|e| Error::InvalidInput(e.to_string()))?;
-                            words.par_iter_mut().enumerate().for_each(|(i, w)| *w = value ^ i as u32);
-                            Ok(())
-                        }
-                    },
-                )?;
+                path.run_pipelined(Graphics::Gl(&gl), frame, &mut buffers, next_buffers, &mut |target| match target {
+                    Target::Device { buffers, stream } => {
+                        let (function, limits) =
+                            kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
+                        launch_fill(function, limits, stream, buffers[0], value)
+                    }
+                    Target::Host { buffers } => {
+                        let words: &mut [u32] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
+                            .map_err(|e| Error::InvalidInput(e.to_string()))?;
+                        words.par_iter_mut().enumerate().for_each(|(i, w)| *w = value ^ i as u32);
+                        Ok(())
+                    }
+                })
+            };
+            let mut history = FrameHistory::new(options.frames as usize);
+            let mut frame_us = Vec::with_capacity(options.frames as usize);
+            let total = u64::from(options.warmup + options.frames);
+            for frame in 0..total {
+                let started = Instant::now();
+                let times = one_frame(&mut path, &mut ring, frame)?;
                 // GL uses the buffer: the frame ends when GL has executed everything issued.
                 gl::wait_for_gl(&gl)?;
                 if frame >= u64::from(options.warmup) {
@@ -255,6 +259,16 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                     history.add_late(late);
                 }
             }
+            // The period: the same frames enqueued back to back, as a renderer does, with one wait
+            // at the end (whatever a path waits for inside its run still counts).
+            let started = Instant::now();
+            for frame in total..total + u64::from(options.frames) {
+                one_frame(&mut path, &mut ring, frame)?;
+                while path.poll_gpu_times()?.is_some() {}
+            }
+            gl::wait_for_gl(&gl)?;
+            path.synchronize()?;
+            let period = started.elapsed().as_secs_f64() * 1e6 / f64::from(options.frames);
             path.synchronize()?;
             while let Some(late) = path.poll_gpu_times()? {
                 history.add_late(late);
@@ -280,7 +294,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                 .collect();
             let gbps = bytes as f64 / (frame.median * 1e3);
             table.push_str(&format!(
-                "{bytes:>9} {:<22} {depth:>5} {:>10.1} {:>10.1} {:>10.2}  {}\n",
+                "{bytes:>9} {:<22} {depth:>5} {:>10.1} {:>10.1} {:>10.2} {period:>10.1}  {}\n",
                 kind.label(),
                 frame.median,
                 frame.p90,
@@ -293,6 +307,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                 "path": kind,
                 "pipeline_depth": depth,
                 "frame_us": frame,
+                "period_us": period,
                 "gigabytes_per_s": gbps,
                 "maps_and_unmaps": map_unmap,
                 "stages_us": summary.stages,
@@ -321,8 +336,9 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
         "method": format!(
             "{} warm-up frames, then {} timed; a frame: the path's run (fill kernel or CPU loop writing every byte) and a \
              GL fence wait (Vulkan: a submission that waits for CUDA's semaphore signal and copies the last 16 bytes, \
-             then a host wait for its signal); wall-clock median and p90. The 'vulkan_period' rows: two buffers in \
-             turn, frames enqueued with no host wait, the timed frames' wall time over their count",
+             then a host wait for its signal); wall-clock median and p90. period_us: as many frames again enqueued \
+             back to back with one wait at the end, their wall time over their count; the 'vulkan_period' rows: two \
+             buffers in turn, frames enqueued with no host wait, the timed frames' wall time over their count",
             options.warmup, options.frames
         ),
         "results": results,

@@ -178,9 +178,9 @@ impl VulkanBench {
         let period = elapsed.as_secs_f64() * 1e6 / f64::from(counts.timed.max(1));
         let gbps = bytes as f64 / (period * 1e3);
         let mut line = format!(
-            "{bytes:>9} {:<22} {:>5} {period:>10.1} {:>10} {gbps:>10.2}  period: {} frames enqueued back to back, \
+            "{bytes:>9} {:<22} {:>5} {:>10} {:>10} {gbps:>10.2} {period:>10.1}  {} frames enqueued back to back, \
              one host wait at the end\n",
-            PERIOD_LABEL, 2, "–", counts.timed
+            PERIOD_LABEL, 2, "–", "–", counts.timed
         );
         if wrong_frames > 0 {
             line.insert_str(line.len() - 1, &format!("; {wrong_frames} frame(s) read the wrong bytes"));
@@ -269,12 +269,13 @@ impl VulkanBench {
         };
         let gbps = bytes as f64 / (frame.median * 1e3);
         let mut line = format!(
-            "{bytes:>9} {:<22} {:>5} {:>10.1} {:>10.1} {gbps:>10.2}  CUDA enqueue {:.0}, submit {:.0}, host wait \
-             {:.0} (GPU: semaphore wait {:.0}, kernel {:.0})",
+            "{bytes:>9} {:<22} {:>5} {:>10.1} {:>10.1} {gbps:>10.2} {:>10}  CUDA enqueue {:.0}, submit {:.0}, host \
+             wait {:.0} (GPU: semaphore wait {:.0}, kernel {:.0})",
             mode.label(),
             1,
             frame.median,
             frame.p90,
+            "–",
             median(Stage::Kernel, false),
             median(Stage::Draw, false),
             median(Stage::Sync, false),
