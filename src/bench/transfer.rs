@@ -259,8 +259,13 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                     history.add_late(late);
                 }
             }
+            path.synchronize()?;
+            while let Some(late) = path.poll_gpu_times()? {
+                history.add_late(late);
+            }
             // The period: the same frames enqueued back to back, as a renderer does, with one wait
-            // at the end (whatever a path waits for inside its run still counts).
+            // at the end (whatever a path waits for inside its run still counts). Their GPU stage
+            // times are not kept.
             let started = Instant::now();
             for frame in total..total + u64::from(options.frames) {
                 one_frame(&mut path, &mut ring, frame)?;
@@ -269,10 +274,6 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
             gl::wait_for_gl(&gl)?;
             path.synchronize()?;
             let period = started.elapsed().as_secs_f64() * 1e6 / f64::from(options.frames);
-            path.synchronize()?;
-            while let Some(late) = path.poll_gpu_times()? {
-                history.add_late(late);
-            }
             let mut all: Vec<&mut crate::transfer::SharedBuffer> = ring.iter_mut().collect();
             path.release_prepared(&mut all)?;
             for buffer in ring {
