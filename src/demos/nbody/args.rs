@@ -46,7 +46,8 @@ pub struct NBodyArgs {
     #[arg(long, value_name = "0,1,…", value_parser = parse_device_list)]
     pub devices: Option<DeviceList>,
     /// 2: the state on the device and two GL copies drawn in turn, the next mapped while this
-    /// one is drawn, hiding the map's wait for GL (GL interop). 1: the state in the GL buffers.
+    /// one is drawn, hiding the map's wait for GL (GL interop), or released by GL before this
+    /// one's draw (external path with semaphores). 1: the state in the GL buffers.
     #[arg(long, default_value_t = 1)]
     pub pipeline_depth: u32,
 }

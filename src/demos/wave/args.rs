@@ -36,7 +36,8 @@ pub struct WaveArgs {
     #[arg(long, default_value_t = 2.0)]
     pub point_size: f32,
     /// Vertex buffers used in turn: from 2, GL interop maps the next frame's buffer while this
-    /// frame's is drawn, hiding the map's wait for GL (1: one buffer, mapped at the frame's start).
+    /// frame's is drawn, hiding the map's wait for GL, and the external path's semaphores release
+    /// it before this frame's draw (1: one buffer, mapped at the frame's start).
     #[arg(long, default_value_t = 1)]
     pub pipeline_depth: u32,
 }
