@@ -160,7 +160,7 @@ impl External {
 /// The GL names of a step's buffers (at most [`MAX_MAPPED`] of them).
 ///
 /// [`MAX_MAPPED`]: crate::cuda::interop::MAX_MAPPED
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct GlNames {
     names: [u32; crate::cuda::interop::MAX_MAPPED],
     len: usize,
@@ -231,14 +231,8 @@ struct GpuOrder {
     cuda_written: ImportedSemaphore,
     /// GL's imports of the same two, made with the first buffer (a GL context is needed).
     gl_semaphores: Option<GlSemaphoreNames>,
-    /// A signal not yet waited for: given ahead for the next step (pipelined), or left by a step
-    /// that failed half-way. It is waited for, never signalled again, which a binary semaphore
-    /// would not allow.
-    released_pending: bool,
-    written_pending: bool,
-    /// The buffers `released` was signalled ahead for: a step that writes others waits for a
-    /// new signal, since the one ahead may have come before their last draw.
-    released_for: Option<GlNames>,
+    /// What is pending between steps.
+    protocol: Protocol,
     gl: GlSemaphores,
     stream: Rc<Stream>,
     released: ExportableBinarySemaphore,
@@ -271,9 +265,7 @@ impl GpuOrder {
             cuda_released,
             cuda_written,
             gl_semaphores: None,
-            released_pending: false,
-            written_pending: false,
-            released_for: None,
+            protocol: Protocol::default(),
             gl,
             stream: stream.clone(),
             released,
@@ -300,9 +292,8 @@ impl GpuOrder {
         Ok(names)
     }
 
-    /// One step: GL signals `released` (unless it did ahead, for these buffers) → CUDA waits →
-    /// `compute` → CUDA signals `written` → GL waits → GL signals `released` ahead when `next`
-    /// names the next step's buffers. GPU marks: before CUDA's wait, after it, after the kernel.
+    /// One step: the calls of [`Protocol::step`], made on GL and CUDA. GPU marks: before CUDA's
+    /// wait, after it, after the kernel.
     fn run(
         &mut self,
         gl: &glow::Context,
@@ -313,76 +304,156 @@ impl GpuOrder {
         compute: &mut dyn FnMut(&Stream) -> Result<()>,
     ) -> Result<StageTimes> {
         let names = self.import_into_gl(gl)?;
-        let stream = self.stream.clone();
-        let stream = &*stream;
-        let mut times = StageTimes::default();
-
         let started = Instant::now();
+        let timing = events.begin();
+        let mut calls = GpuCalls {
+            gl,
+            semaphores: self.gl,
+            names,
+            buffers,
+            cuda_released: &self.cuda_released,
+            cuda_written: &self.cuda_written,
+            stream: &self.stream,
+            timing: &timing,
+            compute,
+            kernel_us: 0.0,
+        };
+        self.protocol.step(&mut calls, GlNames::from_slice(buffers), GlNames::from_slice(next))?;
+        let kernel_us = calls.kernel_us;
+        events.commit(frame);
+        let mut times = StageTimes::default();
+        times.set_host(Stage::Kernel, kernel_us);
+        // Host time of the calls that order the step; nothing here waits on the host.
+        times.set_host(Stage::Sync, (micros_since(started) - kernel_us).max(0.0));
+        Ok(times)
+    }
+}
+
+/// The calls that order one step of the external path, in the order [`Protocol::step`] makes
+/// them: on GL and CUDA ([`GpuCalls`]), or, in the tests, on a model of binary semaphores.
+trait StepCalls {
+    /// GL's later commands wait for CUDA's signal of `written`.
+    fn gl_wait_written(&mut self) -> Result<()>;
+    /// GL signals `released` after every command given so far (then flushes); `buffers` are the
+    /// ones it was given for, the next step's when `ahead`.
+    fn gl_signal_released(&mut self, buffers: GlNames, ahead: bool) -> Result<()>;
+    /// CUDA's stream waits for GL's signal of `released`; `timed` for the step's own wait (an
+    /// earlier signal consumed first is not).
+    fn cuda_wait_released(&mut self, timed: bool) -> Result<()>;
+    /// The kernels.
+    fn compute(&mut self) -> Result<()>;
+    /// CUDA's stream signals `written`.
+    fn cuda_signal_written(&mut self) -> Result<()>;
+}
+
+/// What is pending between steps of the external path's semaphores. Binary semaphores: every
+/// signal must be waited for exactly once, and no wait may come before its signal. A signal a
+/// step leaves (given ahead for the next step, or by a step that failed half-way) is waited for,
+/// never signalled again.
+#[derive(Debug, Default)]
+struct Protocol {
+    /// GL signalled `released` and CUDA has not waited for it.
+    released_pending: bool,
+    /// CUDA signalled `written` and GL has not waited for it.
+    written_pending: bool,
+    /// The buffers `released` was signalled ahead for: a step that writes others waits for a new
+    /// signal, since the one ahead may have come before their last draw.
+    released_for: Option<GlNames>,
+}
+
+impl Protocol {
+    /// One step writing `buffers`; `next` (empty: not pipelined) are the next step's buffers, for
+    /// which GL's `released` is signalled right after this step's wait, before this frame's draw.
+    fn step(&mut self, calls: &mut impl StepCalls, buffers: GlNames, next: GlNames) -> Result<()> {
         if self.written_pending {
-            self.gl_wait(gl, names, buffers)?;
+            calls.gl_wait_written()?;
+            self.written_pending = false;
         }
-        if self.released_pending && self.released_for != Some(GlNames::from_slice(buffers)) {
+        if self.released_pending && self.released_for != Some(buffers) {
             // Signalled ahead for other buffers: consumed, and signalled again below.
-            self.cuda_released.wait_async(stream, 0)?;
+            calls.cuda_wait_released(false)?;
             self.released_pending = false;
         }
         if !self.released_pending {
-            self.gl_signal(gl, names, buffers, None)?;
+            calls.gl_signal_released(buffers, false)?;
+            self.released_pending = true;
+            self.released_for = None;
         }
-
-        let timing = events.begin();
-        timing.mark(0, stream)?;
-        self.cuda_released.wait_async(stream, 0)?;
+        calls.cuda_wait_released(true)?;
         self.released_pending = false;
-        timing.mark(1, stream)?;
-        let mut sync_us = micros_since(started);
-        let started = Instant::now();
-        compute(stream)?;
-        timing.mark(2, stream)?;
-        events.commit(frame);
-        times.set_host(Stage::Kernel, micros_since(started));
-        let started = Instant::now();
-        self.cuda_written.signal_async(stream, 0)?;
+        calls.compute()?;
+        calls.cuda_signal_written()?;
         self.written_pending = true;
-        self.gl_wait(gl, names, buffers)?;
-        if !next.is_empty() {
-            self.gl_signal(gl, names, next, Some(GlNames::from_slice(next)))?;
+        calls.gl_wait_written()?;
+        self.written_pending = false;
+        if !next.as_slice().is_empty() {
+            calls.gl_signal_released(next, true)?;
+            self.released_pending = true;
+            self.released_for = Some(next);
         }
-        // Host time of the calls that order the step; nothing here waits on the host.
-        sync_us += micros_since(started);
-        times.set_host(Stage::Sync, sync_us);
-        Ok(times)
+        Ok(())
+    }
+}
+
+/// [`StepCalls`] on GL and CUDA, traced.
+struct GpuCalls<'a, 'c> {
+    gl: &'a glow::Context,
+    semaphores: GlSemaphores,
+    names: GlSemaphoreNames,
+    /// The step's buffers (GL's barrier list for its wait).
+    buffers: &'a [u32],
+    cuda_released: &'a ImportedSemaphore,
+    cuda_written: &'a ImportedSemaphore,
+    stream: &'a Stream,
+    timing: &'a crate::cuda::timing::Marks<'a>,
+    compute: &'a mut (dyn FnMut(&Stream) -> Result<()> + 'c),
+    /// Host time of `compute`, µs.
+    kernel_us: f64,
+}
+
+impl StepCalls for GpuCalls<'_, '_> {
+    fn gl_wait_written(&mut self) -> Result<()> {
+        let started = Instant::now();
+        self.semaphores.wait(self.gl, self.names.written, self.buffers)?;
+        let detail = format!("written, {} buffer(s)", self.buffers.len());
+        self.stream.context().trace().note("glWaitSemaphoreEXT", detail, micros_since(started));
+        Ok(())
     }
 
-    /// GL signals `released` after every command given so far; `ahead` names the buffers of the
-    /// next step when it is given for them ahead.
-    fn gl_signal(
-        &mut self,
-        gl: &glow::Context,
-        names: GlSemaphoreNames,
-        buffers: &[u32],
-        ahead: Option<GlNames>,
-    ) -> Result<()> {
+    fn gl_signal_released(&mut self, buffers: GlNames, ahead: bool) -> Result<()> {
         let started = Instant::now();
-        self.gl.signal(gl, names.released, buffers)?;
-        self.released_pending = true;
-        self.released_for = ahead;
-        let detail = match ahead {
-            Some(_) => format!("released, ahead for the next step's {} buffer(s); glFlush", buffers.len()),
-            None => format!("released, {} buffer(s); glFlush", buffers.len()),
+        self.semaphores.signal(self.gl, self.names.released, buffers.as_slice())?;
+        let count = buffers.as_slice().len();
+        let detail = if ahead {
+            format!("released, ahead for the next step's {count} buffer(s); glFlush")
+        } else {
+            format!("released, {count} buffer(s); glFlush")
         };
         self.stream.context().trace().note("glSignalSemaphoreEXT", detail, micros_since(started));
         Ok(())
     }
 
-    /// GL's later commands wait for CUDA's signal of `written`.
-    fn gl_wait(&mut self, gl: &glow::Context, names: GlSemaphoreNames, buffers: &[u32]) -> Result<()> {
-        let started = Instant::now();
-        self.gl.wait(gl, names.written, buffers)?;
-        self.written_pending = false;
-        let detail = format!("written, {} buffer(s)", buffers.len());
-        self.stream.context().trace().note("glWaitSemaphoreEXT", detail, micros_since(started));
+    fn cuda_wait_released(&mut self, timed: bool) -> Result<()> {
+        if timed {
+            self.timing.mark(0, self.stream)?;
+        }
+        self.cuda_released.wait_async(self.stream, 0)?;
+        if timed {
+            self.timing.mark(1, self.stream)?;
+        }
         Ok(())
+    }
+
+    fn compute(&mut self) -> Result<()> {
+        let started = Instant::now();
+        (self.compute)(self.stream)?;
+        self.timing.mark(2, self.stream)?;
+        self.kernel_us = micros_since(started);
+        Ok(())
+    }
+
+    fn cuda_signal_written(&mut self) -> Result<()> {
+        self.cuda_written.signal_async(self.stream, 0)
     }
 }
 
