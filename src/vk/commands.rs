@@ -9,9 +9,11 @@ use std::time::Duration;
 use ash::vk;
 
 use super::device::VulkanContext;
+use super::image::whole_image_copy;
 use super::memory::Buffer;
 use super::pipeline::{FLOAT4, GraphicsPipeline, MAX_VERTEX_BUFFERS};
 use super::sync::{Signal, TimelineSemaphore, Wait};
+use super::texture::Texture;
 use super::vk_error;
 use crate::{Error, Result};
 
@@ -61,6 +63,59 @@ impl Recorder<'_> {
     pub fn fill(&self, destination: &Buffer, word: u32) -> Result<()> {
         // SAFETY: a buffer in the recording state; a live buffer, filled whole.
         unsafe { self.device.cmd_fill_buffer(self.buffer, destination.raw(), 0, vk::WHOLE_SIZE, word) };
+        Ok(())
+    }
+
+    /// Copies `source` (the whole image's bytes, rows top first) into `texture`, then makes it
+    /// ready for fragment shaders to sample.
+    pub fn upload(&self, texture: &Texture, source: &Buffer) -> Result<()> {
+        if source.len() < texture.bytes() {
+            let [width, height] = texture.size();
+            return Err(Error::InvalidInput(format!(
+                "{} bytes cannot fill a {width}x{height} image of {} bytes",
+                source.len(),
+                texture.bytes()
+            )));
+        }
+        // Earlier samples and copies are done before the copy writes; the copy is done before
+        // fragment shaders sample.
+        let to_transfer = texture.barrier(
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            vk::AccessFlags::SHADER_READ | vk::AccessFlags::TRANSFER_WRITE,
+            vk::AccessFlags::TRANSFER_WRITE,
+        );
+        let region = whole_image_copy(texture.size());
+        let to_shader =
+            texture.barrier(texture.sampled_layout(), vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::SHADER_READ);
+        // SAFETY: a buffer in the recording state; the image is in the layouts the barriers say
+        // (tracked in recording order); the buffer holds at least the image's bytes (checked).
+        unsafe {
+            self.device.cmd_pipeline_barrier(
+                self.buffer,
+                vk::PipelineStageFlags::FRAGMENT_SHADER | vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[to_transfer],
+            );
+            self.device.cmd_copy_buffer_to_image(
+                self.buffer,
+                source.raw(),
+                texture.raw_image(),
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                &[region],
+            );
+            self.device.cmd_pipeline_barrier(
+                self.buffer,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::FRAGMENT_SHADER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[to_shader],
+            );
+        }
         Ok(())
     }
 

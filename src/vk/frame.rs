@@ -181,7 +181,7 @@ impl VulkanGraphics {
     pub fn upload_texture(&self, texture: &Texture, source: &Buffer) -> Result<()> {
         let mut commands = self.commands.try_borrow_mut().map_err(|_| busy())?;
         commands.begin()?;
-        if let Err(error) = commands.recorder().and_then(|recorder| texture.record_upload(&recorder, source)) {
+        if let Err(error) = commands.recorder().and_then(|recorder| recorder.upload(texture, source)) {
             self.abandon(&mut commands);
             return Err(error);
         }

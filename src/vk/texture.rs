@@ -10,10 +10,8 @@ use std::rc::Rc;
 
 use ash::vk;
 
-use super::commands::Recorder;
 use super::device::VulkanContext;
-use super::image::{Image, subresource, whole_image_copy};
-use super::memory::Buffer;
+use super::image::{Image, subresource};
 use super::vk_error;
 use crate::pixel::PixelFormat;
 use crate::{Error, Result};
@@ -131,64 +129,20 @@ impl Texture {
         vk::Handle::as_raw(self.image.view)
     }
 
-    /// Records: copy `source` (the whole image's bytes, rows top first) into the image, then make
-    /// it ready for fragment shaders to sample.
-    pub fn record_upload(&self, recorder: &Recorder<'_>, source: &Buffer) -> Result<()> {
-        if source.len() < self.bytes() {
-            return Err(Error::InvalidInput(format!(
-                "{} bytes cannot fill a {}x{} image of {} bytes",
-                source.len(),
-                self.size[0],
-                self.size[1],
-                self.bytes()
-            )));
-        }
-        let (device, commands) = recorder.raw();
-        // Earlier samples and copies are done before the copy writes; the copy is done before
-        // fragment shaders sample.
-        let to_transfer = self.barrier(
-            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-            vk::AccessFlags::SHADER_READ | vk::AccessFlags::TRANSFER_WRITE,
-            vk::AccessFlags::TRANSFER_WRITE,
-        );
-        let region = whole_image_copy(self.size);
-        let to_shader =
-            self.barrier(self.sampled_layout, vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::SHADER_READ);
-        // SAFETY: a buffer in the recording state; the image is in the layouts the barriers say
-        // (tracked in recording order); the buffer holds at least the image's bytes (checked).
-        unsafe {
-            device.cmd_pipeline_barrier(
-                commands,
-                vk::PipelineStageFlags::FRAGMENT_SHADER | vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &[to_transfer],
-            );
-            device.cmd_copy_buffer_to_image(
-                commands,
-                source.raw(),
-                self.image.image,
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                &[region],
-            );
-            device.cmd_pipeline_barrier(
-                commands,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::FRAGMENT_SHADER,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &[to_shader],
-            );
-        }
-        Ok(())
+    /// The image, for commands recorded inside `vk/`.
+    pub(crate) fn raw_image(&self) -> vk::Image {
+        self.image.image
+    }
+
+    /// The layout shaders sample it in.
+    pub(crate) fn sampled_layout(&self) -> vk::ImageLayout {
+        self.sampled_layout
     }
 
     /// A barrier from the tracked layout to `layout` (and the tracked layout updated), making the
-    /// `before` accesses available to the `after` ones (each must suit its side's stages).
-    fn barrier(
+    /// `before` accesses available to the `after` ones (each must suit its side's stages). The
+    /// barrier must be recorded, in the order barriers are made.
+    pub(crate) fn barrier(
         &self,
         layout: vk::ImageLayout,
         before: vk::AccessFlags,
