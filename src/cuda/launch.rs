@@ -8,7 +8,7 @@ use cudarc::driver::sys;
 use serde::{Deserialize, Serialize};
 
 use super::device::DeviceInfo;
-use super::module::{Function, FunctionAttributes};
+use super::module::{Function, FunctionAttributes, Occupancy};
 use super::stream::Stream;
 use crate::Result;
 pub use crate::error::LaunchError;
@@ -121,6 +121,24 @@ pub fn arg<T>(value: &T) -> *mut c_void {
 }
 
 impl Function {
+    /// What the occupancy API says about launching with `config`.
+    pub fn occupancy(&self, config: &LaunchConfig) -> Result<Occupancy> {
+        let device = self.context().device();
+        let threads = config.block_threads() as u32;
+        let blocks_per_multiprocessor =
+            self.max_active_blocks_per_multiprocessor(threads, config.shared_memory_bytes)?;
+        let warps_per_block = threads.div_ceil(device.warp_size.max(1) as u32) as i32;
+        let most_warps = device.max_threads_per_multiprocessor / device.warp_size.max(1);
+        let (suggested_block, suggested_grid) = self.suggested_block_size(config.shared_memory_bytes)?;
+        Ok(Occupancy {
+            blocks_per_multiprocessor,
+            warps_per_multiprocessor: blocks_per_multiprocessor * warps_per_block,
+            max_warps_per_multiprocessor: most_warps,
+            suggested_block,
+            suggested_grid,
+        })
+    }
+
     /// Validates `config` against `device` and this kernel, opts in to more dynamic shared memory
     /// when the launch needs it, then queues the kernel on `stream`.
     ///

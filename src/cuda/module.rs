@@ -566,24 +566,6 @@ impl Function {
         )?;
         Ok((block, min_grid))
     }
-
-    /// What the occupancy API says about launching with `config`.
-    pub fn occupancy(&self, config: &super::launch::LaunchConfig) -> Result<Occupancy> {
-        let device = self.module.context.device();
-        let threads = config.block_threads() as u32;
-        let blocks_per_multiprocessor =
-            self.max_active_blocks_per_multiprocessor(threads, config.shared_memory_bytes)?;
-        let warps_per_block = threads.div_ceil(device.warp_size.max(1) as u32) as i32;
-        let most_warps = device.max_threads_per_multiprocessor / device.warp_size.max(1);
-        let (suggested_block, suggested_grid) = self.suggested_block_size(config.shared_memory_bytes)?;
-        Ok(Occupancy {
-            blocks_per_multiprocessor,
-            warps_per_multiprocessor: blocks_per_multiprocessor * warps_per_block,
-            max_warps_per_multiprocessor: most_warps,
-            suggested_block,
-            suggested_grid,
-        })
-    }
 }
 
 /// Theoretical occupancy of a launch, from the driver's occupancy API.
