@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::cpu::{self, Params, Scratch};
-use super::kernels::{Kernels, Precision, Variant};
+use super::kernels::{Kernels, Precision, Variant, time_forces};
 use super::multi::{self, DeviceSummary, DeviceTimes, MultiSimulation};
 use super::presets::{Bodies, Preset};
 use super::sim::StepBuffers;
@@ -352,35 +352,6 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
         table.push_str("stopped (Ctrl-C): the table holds what was measured before\n");
     }
     Ok(BenchReport { json, table })
-}
-
-/// Times `warmup` + `repeats` forces launches with CUDA events; the timed ones' µs.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn time_forces(
-    kernels: &mut Kernels,
-    stream: &Stream,
-    positions: &DeviceBuffer,
-    partial: &DeviceBuffer,
-    n: u32,
-    slice_length: u32,
-    params: &Params,
-    warmup: u32,
-    repeats: u32,
-) -> Result<Vec<f64>> {
-    for _ in 0..warmup {
-        kernels.forces(stream, positions.span(), partial.span(), n, slice_length, params)?;
-    }
-    let context = stream.context();
-    let mut events = Vec::with_capacity(repeats as usize);
-    for _ in 0..repeats {
-        let (start, end) = (Event::new(context)?, Event::new(context)?);
-        start.record(stream)?;
-        kernels.forces(stream, positions.span(), partial.span(), n, slice_length, params)?;
-        end.record(stream)?;
-        events.push((start, end));
-    }
-    stream.synchronize()?;
-    events.iter().map(|(start, end)| Ok(f64::from(end.elapsed_ms_since(start)?) * 1e3)).collect()
 }
 
 /// Median time of a whole step (drift, forces, kick) with the best variant, µs.

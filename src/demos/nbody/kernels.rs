@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use super::cpu::Params;
 use crate::cuda::launch::arg;
 use crate::cuda::module::{CompiledModule, FunctionAttributes};
-use crate::cuda::{Compiler, Context, DeviceLimits, DeviceSpan, Function, LaunchConfig, Module, Stream};
+use crate::cuda::{
+    Compiler, Context, DeviceBuffer, DeviceLimits, DeviceSpan, Event, Function, LaunchConfig, Module, Stream,
+};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
 use crate::{Error, Result, source_file};
@@ -468,4 +470,33 @@ fn check_len(name: &str, span: DeviceSpan, needed: usize) -> Result<()> {
         return Err(Error::InvalidInput(format!("n-body: {name} buffer has {} bytes, {needed} needed", span.bytes)));
     }
     Ok(())
+}
+
+/// Times `warmup` + `repeats` forces launches with CUDA events; the timed ones' µs.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn time_forces(
+    kernels: &mut Kernels,
+    stream: &Stream,
+    positions: &DeviceBuffer,
+    partial: &DeviceBuffer,
+    n: u32,
+    slice_length: u32,
+    params: &Params,
+    warmup: u32,
+    repeats: u32,
+) -> Result<Vec<f64>> {
+    for _ in 0..warmup {
+        kernels.forces(stream, positions.span(), partial.span(), n, slice_length, params)?;
+    }
+    let context = stream.context();
+    let mut events = Vec::with_capacity(repeats as usize);
+    for _ in 0..repeats {
+        let (start, end) = (Event::new(context)?, Event::new(context)?);
+        start.record(stream)?;
+        kernels.forces(stream, positions.span(), partial.span(), n, slice_length, params)?;
+        end.record(stream)?;
+        events.push((start, end));
+    }
+    stream.synchronize()?;
+    events.iter().map(|(start, end)| Ok(f64::from(end.elapsed_ms_since(start)?) * 1e3)).collect()
 }

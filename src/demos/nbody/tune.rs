@@ -12,9 +12,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::bench::time_forces;
 use super::cpu::Params;
-use super::kernels::{KERNEL, Kernels, Precision, Variant};
+use super::kernels::{KERNEL, Kernels, Precision, Variant, time_forces};
 use super::presets::Preset;
 use super::sim;
 use crate::cuda::module::{PendingCompile, cache_key};
