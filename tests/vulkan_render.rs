@@ -344,13 +344,19 @@ fn re_making_targets_buffers_and_textures_keeps_host_memory_flat() {
     for n in 0..10 {
         round(&mut vulkan, n); // the allocator's and driver's first-use growth
     }
-    let before = interop_lab::soak::resident_bytes().unwrap();
-    for n in 0..60 {
-        round(&mut vulkan, n);
+    // Resident memory is the whole process's, and the other tests of this file run beside this
+    // one: three batches, of which the least growth counts. A leak grows every batch.
+    let mut growth = Vec::new();
+    for _ in 0..3 {
+        let before = interop_lab::soak::resident_bytes().unwrap();
+        for n in 0..60 {
+            round(&mut vulkan, n);
+        }
+        let after = interop_lab::soak::resident_bytes().unwrap();
+        eprintln!("resident {before} → {after} bytes over 60 rounds of ~7 MiB each");
+        growth.push(after.saturating_sub(before));
     }
-    let after = interop_lab::soak::resident_bytes().unwrap();
-    let grown = after.saturating_sub(before);
-    eprintln!("resident {before} → {after} bytes over 60 rounds of ~7 MiB each");
+    let grown = growth.iter().copied().min().unwrap_or(u64::MAX);
     // 60 rounds × (4 MiB buffer + 1 MiB texture + ~2 MiB target) ≈ 420 MiB if nothing were freed.
-    assert!(grown < 32 << 20, "resident memory grew {grown} bytes over 60 rounds");
+    assert!(grown < 32 << 20, "resident memory grew by at least {grown} bytes in each batch of 60 rounds: {growth:?}");
 }
