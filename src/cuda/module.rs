@@ -392,10 +392,14 @@ impl Module {
         }
         let trace = context.trace();
         if compiled.from_cache {
-            trace.note("kernel cache", format!("{} for {} (no NVRTC needed)", compiled.origin, compiled.target), 0.0);
+            trace.note(
+                "kernel cache",
+                || format!("{} for {} (no NVRTC needed)", compiled.origin, compiled.target),
+                0.0,
+            );
         } else {
             let ms = compiled.compile_time.as_secs_f64();
-            trace.note("nvrtcCompileProgram", format!("{} for {}", compiled.origin, compiled.target), ms * 1e6);
+            trace.note("nvrtcCompileProgram", || format!("{} for {}", compiled.origin, compiled.target), ms * 1e6);
         }
         let mut raw = std::ptr::null_mut();
         // SAFETY: `image` is a complete CUBIN or NUL-terminated PTX that outlives the call.

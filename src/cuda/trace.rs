@@ -80,8 +80,9 @@ impl Trace {
         self.setup_open.get() || self.per_frame.get()
     }
 
-    /// Records a step that is not a driver call (an NVRTC compile, a cache hit) in the same list.
-    pub fn note(&self, call: &'static str, detail: String, host_us: f64) {
+    /// Records a step that is not a driver call (an NVRTC compile, a cache hit, another API's
+    /// call) in the same list; `detail` is made only when something is being recorded.
+    pub fn note(&self, call: &'static str, detail: impl FnOnce() -> String, host_us: f64) {
         let list = if self.setup_open.get() {
             &self.setup
         } else if self.per_frame.get() {
@@ -91,7 +92,7 @@ impl Trace {
         };
         let mut list = list.borrow_mut();
         if list.len() < MAX_ENTRIES {
-            list.push(TraceEntry { call, detail, host_us, error: None });
+            list.push(TraceEntry { call, detail: detail(), host_us, error: None });
         }
     }
 

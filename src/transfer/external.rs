@@ -415,7 +415,7 @@ impl StepCalls for GpuCalls<'_, '_> {
     fn gl_wait_written(&mut self) -> Result<()> {
         let started = Instant::now();
         self.semaphores.wait(self.gl, self.names.written, self.buffers)?;
-        let detail = format!("written, {} buffer(s)", self.buffers.len());
+        let detail = || format!("written, {} buffer(s)", self.buffers.len());
         self.stream.context().trace().note("glWaitSemaphoreEXT", detail, micros_since(started));
         Ok(())
     }
@@ -424,10 +424,9 @@ impl StepCalls for GpuCalls<'_, '_> {
         let started = Instant::now();
         self.semaphores.signal(self.gl, self.names.released, buffers.as_slice())?;
         let count = buffers.as_slice().len();
-        let detail = if ahead {
-            format!("released, ahead for the next step's {count} buffer(s); glFlush")
-        } else {
-            format!("released, {count} buffer(s); glFlush")
+        let detail = || match ahead {
+            true => format!("released, ahead for the next step's {count} buffer(s); glFlush"),
+            false => format!("released, {count} buffer(s); glFlush"),
         };
         self.stream.context().trace().note("glSignalSemaphoreEXT", detail, micros_since(started));
         Ok(())

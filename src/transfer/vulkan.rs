@@ -108,11 +108,12 @@ impl VulkanShare {
         // Vulkan's submissions go into the same trace as CUDA's calls, so a frame reads in order.
         let trace_owner: Weak<Context> = Rc::downgrade(cuda);
         timeline.observe(Box::new(move |note| {
-            if let Some(context) = trace_owner.upgrade()
-                && context.trace().is_recording()
-            {
-                let wait = if note.waited > 0 { format!("waits written ≥ {}, ", note.waited) } else { String::new() };
-                context.trace().note("vkQueueSubmit", format!("{wait}signals read = {}", note.signals), note.host_us);
+            if let Some(context) = trace_owner.upgrade() {
+                let detail = || match note.waited {
+                    0 => format!("signals read = {}", note.signals),
+                    waited => format!("waits written ≥ {waited}, signals read = {}", note.signals),
+                };
+                context.trace().note("vkQueueSubmit", detail, note.host_us);
             }
         }));
         Ok(Self {
