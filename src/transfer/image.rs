@@ -87,7 +87,7 @@ enum ImageLink {
     /// Registered with CUDA: written in place through a surface object.
     Registered(GraphicsResource),
     /// A Vulkan image CUDA imported: written in place through a surface object, after the
-    /// submission that last sampled it (its mark).
+    /// submission that last used it (its mark: the draw that sampled it, or an upload).
     Imported { image: ImportedImage, mark: crate::vk::shared::ReadMark },
     /// Fed from a pixel buffer after each compute.
     PixelBuffer(SharedBuffer),
@@ -316,13 +316,14 @@ impl dyn Transfer + '_ {
         match &image.texture {
             TextureMemory::Gl(texture) => texture.upload(graphics.gl()?, bytes)?,
             TextureMemory::Vulkan(texture) => {
-                let staging = graphics.vulkan()?.host_buffer(bytes)?;
-                graphics.vulkan()?.upload_texture(texture, &staging)?;
-                graphics.vulkan()?.release_after_frame(staging);
-                if image.imported_by_cuda() {
-                    // CUDA's next write must come after this one.
-                    graphics.vulkan()?.wait_idle()?;
+                let vulkan = graphics.vulkan()?;
+                let staging = vulkan.host_buffer(bytes)?;
+                if let ImageLink::Imported { mark, .. } = &image.link {
+                    // The upload uses the image: CUDA's next write waits for it, like for a draw.
+                    vulkan.reads(mark);
                 }
+                vulkan.upload_texture(texture, &staging)?;
+                vulkan.release_after_frame(staging);
             }
         }
         if let ImageLink::PixelBuffer(buffer) = &mut image.link {
