@@ -99,7 +99,7 @@ impl Transfer for External {
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
-        self.run_with(graphics, frame, buffers, &[], compute)
+        self.run_with(graphics, frame, buffers, GlNames::NONE, compute)
     }
 
     /// With semaphores, GL's `released` signal for the next step is given right after this
@@ -115,7 +115,7 @@ impl Transfer for External {
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
         let next = GlNames::of(next)?;
-        self.run_with(graphics, frame, buffers, next.as_slice(), compute)
+        self.run_with(graphics, frame, buffers, next, compute)
     }
 
     fn poll_gpu_times(&mut self) -> Result<Option<LateGpuTimes>> {
@@ -138,7 +138,7 @@ impl External {
         graphics: Graphics<'_>,
         frame: u64,
         buffers: &mut [(&mut SharedBuffer, Access)],
-        next: &[u32],
+        next: GlNames,
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
         let gl = graphics.gl()?;
@@ -150,7 +150,7 @@ impl External {
         match &mut self.order {
             Some(order) => {
                 let names = GlNames::of(buffers)?;
-                order.run(gl, names.as_slice(), next, &mut self.events, frame, &mut compute)
+                order.run(gl, names, next, &mut self.events, frame, &mut compute)
             }
             None => run_with_host_waits(gl, &self.stream, &mut self.events, frame, &mut compute),
         }
@@ -167,6 +167,9 @@ struct GlNames {
 }
 
 impl GlNames {
+    /// No buffers.
+    const NONE: Self = Self { names: [0; crate::cuda::interop::MAX_MAPPED], len: 0 };
+
     fn of(buffers: &[(&mut SharedBuffer, Access)]) -> Result<Self> {
         let mut names = [0u32; crate::cuda::interop::MAX_MAPPED];
         if buffers.len() > names.len() {
@@ -176,13 +179,6 @@ impl GlNames {
             *name = buffer.gl()?.name();
         }
         Ok(Self { names, len: buffers.len() })
-    }
-
-    fn from_slice(slice: &[u32]) -> Self {
-        let mut names = [0u32; crate::cuda::interop::MAX_MAPPED];
-        let len = slice.len().min(names.len());
-        names[..len].copy_from_slice(&slice[..len]);
-        Self { names, len }
     }
 
     fn as_slice(&self) -> &[u32] {
@@ -297,8 +293,8 @@ impl GpuOrder {
     fn run(
         &mut self,
         gl: &glow::Context,
-        buffers: &[u32],
-        next: &[u32],
+        buffers: GlNames,
+        next: GlNames,
         events: &mut EventRing,
         frame: u64,
         compute: &mut dyn FnMut(&Stream) -> Result<()>,
@@ -318,7 +314,7 @@ impl GpuOrder {
             compute,
             kernel_us: 0.0,
         };
-        self.protocol.step(&mut calls, GlNames::from_slice(buffers), GlNames::from_slice(next))?;
+        self.protocol.step(&mut calls, buffers, next)?;
         let kernel_us = calls.kernel_us;
         events.commit(frame);
         let mut times = StageTimes::default();
@@ -401,7 +397,7 @@ struct GpuCalls<'a, 'c> {
     semaphores: GlSemaphores,
     names: GlSemaphoreNames,
     /// The step's buffers (GL's barrier list for its wait).
-    buffers: &'a [u32],
+    buffers: GlNames,
     cuda_released: &'a ImportedSemaphore,
     cuda_written: &'a ImportedSemaphore,
     stream: &'a Stream,
@@ -414,8 +410,9 @@ struct GpuCalls<'a, 'c> {
 impl StepCalls for GpuCalls<'_, '_> {
     fn gl_wait_written(&mut self) -> Result<()> {
         let started = Instant::now();
-        self.semaphores.wait(self.gl, self.names.written, self.buffers)?;
-        let detail = || format!("written, {} buffer(s)", self.buffers.len());
+        let buffers = self.buffers.as_slice();
+        self.semaphores.wait(self.gl, self.names.written, buffers)?;
+        let detail = || format!("written, {} buffer(s)", buffers.len());
         self.stream.context().trace().note("glWaitSemaphoreEXT", detail, micros_since(started));
         Ok(())
     }
@@ -476,6 +473,15 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
+
+    impl GlNames {
+        fn from_slice(slice: &[u32]) -> Self {
+            let mut names = Self::NONE;
+            names.names[..slice.len()].copy_from_slice(slice);
+            names.len = slice.len();
+            names
+        }
+    }
 
     /// The two binary semaphores and the two queues, modelled: every GL and CUDA operation is
     /// numbered in order of issue, and a signal covers its queue's operations issued before it.
@@ -603,7 +609,7 @@ mod tests {
             model.fail_at = (failures && rng.uniform() < 0.2).then(|| 1 + (rng.next_u64() % 8) as u32);
             let next = match next {
                 Some(next) => GlNames::from_slice(&[next]),
-                None => GlNames::from_slice(&[]),
+                None => GlNames::NONE,
             };
             let ok = protocol.step(&mut model, GlNames::from_slice(&[this]), next).is_ok();
             model.fail_at = None;
@@ -659,7 +665,7 @@ mod tests {
         assert!(model.violations.is_empty(), "{:?}", model.violations);
         model.draw(2, false); // against the contract
         model.writing = vec![2];
-        protocol.step(&mut model, b, GlNames::from_slice(&[])).unwrap();
+        protocol.step(&mut model, b, GlNames::NONE).unwrap();
         assert!(
             model.violations.iter().any(|v| v.contains("the kernel writes buffer 2 while GL may still draw it")),
             "{:?}",
