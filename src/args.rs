@@ -30,8 +30,8 @@ pub struct RunArgs {
     /// Render offscreen (EGL, no window) and exit after --frames frames.
     #[arg(long)]
     pub headless: bool,
-    /// Frames to render headless (in a window: close after this many).
-    #[arg(long)]
+    /// Frames to render headless (in a window: close after this many). At least 1.
+    #[arg(long, value_parser = parse_frame_count)]
     pub frames: Option<u32>,
     /// Framebuffer (headless) or window size, WIDTHxHEIGHT.
     #[arg(long, value_parser = parse_pair, default_value = "1280x800")]
@@ -69,6 +69,57 @@ pub struct RunArgs {
     /// Backend and transfer-path choices.
     #[command(flatten)]
     pub cuda: CudaArgs,
+    /// Flags of the demo's own that only some paths use (set by the demo's command from what was
+    /// typed): a run on another path says they have no effect there.
+    #[arg(skip)]
+    pub path_flags: Vec<PathFlag>,
+}
+
+/// A demo flag the user typed that only some transfer paths use (a CUDA launch parameter, the
+/// texture route), so a run on another path says so instead of ignoring it without a word.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathFlag {
+    /// The flag as typed, e.g. `--block 32x8`.
+    pub flag: String,
+    /// What it needs.
+    pub needs: PathNeed,
+}
+
+/// What a [`PathFlag`] needs to have an effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathNeed {
+    /// A path that computes with CUDA (launch parameters).
+    Cuda,
+    /// A path where CUDA writes the drawn texture itself (GL interop, Vulkan).
+    TextureInPlace,
+}
+
+impl PathFlag {
+    /// `flag` (as typed), which needs `needs`.
+    pub fn new(flag: impl Into<String>, needs: PathNeed) -> Self {
+        Self { flag: flag.into(), needs }
+    }
+
+    /// Why the flag has no effect on `kind` (`None`: it has one).
+    pub fn ignored_on(&self, kind: crate::transfer::TransferKind) -> Option<String> {
+        use crate::transfer::TransferKind;
+        let applies = match self.needs {
+            PathNeed::Cuda => kind.uses_cuda(),
+            PathNeed::TextureInPlace => matches!(kind, TransferKind::Interop | TransferKind::Vulkan),
+        };
+        let needs = match self.needs {
+            PathNeed::Cuda => "sets how CUDA launches the kernel",
+            PathNeed::TextureInPlace => {
+                "has CUDA write the drawn texture itself, which GL interop and the Vulkan renderer do"
+            }
+        };
+        (!applies).then(|| format!("{} {needs}; this run is on the {} path, so it has no effect", self.flag, kind.label()))
+    }
+}
+
+/// "32x8", as typed.
+pub fn pair_text([a, b]: [u32; 2]) -> String {
+    format!("{a}x{b}")
 }
 
 /// The graphics API frames are drawn with.
@@ -122,6 +173,10 @@ pub struct CudaArgs {
     /// CUDA device to compute on (default: the one running the GL context, else 0).
     #[arg(long)]
     pub device: Option<i32>,
+    /// The flag that chose the device when it was not `--device` (set by the demo that reads it,
+    /// e.g. n-body's `--devices`), so that messages name what the user typed.
+    #[arg(skip)]
+    pub device_flag: Option<String>,
     /// Read kernels/*.cu from this folder instead of the copies built into the binary.
     #[arg(long, value_name = "DIR", env = "INTEROP_LAB_KERNELS")]
     pub kernels: Option<PathBuf>,
@@ -157,6 +212,7 @@ impl CudaArgs {
             backend: self.backend,
             transfer: self.transfer,
             device: self.device,
+            device_flag: self.device_flag.clone(),
             kernels_dir: self.kernels.clone(),
             no_cache: self.no_cache,
             background_compiles: false,
@@ -170,6 +226,18 @@ pub fn parse_pair(text: &str) -> std::result::Result<[u32; 2], String> {
         text.split_once(['x', 'X']).ok_or_else(|| format!("{text:?} is not of the form AxB, e.g. 1280x800"))?;
     let number = |s: &str| s.trim().parse::<u32>().map_err(|_| format!("{s:?} in {text:?} is not a whole number"));
     Ok([number(a)?, number(b)?])
+}
+
+/// Parses `--frames`: a whole number of at least 1, in a window as offscreen (a run draws the
+/// frames it is asked for, and a run of none has nothing to show or measure).
+pub fn parse_frame_count(text: &str) -> std::result::Result<u32, String> {
+    match text.trim().parse::<u32>() {
+        Ok(0) => Err("a run draws at least one frame: give 1 or more (leave --frames out for a window that runs \
+                      until closed)"
+            .to_owned()),
+        Ok(frames) => Ok(frames),
+        Err(_) => Err(format!("{text:?} is not a whole number of frames")),
+    }
 }
 
 /// Parses `on` / `off` (or true / false, 1 / 0).

@@ -12,8 +12,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// `libcuda.so.1` could not be loaded.
     #[error(
-        "the NVIDIA driver library (libcuda.so.1) was not found: install the NVIDIA driver to use CUDA; \
-         until then the CPU backend runs (--backend cpu)"
+        "the NVIDIA driver library (libcuda.so.1) was not found: install the NVIDIA driver to use CUDA"
     )]
     NoCudaDriver,
 

@@ -45,6 +45,8 @@ pub struct HeadlessOptions {
     pub stop: StopRequest,
     /// Record every frame into this folder.
     pub record: Option<PathBuf>,
+    /// Demo flags that only some paths use (the run says when its path ignores them).
+    pub path_flags: Vec<crate::args::PathFlag>,
 }
 
 impl HeadlessOptions {
@@ -97,6 +99,7 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     let mut session = Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())?;
     let framebuffer = framebuffer.keep();
     session.set_what_if(options.what_if);
+    session.say_flags_without_effect(&options.path_flags);
     session.open_panel_sections(&options.open_sections);
     let mut overlay = if options.panel { Some(PanelOverlay::new(gl.clone())?) } else { None };
     let result = render(&gl, &mut session, &framebuffer, overlay.as_mut(), options, context.device());
@@ -118,7 +121,7 @@ fn render(
     egl_device: &crate::gl::context::headless::EglDeviceInfo,
 ) -> Result<HeadlessReport> {
     let size = framebuffer.size();
-    let mut recorder = options.record.as_deref().map(Recorder::start).transpose()?;
+    let mut recorder = options.record.as_deref().map(|dir| Recorder::start(dir, "--record")).transpose()?;
     let started = Instant::now();
     let mut frames = 0;
     while frames < options.frames && !(frames > 0 && options.stop.requested()) {

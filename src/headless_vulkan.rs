@@ -45,6 +45,9 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     for note in options.what_if.inapplicable(transfer) {
         log::warn!("{note}");
     }
+    for note in options.path_flags.iter().filter_map(|flag| flag.ignored_on(transfer)) {
+        log::warn!("{note}");
+    }
     let mut renderer = VulkanRenderer::new();
     let view = View { origin: [0, 0], size: options.size };
     let open_trace = options.open_sections.contains(&PanelSection::Trace);
@@ -147,8 +150,8 @@ impl HeadlessPanel {
             window: false,
         };
         let mut width_points = 0.0;
-        let output = self.context.run_ui(input, |ui| width_points = panel(ui, demo, &self.info, &mut state));
-        self.painter.update_textures(vulkan, &output.textures_delta)?;
+        let mut output = self.context.run_ui(input, |ui| width_points = panel(ui, demo, &self.info, &mut state));
+        self.painter.update_textures(vulkan, &mut output.textures_delta)?;
         let primitives = self.context.tessellate(output.shapes, output.pixels_per_point);
         let width_px = ((width_points * output.pixels_per_point) as u32).min(width.saturating_sub(1));
         Ok((primitives, output.pixels_per_point, width_px))
@@ -159,7 +162,7 @@ fn render(frame_parts: &mut Frame<'_>, demo: &mut dyn Demo, options: &HeadlessOp
     let Frame { vulkan, cuda, renderer, panel } = frame_parts;
     let (vulkan, cuda) = (*vulkan, *cuda);
     let graphics = Graphics::Vulkan(vulkan);
-    let mut recorder = options.record.as_deref().map(Recorder::start).transpose()?;
+    let mut recorder = options.record.as_deref().map(|dir| Recorder::start(dir, "--record")).transpose()?;
     let mut history = FrameHistory::new(options.frames.min(10_000) as usize);
     let started = Instant::now();
     let mut frames = 0;

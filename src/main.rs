@@ -61,25 +61,44 @@ fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn,interop_lab=info")).init();
     let cli = Cli::parse();
     let stop = StopRequest::new();
-    let on_signal = stop.clone();
-    // Ctrl-C or SIGTERM: finish the current frame (or benchmark step), write what was asked for,
-    // exit. A second one exits at once.
-    let installed = ctrlc::set_handler(move || {
-        if on_signal.request() {
-            eprintln!("\ninterrupted again: exiting without writing");
-            std::process::exit(130);
-        }
-        eprintln!("\ninterrupted: finishing the current frame, then writing what was asked for (again to quit now)");
-    });
-    if let Err(error) = installed {
-        log::warn!("Ctrl-C will end the app without writing its outputs: {error}");
-    }
+    // Ctrl-C, SIGTERM or SIGHUP: finish the current frame (or benchmark step), write what was
+    // asked for, exit with 128 + the signal. A second one exits at once.
+    install_signal_handler(&stop);
     match run(cli, &stop) {
-        Ok(code) => code,
+        // An interrupted run says so in its exit status, whatever it finished with.
+        Ok(code) => stop.exit_status().map(ExitCode::from).unwrap_or(code),
         Err(error) => {
             eprintln!("error: {error}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Turns SIGINT, SIGTERM and SIGHUP into a [`StopRequest`], on a thread of its own.
+fn install_signal_handler(stop: &StopRequest) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
+        Ok(signals) => signals,
+        Err(error) => {
+            log::warn!("Ctrl-C will end the app without writing its outputs: {error}");
+            return;
+        }
+    };
+    let stop = stop.clone();
+    let spawned = std::thread::Builder::new().name("signals".to_owned()).spawn(move || {
+        for signal in signals.forever() {
+            if stop.request(signal) {
+                eprintln!("\ninterrupted again: exiting without writing");
+                std::process::exit(128 + signal);
+            }
+            eprintln!(
+                "\ninterrupted ({}): finishing the current frame, then writing what was asked for (again to quit now)",
+                stop.cause()
+            );
+        }
+    });
+    if let Err(error) = spawned {
+        log::warn!("Ctrl-C will end the app without writing its outputs: {error}");
     }
 }
 
@@ -135,6 +154,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
             open_sections: run.panel_open.clone(),
             stop: stop.clone(),
             record: run.record.clone(),
+            path_flags: run.path_flags.clone(),
         };
         let report = match run.renderer {
             RendererChoice::Gl => headless::run(&options)?,
@@ -160,6 +180,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
         record: run.record.clone(),
         stats: run.stats.clone(),
         vulkan: run.renderer == RendererChoice::Vulkan,
+        path_flags: run.path_flags.clone(),
     })?;
     for recording in &report.recordings {
         print_recording(recording, 60);
@@ -174,7 +195,13 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
 fn print_headless(report: &headless::HeadlessReport, options: &HeadlessOptions) {
     let json = &report.json;
     let text = |key: &str| json.get(key).and_then(|v| v.as_str()).unwrap_or("?").to_owned();
-    let device = json.pointer("/device/name").and_then(|v| v.as_str()).unwrap_or("no CUDA device");
+    // GL runs name the CUDA device; Vulkan runs name the Vulkan device, which is the CUDA device
+    // whenever CUDA computes there.
+    let cuda_device = match json.get("renderer").and_then(|v| v.as_str()) {
+        Some("vulkan") if text("backend") == "cuda" => json.pointer("/vulkan_device/name"),
+        _ => json.pointer("/device/name"),
+    };
+    let device = cuda_device.and_then(|v| v.as_str()).unwrap_or("no CUDA device");
     println!(
         "{} on {} ({}), transfer {}: {} frames at {}x{}, {:.0} frames/s",
         text("demo"),

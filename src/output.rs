@@ -77,7 +77,9 @@ pub fn check(path: &Path, kind: OutputKind, flag: &str) -> Result<()> {
         if path.exists() && !path.is_dir() {
             return refuse("is a file, not a folder".to_owned());
         }
-        std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
+        if let Err(error) = std::fs::create_dir_all(path) {
+            return refuse(format!("the folder cannot be made: {error}"));
+        }
         return probe_folder(path, flag);
     }
     let folder = parent(path);

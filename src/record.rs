@@ -49,9 +49,10 @@ impl RecordReport {
 }
 
 impl Recorder {
-    /// Starts recording into `dir` (made if missing; must be writable).
-    pub fn start(dir: &Path) -> Result<Self> {
-        output::check(dir, OutputKind::Folder, "--record")?;
+    /// Starts recording into `dir` (made if missing; must be writable); `asked_by` names what
+    /// asked for it in messages (`--record`, the panel's record button).
+    pub fn start(dir: &Path, asked_by: &str) -> Result<Self> {
+        output::check(dir, OutputKind::Folder, asked_by)?;
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 8);
         let (sender, receiver) = sync_channel::<Frame>(QUEUE_FRAMES);
         let receiver = Arc::new(Mutex::new(receiver));
@@ -137,7 +138,7 @@ mod tests {
     #[test]
     fn recorded_frames_are_numbered_pngs_and_the_report_counts_them() {
         let dir = std::env::temp_dir().join(format!("interop-lab-record-{}", std::process::id()));
-        let mut recorder = Recorder::start(&dir).expect("start");
+        let mut recorder = Recorder::start(&dir, "--record").expect("start");
         for shade in 0..5u8 {
             recorder.frame([8, 4], vec![shade; 8 * 4 * 4]);
         }

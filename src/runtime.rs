@@ -58,6 +58,9 @@ pub struct CudaOptions {
     pub transfer: TransferRequest,
     /// `--device`: the CUDA device to compute on (default: the GL context's device, else 0).
     pub device: Option<i32>,
+    /// The flag that chose `device`, as the user typed it, when it was not `--device` (n-body's
+    /// `--devices 0,1` computes on the first it lists): messages name what was typed.
+    pub device_flag: Option<String>,
     /// `--kernels`: a folder whose `*.cu` files replace the embedded kernels.
     pub kernels_dir: Option<PathBuf>,
     /// Disable the on-disk kernel cache.
@@ -82,6 +85,8 @@ pub struct CudaRuntime {
     pub gl_semaphores: Option<GlSemaphores>,
     /// Demos may compile kernels in the background ([`CudaOptions::background_compiles`]).
     pub background_compiles: bool,
+    /// Why GL interop cannot run with this GL context (`None`: it can).
+    pub why_no_interop: Option<String>,
 }
 
 impl CudaRuntime {
@@ -124,9 +129,16 @@ pub struct Selection {
     pub unmet_request: Option<String>,
     /// A kernel fault lost the CUDA context: CUDA runs again only in a new process.
     pub cuda_lost: bool,
+    /// Why each path this selection cannot run is missing, in a sentence.
+    pub unavailable: Vec<(TransferKind, String)>,
 }
 
 impl Selection {
+    /// Why path `kind` cannot run with this selection (`None`: it can).
+    pub fn why_unavailable(&self, kind: TransferKind) -> Option<&str> {
+        self.unavailable.iter().find(|(missing, _)| *missing == kind).map(|(_, why)| why.as_str())
+    }
+
     /// Transfer paths that can run with this selection.
     pub fn available_transfers(&self) -> Vec<TransferKind> {
         let mut kinds = Vec::new();
@@ -161,9 +173,19 @@ pub fn preferred_cuda_device(options: &CudaOptions) -> Option<i32> {
 /// decided by asking the driver which CUDA devices that context runs on.
 pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> Selection {
     if options.backend == BackendRequest::Cpu {
+        // Said only where asked for (the panel's "Why", doctor): the user typed it, or a benchmark
+        // chose it for its CPU rows.
         let reason = "CPU backend requested (--backend cpu)".to_owned();
-        log::info!("{reason}");
-        return Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request: None, cuda_lost: false };
+        log::debug!("{reason}");
+        let unavailable = cuda_paths("CUDA is switched off (--backend cpu)");
+        return Selection {
+            cuda: None,
+            transfer: TransferKind::Cpu,
+            reason,
+            unmet_request: None,
+            cuda_lost: false,
+            unavailable,
+        };
     }
     match set_up_cuda(options, gl, loader) {
         Ok((cuda, transfer, reason, unmet_request)) => {
@@ -171,7 +193,8 @@ pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> 
             if let Some(message) = &unmet_request {
                 log::warn!("{message}");
             }
-            Selection { cuda: Some(Rc::new(cuda)), transfer, reason, unmet_request, cuda_lost: false }
+            let unavailable = gl_paths_missing(&cuda);
+            Selection { cuda: Some(Rc::new(cuda)), transfer, reason, unmet_request, cuda_lost: false, unavailable }
         }
         Err(error) => {
             let reason = format!("CPU backend, because CUDA can't run here: {error}");
@@ -182,15 +205,50 @@ pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> 
             } else if options.backend == BackendRequest::Cuda {
                 Some(format!("--backend cuda was asked for, but CUDA can't run here: {error}"))
             } else if let Some(ordinal) = options.device {
-                Some(format!("--device {ordinal} was asked for, but CUDA can't run here: {error}"))
+                let flag = options.device_flag.clone().unwrap_or_else(|| format!("--device {ordinal}"));
+                Some(format!("{flag} was asked for, but CUDA can't run here: {error}"))
             } else {
                 // A CUDA transfer path asked for by name can't be given without CUDA either.
                 cuda_transfer_flag(options.transfer)
                     .map(|flag| format!("{flag} was asked for, but CUDA can't run here: {error}"))
             };
-            Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request, cuda_lost: false }
+            let unavailable = cuda_paths(&format!("it needs CUDA, which can't run here: {error}"));
+            Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request, cuda_lost: false, unavailable }
         }
     }
+}
+
+/// Every GL path that computes with CUDA, each missing for `why`.
+fn cuda_paths(why: &str) -> Vec<(TransferKind, String)> {
+    [
+        TransferKind::Interop,
+        TransferKind::External,
+        TransferKind::ExternalSemaphores,
+        TransferKind::HostCopy,
+        TransferKind::HostCopyPageable,
+    ]
+    .into_iter()
+    .map(|kind| (kind, why.to_owned()))
+    .collect()
+}
+
+/// The GL paths CUDA runs without, and why.
+fn gl_paths_missing(cuda: &CudaRuntime) -> Vec<(TransferKind, String)> {
+    let mut missing = Vec::new();
+    if let Some(why) = &cuda.why_no_interop {
+        for kind in [TransferKind::Interop, TransferKind::External, TransferKind::ExternalSemaphores] {
+            missing.push((kind, format!("it needs the GL context on the CUDA device, and {why}")));
+        }
+        return missing;
+    }
+    if cuda.external.is_none() {
+        let why = "GL lacks GL_EXT_memory_object_fd, or the device does not export memory as file descriptors";
+        missing.push((TransferKind::External, why.to_owned()));
+        missing.push((TransferKind::ExternalSemaphores, why.to_owned()));
+    } else if cuda.gl_semaphores.is_none() {
+        missing.push((TransferKind::ExternalSemaphores, "this GL context lacks GL_EXT_semaphore_fd".to_owned()));
+    }
+    missing
 }
 
 type CudaSetup = (CudaRuntime, TransferKind, String, Option<String>);
@@ -315,7 +373,8 @@ fn set_up_cuda(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) ->
         }
     };
     let background_compiles = options.background_compiles;
-    let cuda = CudaRuntime { context, compiler, interop, external, gl_semaphores, background_compiles };
+    let cuda =
+        CudaRuntime { context, compiler, interop, external, gl_semaphores, background_compiles, why_no_interop };
     Ok((cuda, transfer, reason, unmet))
 }
 
@@ -366,6 +425,7 @@ pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
         external: None,
         gl_semaphores: None,
         background_compiles: false,
+        why_no_interop: Some("no GL context runs beside CUDA here".to_owned()),
     })
 }
 

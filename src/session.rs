@@ -391,6 +391,15 @@ impl Session {
         }
     }
 
+    /// Says (log and panel) each of `flags` that the path the demo runs on ignores.
+    pub fn say_flags_without_effect(&mut self, flags: &[crate::args::PathFlag]) {
+        let Some(kind) = self.demo.as_deref().map(|demo| demo.pipeline().kind()) else { return };
+        for note in flags.iter().filter_map(|flag| flag.ignored_on(kind)) {
+            log::warn!("{note}");
+            ui::push_notice(&mut self.panel, note);
+        }
+    }
+
     /// Opens panel sections from the start; an open trace records every frame.
     pub fn open_panel_sections(&mut self, sections: &[PanelSection]) {
         self.panel.open_sections = sections.to_vec();

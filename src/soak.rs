@@ -118,13 +118,7 @@ impl SoakArgs {
             let _ = writeln!(out, "no verdict: stopped before any measured phase ran");
             Ok((out, true))
         } else if report.exceeded.is_empty() {
-            let _ = writeln!(
-                out,
-                "within bounds: device memory −{} MiB, host RSS +{} MiB, GL objects +{}",
-                mib(report.bounds.device_bytes),
-                mib(report.bounds.host_rss_bytes),
-                report.bounds.gl_objects
-            );
+            let _ = writeln!(out, "within bounds: {}", report.change());
             Ok((out, true))
         } else {
             for what in &report.exceeded {
@@ -233,6 +227,7 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
             _ => TransferRequest::Copy,
         },
         device: options.device,
+        device_flag: None,
         kernels_dir: None,
         no_cache: true,
         background_compiles: false,
@@ -240,16 +235,19 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&cuda_options))?;
     let gl = context.gl().clone();
     let selection = runtime::select(&cuda_options, &gl, &|name| context.proc_address(name));
-    if let Some(unmet) = &selection.unmet_request {
-        return Err(Error::Unavailable(unmet.clone()));
-    }
     let cuda = selection.cuda.clone();
+    // Said in the soak's own terms: the user chose a path (or took the default, interop), not
+    // the backend the soak asks the runtime for.
     if cuda.is_none() && !on_cpu {
         return Err(Error::Unavailable(format!(
-            "soaking {} needs CUDA: {}; `soak --transfer cpu` soaks GL alone",
+            "soaking {} (--transfer {}) needs CUDA, and {}; `soak --transfer cpu` soaks the GL side alone",
             options.transfer.label(),
-            selection.reason
+            if options.transfer == TransferKind::Interop { "interop, the default" } else { "copy" },
+            selection.reason.trim_start_matches("CPU backend, because ")
         )));
+    }
+    if let Some(unmet) = &selection.unmet_request {
+        return Err(Error::Unavailable(unmet.clone()));
     }
     let framebuffer =
         Guard::new(Framebuffer::new(&gl, [256, 256])?, |mut framebuffer: Framebuffer| framebuffer.destroy(&gl));
@@ -316,9 +314,12 @@ fn soak(
     let before = measure()?;
     let mut phases = Vec::new();
 
+    log::info!("soak: measuring {} frames on {}", options.frames, options.transfer.label());
     let started = Instant::now();
     let frames = run_frames(wave, options.frames)?;
-    phases.push(Phase { name: "frames", count: frames, seconds: secs(started), after: measure()? });
+    if frames > 0 {
+        phases.push(Phase { name: "frames", count: frames, seconds: secs(started), after: measure()? });
+    }
 
     // Re-allocations in four quarters, each measured, so growth that levels off (a driver's heap
     // reaching its working size) is told from growth that goes on (a leak).
@@ -341,6 +342,10 @@ fn soak(
             wave.set_vertices(graphics, original[0], original[1])?;
             run_frames(wave, 1)?;
         }
+        done = until;
+        if count == 0 {
+            continue; // stopped before it, or no re-allocations asked for: nothing to show
+        }
         phases.push(Phase {
             name: if options.transfer == TransferKind::Interop {
                 "re-allocations with re-registration"
@@ -351,7 +356,6 @@ fn soak(
             seconds: secs(started),
             after: measure()?,
         });
-        done = until;
     }
 
     let started = Instant::now();
@@ -372,7 +376,7 @@ fn soak(
         run_frames(wave, 1)?;
         recompiled += 1;
     }
-    if recompiles > 0 {
+    if recompiled > 0 {
         phases.push(Phase {
             name: "kernel recompiles and module swaps",
             count: recompiled,
@@ -381,7 +385,10 @@ fn soak(
         });
     }
     if options.stop.requested() {
-        notes.push("stopped (Ctrl-C): the counts are those that ran; the verdict covers only them".to_owned());
+        notes.push(format!(
+            "stopped ({}): the counts are those that ran; the verdict covers only them",
+            options.stop.cause()
+        ));
     }
 
     let errors = cuda.map(|cuda| cuda.context.take_errors()).unwrap_or_default();
@@ -394,6 +401,42 @@ fn soak(
     };
     let exceeded = phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS)).unwrap_or_default();
     Ok(SoakReport { transfer: options.transfer, device, before, phases, bounds: BOUNDS, exceeded, notes })
+}
+
+impl SoakReport {
+    /// What changed from before the phases to after the last, beside the bound of each: "device
+    /// memory free −1.0 MiB (bound −4.0), host RSS +12.3 MiB (bound +64.0), GL objects +0 (bound +0)".
+    pub fn change(&self) -> String {
+        let Some(after) = self.phases.last().map(|phase| phase.after) else {
+            return "no phase ran".to_owned();
+        };
+        let mib = |bytes: i128| format!("{:+.1} MiB", bytes as f64 / f64::from(1 << 20));
+        let device = match (self.before.device_free_bytes, after.device_free_bytes) {
+            (Some(before), Some(after)) => format!(
+                "device memory free {} (bound −{:.1} MiB)",
+                mib(i128::from(after) - i128::from(before)),
+                self.bounds.device_bytes as f64 / f64::from(1 << 20)
+            ),
+            _ => "device memory not measured (no CUDA)".to_owned(),
+        };
+        let rss = mib(i128::from(after.host_rss_bytes) - i128::from(self.before.host_rss_bytes));
+        let (b, a) = (self.before.gl_objects, after.gl_objects);
+        let objects = |then: u64, now: u64| i128::from(now) - i128::from(then);
+        let gl = [
+            objects(b.buffers, a.buffers),
+            objects(b.textures, a.textures),
+            objects(b.framebuffers, a.framebuffers),
+            objects(b.programs, a.programs),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        format!(
+            "{device}, host RSS {rss} (bound +{:.1} MiB), GL objects of any kind {gl:+} (bound +{})",
+            self.bounds.host_rss_bytes as f64 / f64::from(1 << 20),
+            self.bounds.gl_objects
+        )
+    }
 }
 
 /// A random wave grid from 16×16 to 512×512 vertices (4 KiB to 4 MiB of vertex buffer).

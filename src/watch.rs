@@ -5,11 +5,10 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::cuda::Compiler;
-use crate::cuda::module::CompiledModule;
+use crate::cuda::module::{CompiledModule, PendingCompile};
 use crate::demo::Demo;
 use crate::{Error, Result};
 
@@ -44,15 +43,14 @@ pub enum WatchStatus {
     },
 }
 
-type Outcome = (String, Vec<String>, Result<CompiledModule>);
-
 /// Watches one folder of kernel sources.
 pub struct KernelWatcher {
     dir: PathBuf,
     compiler: Compiler,
     seen: HashMap<String, SystemTime>,
     last_scan: Option<Instant>,
-    in_flight: Option<mpsc::Receiver<Outcome>>,
+    /// The compile running, with the NVRTC options it was started with.
+    in_flight: Option<(PendingCompile, Vec<String>)>,
     status: WatchStatus,
 }
 
@@ -93,29 +91,10 @@ impl KernelWatcher {
     /// Call once per frame: finishes a compile that is done (swapping the module into `demo`),
     /// or, every few hundred ms, looks for changed files the demo uses and starts compiling one.
     pub fn poll(&mut self, demo: &mut dyn Demo) {
-        if let Some(receiver) = &self.in_flight {
-            match receiver.try_recv() {
-                Ok((file, options, compiled)) => {
-                    self.in_flight = None;
-                    let name = demo.name();
-                    let swapped = compiled.and_then(|c| match demo.live_kernels() {
-                        Some(kernels) => kernels.swap_kernels(&file, &options, &c).map(|()| c),
-                        None => Err(Error::Unavailable(format!("the {name} demo does not reload {file}"))),
-                    });
-                    self.status = match swapped {
-                        Ok(compiled) => {
-                            log::info!("reloaded {file}");
-                            WatchStatus::Reloaded { file, compile_ms: compiled.compile_time.as_secs_f64() * 1e3 }
-                        }
-                        Err(error) => WatchStatus::Failed { file, message: error.to_string() },
-                    };
-                }
-                Err(mpsc::TryRecvError::Empty) => return,
-                Err(mpsc::TryRecvError::Disconnected) => {
-                    self.in_flight = None;
-                    self.status =
-                        WatchStatus::Failed { file: String::new(), message: "the compile thread stopped".to_owned() };
-                }
+        if let Some((pending, _)) = &self.in_flight {
+            let Some(compiled) = pending.poll() else { return };
+            if let Some((pending, options)) = self.in_flight.take() {
+                self.swap_in(demo, pending.file().to_owned(), &options, compiled);
             }
         }
         if self.last_scan.is_some_and(|t| t.elapsed() < SCAN_INTERVAL) {
@@ -141,35 +120,42 @@ impl KernelWatcher {
         }
     }
 
+    /// Swaps `compiled` (of `file`, built with `options`) into `demo`, and says how that went.
+    fn swap_in(&mut self, demo: &mut dyn Demo, file: String, options: &[String], compiled: Result<CompiledModule>) {
+        let name = demo.name();
+        let swapped = compiled.and_then(|c| match demo.live_kernels() {
+            Some(kernels) => kernels.swap_kernels(&file, options, &c).map(|()| c),
+            None => Err(Error::Unavailable(format!("the {name} demo does not reload {file}"))),
+        });
+        self.status = match swapped {
+            Ok(compiled) => {
+                log::info!("reloaded {file}");
+                WatchStatus::Reloaded { file, compile_ms: compiled.compile_time.as_secs_f64() * 1e3 }
+            }
+            Err(error) => WatchStatus::Failed { file, message: error.to_string() },
+        };
+    }
+
     fn start(&mut self, file: &str, options: Vec<String>) -> Result<()> {
         let path = self.dir.join(file);
         let source = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-        let compiler = self.compiler.clone();
-        let (sender, receiver) = mpsc::channel();
-        let name = file.to_owned();
-        let origin = path.display().to_string();
-        std::thread::Builder::new()
-            .name(format!("nvrtc {file}"))
-            .spawn(move || {
-                let compiled = compiler.compile_source(&name, &source, &origin, &options);
-                // The receiver may be gone if the app closed meanwhile; nothing to do then.
-                let _ = sender.send((name, options, compiled));
-            })
-            .map_err(|e| Error::Unavailable(format!("cannot start a compile thread: {e}")))?;
-        self.in_flight = Some(receiver);
+        log::info!("{file} changed: NVRTC recompiles it in the background");
+        let (compiler, name, origin, build_options) =
+            (self.compiler.clone(), file.to_owned(), path.display().to_string(), options.clone());
+        // The compile is joined when it is dropped: closing the app mid-compile waits for it.
+        let pending =
+            PendingCompile::spawn(file, move || compiler.compile_source(&name, &source, &origin, &build_options));
+        self.in_flight = Some((pending, options));
         self.status = WatchStatus::Compiling { file: file.to_owned(), since: Instant::now() };
         Ok(())
     }
 
     /// Waits for a compile in flight (tests and headless runs), then applies it like [`Self::poll`].
     pub fn wait(&mut self, demo: &mut dyn Demo) {
-        if let Some(receiver) = self.in_flight.take() {
-            let (sender, replacement) = mpsc::channel();
-            if let Ok(outcome) = receiver.recv() {
-                let _ = sender.send(outcome);
-            }
-            self.in_flight = Some(replacement);
-            self.poll(demo);
+        if let Some((pending, options)) = self.in_flight.take() {
+            let file = pending.file().to_owned();
+            let compiled = pending.wait();
+            self.swap_in(demo, file, &options, compiled);
         }
     }
 }

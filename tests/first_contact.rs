@@ -83,9 +83,9 @@ fn ctrl_c_finishes_the_frame_and_writes_what_was_asked_for() {
     let mut command = cpu_headless("nbody");
     command.args(["--bodies", "2048", "--frames", "1000000", "--screenshot"]);
     command.arg(&shot).arg("--stats").arg(&stats).arg("--save").arg(&state);
-    let output = common::interrupt(command, Duration::from_secs(3));
-    assert!(output.status.success(), "exit 0 after writing: {}", stderr(&output));
-    assert!(stderr(&output).contains("interrupted"), "{}", stderr(&output));
+    let output = common::interrupt_after(command, "first frame drawn");
+    assert_eq!(output.status.code(), Some(130), "128 + SIGINT after writing: {}", stderr(&output));
+    assert!(stderr(&output).contains("interrupted (Ctrl-C)"), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
     let frames = report["frames"].as_u64().expect("frames");
     assert!((1..1_000_000).contains(&frames), "stopped part-way: {report:#}");
@@ -266,8 +266,8 @@ fn the_window_closes_on_ctrl_c_with_its_screenshot() {
     let shot = dir.join("window.png");
     let mut command = binary();
     command.args(["wave", "--backend", "cpu", "--frames", "1000000", "--size", "400x300", "--screenshot"]).arg(&shot);
-    let output = common::interrupt(command, Duration::from_secs(3));
-    assert!(output.status.success(), "{}", stderr(&output));
+    let output = common::interrupt_after(command, "first frame drawn");
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
     let image = image::open(&shot).expect("the screenshot of the last frame");
     assert_eq!((image.width(), image.height()), (400, 300));
     std::fs::remove_dir_all(&dir).ok();
@@ -378,8 +378,9 @@ fn ctrl_c_in_bench_and_soak_stops_and_reports_what_ran() {
     let json = dir.join("bench.json");
     let mut command = binary();
     command.args(["bench", "blur", "--backend", "cpu", "--json"]).arg(&json).env_remove("DISPLAY");
-    let output = common::interrupt(command, Duration::from_secs(3));
-    assert!(output.status.success(), "exit 0 after writing: {}", stderr(&output));
+    // Interrupted once the first filter is timed (whatever the build's speed).
+    let output = common::interrupt_after(command, "bench blur (CPU): 1/");
+    assert_eq!(output.status.code(), Some(130), "128 + SIGINT after writing: {}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("bench JSON")).expect("JSON");
     assert_eq!(report["interrupted"], true, "{report:#}");
     let timed = report["kernels"].as_array().expect("kernels").iter().filter(|k| k["total_us"].is_object()).count();
@@ -389,11 +390,15 @@ fn ctrl_c_in_bench_and_soak_stops_and_reports_what_ran() {
     let mut command = binary();
     command.args(["soak", "--transfer", "cpu", "--warmup-reallocations", "2", "--frames", "100000000", "--json"]);
     command.arg(&json).env_remove("DISPLAY");
-    // Its warm-up (200 frames, two re-allocations) takes ~3 s here; the frames phase follows.
-    let output = common::interrupt(command, Duration::from_secs(9));
+    // SIGTERM this time, once the measured frames run (after the warm-up): the report names it.
+    let mut watched = common::Watched::start(command);
+    assert!(watched.wait_for("measuring", Duration::from_secs(120)), "{}", watched.stderr());
+    std::thread::sleep(Duration::from_millis(300));
+    watched.signal("TERM");
+    let output = watched.finish(Duration::from_secs(120));
     let table = String::from_utf8_lossy(&output.stdout);
-    assert!(matches!(output.status.code(), Some(0 | 1)), "a verdict, not a crash: {table}\n{}", stderr(&output));
-    assert!(table.contains("stopped (Ctrl-C)"), "{table}");
+    assert_eq!(output.status.code(), Some(143), "128 + SIGTERM after the report: {table}\n{}", stderr(&output));
+    assert!(table.contains("stopped (SIGTERM)"), "{table}");
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("soak JSON")).expect("JSON");
     let frames = report["phases"][0]["count"].as_u64().expect("frames count");
     assert!((1..100_000_000).contains(&frames), "the frames that ran, not those asked for: {report:#}");

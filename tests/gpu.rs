@@ -202,6 +202,7 @@ fn headless_interop_and_copy_render_the_same_picture() {
             open_sections: Vec::new(),
             stop: Default::default(),
             record: None,
+            path_flags: Vec::new(),
         };
         let report = headless::run(&options).expect("headless run");
         let stages: Vec<Stage> = report.summary.stages.iter().filter(|s| s.gpu_us.is_some()).map(|s| s.stage).collect();

@@ -36,6 +36,7 @@ fn a_kernel_fault_loses_the_context_and_the_demo_goes_on_on_the_cpu() {
             open_sections: Vec::new(),
             stop: Default::default(),
             record: None,
+            path_flags: Vec::new(),
         })
     };
     let faulted = run(CudaOptions {

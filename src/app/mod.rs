@@ -54,6 +54,8 @@ pub struct WindowOptions {
     pub stats: Option<PathBuf>,
     /// Draw with Vulkan (going on with OpenGL, and saying why, where it cannot).
     pub vulkan: bool,
+    /// Demo flags that only some paths use (the panel says when its path ignores them).
+    pub path_flags: Vec<crate::args::PathFlag>,
 }
 
 /// What a window run leaves behind.
@@ -85,6 +87,7 @@ pub fn run(options: WindowOptions) -> Result<WindowReport> {
             vulkan: None,
             error: None,
             frames: 0,
+            closing: false,
             relaunch: false,
             recordings: Vec::new(),
         };
@@ -103,6 +106,9 @@ struct App {
     vulkan: Option<VulkanWindow>,
     error: Option<Error>,
     frames: u64,
+    /// Closing was asked for (Esc, the window's close button): the next frame is the last, so
+    /// that `--screenshot` is written as on every other way out.
+    closing: bool,
     relaunch: bool,
     recordings: Vec<RecordReport>,
 }
@@ -147,9 +153,8 @@ impl ApplicationHandler for App {
     }
 
     fn window_event(&mut self, event_loop: &ActiveEventLoop, _window: WindowId, event: WindowEvent) {
+        let last = self.last_frame();
         if let Some(vulkan) = self.vulkan.as_mut() {
-            let last =
-                self.options.max_frames.is_some_and(|max| self.frames + 1 >= max) || self.options.stop.requested();
             let screenshot = if last { self.options.screenshot.as_deref() } else { None };
             match vulkan.window_event(&event, screenshot) {
                 Ok(Flow::Continue) => {}
@@ -159,7 +164,7 @@ impl ApplicationHandler for App {
                         self.close(event_loop);
                     }
                 }
-                Ok(Flow::Close) => self.close(event_loop),
+                Ok(Flow::Close) => self.close_after_a_last_frame(event_loop),
                 Ok(Flow::SwitchToGl(spec)) => {
                     self.frames += 1;
                     self.switch_renderer(event_loop, spec, false);
@@ -176,11 +181,9 @@ impl ApplicationHandler for App {
         };
         let egui_consumed = running.egui.state.on_window_event(running.window.window(), &event).consumed;
         match event {
-            WindowEvent::CloseRequested => self.close(event_loop),
+            WindowEvent::CloseRequested => self.close_after_a_last_frame(event_loop),
             WindowEvent::Resized(_) => running.window.resize(),
             WindowEvent::RedrawRequested => {
-                let last =
-                    self.options.max_frames.is_some_and(|max| self.frames + 1 >= max) || self.options.stop.requested();
                 let screenshot = last;
                 match running.redraw(screenshot.then_some(self.options.screenshot.as_deref()).flatten()) {
                     Ok(()) => self.frames += 1,
@@ -222,7 +225,7 @@ impl ApplicationHandler for App {
             WindowEvent::KeyboardInput { event, .. }
                 if !egui_consumed && event.state == ElementState::Pressed && running.key(&event.logical_key) =>
             {
-                self.close(event_loop);
+                self.close_after_a_last_frame(event_loop);
             }
             WindowEvent::MouseInput { state, button, .. } if !egui_consumed || state == ElementState::Released => {
                 let pressed = state == ElementState::Pressed;
@@ -332,6 +335,24 @@ impl App {
         }
     }
 
+    /// Whether the frame about to be drawn is the last: `--frames` reached, a stop asked for
+    /// (Ctrl-C), or the window asked to close.
+    fn last_frame(&self) -> bool {
+        self.closing
+            || self.options.max_frames.is_some_and(|max| self.frames + 1 >= max)
+            || self.options.stop.requested()
+    }
+
+    /// Esc or the close button: with `--screenshot`, one more frame is drawn and written, then
+    /// the window closes; without, it closes now.
+    fn close_after_a_last_frame(&mut self, event_loop: &ActiveEventLoop) {
+        if self.options.screenshot.is_none() || self.closing || self.error.is_some() {
+            return self.close(event_loop);
+        }
+        self.closing = true;
+        self.about_to_wait(event_loop);
+    }
+
     fn close(&mut self, event_loop: &ActiveEventLoop) {
         if let Some(running) = self.running.take() {
             self.shut_down(running);
@@ -363,6 +384,7 @@ impl Running {
         );
         session.panel.vsync = Some(options.vsync);
         session.set_what_if(options.what_if);
+        session.say_flags_without_effect(&options.path_flags);
         session.open_panel_sections(&options.open_sections);
         if let Some(unmet) = session.selection().unmet_request.clone() {
             ui::push_message(&mut session.panel, unmet);
@@ -380,7 +402,7 @@ impl Running {
             event_loop.system_theme(),
             Some(painter.max_texture_side()),
         );
-        let recorder = options.record.as_deref().map(Recorder::start).transpose()?;
+        let recorder = options.record.as_deref().map(|dir| Recorder::start(dir, "--record")).transpose()?;
         Ok(Self {
             session,
             egui: EguiWindow { context, state, painter },
@@ -472,7 +494,7 @@ impl Running {
                     .map(|d| d.as_secs())
                     .unwrap_or_default();
                 let dir = PathBuf::from(format!("interop-lab-recording-{stamp}"));
-                match Recorder::start(&dir) {
+                match Recorder::start(&dir, "the record button") {
                     Ok(recorder) => self.recorder = Some(recorder),
                     Err(error) => ui::push_message(&mut self.session.panel, error.to_string()),
                 }
@@ -528,6 +550,8 @@ impl Running {
     /// current, then the context and window; ends a recording still running. Returns the
     /// recordings made and the first error met.
     fn shut_down(mut self) -> (Vec<RecordReport>, Option<Error>) {
+        // Gone from the screen at once: what follows may wait (the GPU, a compile in flight).
+        self.window.window().set_visible(false);
         let mut failure = self.session.finish(self.window.gl()).err();
         if let Some((path, Some(first_frame))) = &self.stats {
             let run = RunFacts {

@@ -128,9 +128,10 @@ impl VulkanWindow {
             Some(vulkan.context().max_image_size() as usize),
         );
         let mut messages = Vec::new();
-        let recorder = options.record.as_deref().map(Recorder::start).transpose()?;
+        let recorder = options.record.as_deref().map(|dir| Recorder::start(dir, "--record")).transpose()?;
         demo.pipeline_mut().set_what_if(options.what_if);
         messages.extend(options.what_if.inapplicable(transfer));
+        messages.extend(options.path_flags.iter().filter_map(|flag| flag.ignored_on(transfer)));
         window.request_redraw();
         Ok(Self {
             demo: Some(demo),
@@ -302,11 +303,11 @@ impl VulkanWindow {
             window: true,
         };
         let mut width_points = self.panel_width_points;
-        let output = self.egui.run_ui(raw_input, |ui| width_points = panel(ui, demo.as_mut(), info, &mut state));
+        let mut output = self.egui.run_ui(raw_input, |ui| width_points = panel(ui, demo.as_mut(), info, &mut state));
         self.panel_width_points = width_points;
         self.egui_state.handle_platform_output(&self.window, output.platform_output);
         let primitives = self.egui.tessellate(output.shapes, output.pixels_per_point);
-        self.painter.update_textures(&self.vulkan, &output.textures_delta)?;
+        self.painter.update_textures(&self.vulkan, &mut output.textures_delta)?;
         let panel_host_us = panel_started.elapsed().as_secs_f64() * 1e6;
 
         let scale = self.window.scale_factor() as f32;
@@ -378,7 +379,7 @@ impl VulkanWindow {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_secs())
                     .unwrap_or_default();
-                match Recorder::start(Path::new(&format!("interop-lab-recording-{stamp}"))) {
+                match Recorder::start(Path::new(&format!("interop-lab-recording-{stamp}")), "the record button") {
                     Ok(recorder) => self.recorder = Some(recorder),
                     Err(error) => self.messages.push(error.to_string()),
                 }

@@ -31,6 +31,7 @@ pub fn headless_frames(run: &FrameRun) -> Result<FramesMeasured> {
         open_sections: Vec::new(),
         stop: run.stop.clone(),
         record: None,
+        path_flags: Vec::new(),
     };
     let report = if run.vulkan { headless_vulkan::run(&options)? } else { headless::run(&options)? };
     Ok(FramesMeasured {

@@ -176,6 +176,17 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
          period: the same frames enqueued back to back, one wait at the end\n",
         options.frames
     );
+    // Depths beyond 1 change only the paths that prepare the next buffer: said when none of
+    // those runs here, instead of leaving the asked-for depth out without a word.
+    let deeper: Vec<u32> = depths.iter().copied().filter(|&depth| depth > 1).collect();
+    let prepares = |kind: &TransferKind| matches!(kind, TransferKind::Interop | TransferKind::ExternalSemaphores);
+    if !deeper.is_empty() && !paths.iter().any(|kind| prepares(kind) && available.contains(kind)) {
+        table.push_str(&format!(
+            "note: --pipeline-depth {} not run: only GL interop and external + semaphores prepare the next buffer \
+             (a deeper ring changes nothing on the other paths), and neither runs here\n",
+            deeper.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        ));
+    }
     table.push_str(&format!(
         "{:>9} {:<22} {:>5} {:>10} {:>10} {:>10} {:>10}  {}\n",
         "bytes", "path", "depth", "frame µs", "p90 µs", "GB/s", "period µs", "stages (host µs; map: GPU µs too)"
@@ -190,10 +201,9 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
                 if depth > 1 {
                     continue;
                 }
-                results.push(
-                    json!({ "bytes": bytes, "path": kind, "skipped": "not available with this GL context and device" }),
-                );
-                table.push_str(&format!("{bytes:>9} {:<22} not available here\n", kind.label()));
+                let why = selection.why_unavailable(kind).unwrap_or("not available with this GL context and device");
+                results.push(json!({ "bytes": bytes, "path": kind, "skipped": why }));
+                table.push_str(&format!("{bytes:>9} {:<22} not available here: {why}\n", kind.label()));
                 continue;
             }
             // A path GL offers can still fail to start (external + semaphores needs a Vulkan device

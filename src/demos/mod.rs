@@ -42,11 +42,13 @@ pub enum DemoCommand {
 impl DemoCommand {
     /// The run options and the demo with the settings the flags ask for.
     pub fn run(&self) -> Result<(RunArgs, DemoSpec)> {
-        Ok(match self {
-            Self::Nbody(args) => (args.run_args()?, DemoSpec::new(args.settings())),
-            Self::Blur(args) => (args.run.clone(), DemoSpec::new(args.settings())),
-            Self::Wave(args) => (args.run.clone(), DemoSpec::new(args.settings())),
-        })
+        let (mut run, spec, flags) = match self {
+            Self::Nbody(args) => (args.run_args()?, DemoSpec::new(args.settings()), args.physics.path_flags()),
+            Self::Blur(args) => (args.run.clone(), DemoSpec::new(args.settings()), args.path_flags()),
+            Self::Wave(args) => (args.run.clone(), DemoSpec::new(args.settings()), args.path_flags()),
+        };
+        run.path_flags = flags;
+        Ok((run, spec))
     }
 }
 

@@ -92,14 +92,16 @@ pub fn side_panel(ui: &mut egui::Ui, mut input: PanelInput<'_>, state: &mut Pane
             ui.separator();
             run_controls(ui, state, &mut actions);
             ui.separator();
-            egui::CollapsingHeader::new(format!("{} settings", input.demo.name())).default_open(true).show(ui, |ui| {
-                input.demo.panel(ui);
-            });
-            ui.separator();
+            // What each stage costs comes before the demo's settings: it is what the panel is for,
+            // and it stays in view in the default window.
             egui::CollapsingHeader::new("Timings").default_open(true).show(ui, |ui| {
                 if let Some(message) = timeline::show(ui, input.history, &mut state.timeline) {
                     push_message(state, message);
                 }
+            });
+            ui.separator();
+            egui::CollapsingHeader::new(format!("{} settings", input.demo.name())).default_open(true).show(ui, |ui| {
+                input.demo.panel(ui);
             });
             what_if_section(ui, &input, state, &mut actions);
             inspector(ui, &mut input, state);
@@ -142,7 +144,8 @@ fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions: &mut Vec<
             }
         }
     });
-    ui.label(egui::RichText::new(current.explanation()).small());
+    // Body size: this sentence is what the path does, the panel's first lesson.
+    ui.label(current.explanation());
     if ui
         .button("Draw with Vulkan")
         .on_hover_text(
@@ -507,10 +510,18 @@ fn kernel_sources(ui: &mut egui::Ui, input: &mut PanelInput<'_>, state: &mut Pan
 #[cfg(test)]
 mod tests {
     /// The characters of every string literal under `src/` outside comments: panel labels, and the
-    /// messages the panel shows come from all over the crate.
+    /// messages the panel shows come from all over the crate. The sources are read from the
+    /// working directory (cargo runs tests from the project root, and so does the GPU machine's
+    /// check), not from the folder the executable was built in, which may not exist where it runs.
     fn literal_chars() -> std::collections::BTreeMap<char, String> {
         let mut found = std::collections::BTreeMap::new();
-        let mut stack = vec![std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))];
+        let root = std::path::PathBuf::from("src");
+        assert!(
+            root.join("lib.rs").is_file(),
+            "run this test from the project root: it reads src/ (the working directory is {:?})",
+            std::env::current_dir()
+        );
+        let mut stack = vec![root];
         while let Some(path) = stack.pop() {
             if path.is_dir() {
                 stack.extend(std::fs::read_dir(&path).expect("src folder").flatten().map(|e| e.path()));

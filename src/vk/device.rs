@@ -205,7 +205,7 @@ impl VulkanContext {
         let external_semaphore = description
             .external_semaphore_fd
             .then(|| ash::khr::external_semaphore_fd::Device::new(&instance.instance, &device));
-        log::info!("Vulkan device: {} ({}), queue family {queue_family}", description.name, description.driver);
+        log::debug!("Vulkan device: {} ({}), queue family {queue_family}", description.name, description.driver);
         let window = surface_guard.keep().map(|surface| WindowSurface {
             surface,
             surfaces,

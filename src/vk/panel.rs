@@ -54,8 +54,15 @@ impl PanelPainter {
     }
 
     /// Uploads what egui changed in its textures (the upload waits for the queue), and releases
-    /// the ones it freed once every frame submitted so far is done.
-    pub fn update_textures(&mut self, vulkan: &VulkanGraphics, delta: &egui::TexturesDelta) -> Result<()> {
+    /// the ones it freed once every frame submitted so far is done. The delta is emptied either
+    /// way: egui asserts (in debug builds) that no delta is dropped unapplied.
+    pub fn update_textures(&mut self, vulkan: &VulkanGraphics, delta: &mut egui::TexturesDelta) -> Result<()> {
+        let applied = self.apply_textures(vulkan, delta);
+        delta.clear();
+        applied
+    }
+
+    fn apply_textures(&mut self, vulkan: &VulkanGraphics, delta: &egui::TexturesDelta) -> Result<()> {
         let Some(renderer) = self.renderer.as_mut() else { return Ok(()) };
         for (id, images) in &delta.set {
             for image in images {

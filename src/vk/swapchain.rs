@@ -177,7 +177,7 @@ impl Swapchain {
             vk::PresentModeKHR::IMMEDIATE => "IMMEDIATE",
             _ => "other",
         };
-        log::info!(
+        log::debug!(
             "Vulkan swapchain: {} images of {}x{}, format {}, present mode {mode_name}",
             self.images.len(),
             extent.width,

@@ -138,6 +138,7 @@ pub fn cpu_headless_options(
         open_sections: Vec::new(),
         stop: Default::default(),
         record: None,
+        path_flags: Vec::new(),
     }
 }
 
@@ -155,15 +156,101 @@ pub fn vulkan_cuda_setup(
     (vulkan, std::rc::Rc::new(cuda))
 }
 
-/// Starts `command`, lets it run for `after`, sends SIGINT (Ctrl-C), and returns what the process
-/// printed once it ended.
-pub fn interrupt(mut command: std::process::Command, after: std::time::Duration) -> std::process::Output {
-    use std::process::Stdio;
-    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start");
-    std::thread::sleep(after);
-    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
-    assert!(status.success(), "SIGINT sent");
-    child.wait_with_output().expect("the process ends after Ctrl-C")
+/// A process whose output is read while it runs, so a test can act when it has said something
+/// (its first frame, a compile starting) instead of after a guessed delay.
+pub struct Watched {
+    child: std::process::Child,
+    stdout: std::sync::Arc<std::sync::Mutex<String>>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Watched {
+    /// Starts `command` with its output piped and read line by line.
+    pub fn start(mut command: std::process::Command) -> Self {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start");
+        let (stdout, stderr) = (Default::default(), Default::default());
+        let mut readers = Vec::new();
+        let pipes: [(Box<dyn std::io::Read + Send>, &std::sync::Arc<std::sync::Mutex<String>>); 2] = [
+            (Box::new(child.stdout.take().expect("stdout")), &stdout),
+            (Box::new(child.stderr.take().expect("stderr")), &stderr),
+        ];
+        for (pipe, text) in pipes {
+            let text = std::sync::Arc::clone(text);
+            readers.push(std::thread::spawn(move || {
+                for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                    let mut text = text.lock().expect("output");
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+            }));
+        }
+        Self { child, stdout, stderr, readers }
+    }
+
+    /// Waits until the process has printed `marker` (stdout or stderr); false if it ended or
+    /// `timeout` passed first.
+    pub fn wait_for(&mut self, marker: &str, timeout: std::time::Duration) -> bool {
+        let started = std::time::Instant::now();
+        while started.elapsed() < timeout {
+            let said = |text: &std::sync::Arc<std::sync::Mutex<String>>| text.lock().expect("output").contains(marker);
+            if said(&self.stdout) || said(&self.stderr) {
+                return true;
+            }
+            if self.child.try_wait().expect("try_wait").is_some() {
+                std::thread::sleep(std::time::Duration::from_millis(50)); // the readers catch up
+                return said(&self.stdout) || said(&self.stderr);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Sends `signal` (e.g. "INT", "TERM") to the process.
+    pub fn signal(&self, signal: &str) {
+        let status = std::process::Command::new("kill")
+            .args([format!("-{signal}"), self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success(), "SIG{signal} sent");
+    }
+
+    /// What it printed so far on standard error.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().expect("output").clone()
+    }
+
+    /// Waits for the process to end (at most `timeout`, then kills it and fails).
+    pub fn finish(mut self, timeout: std::time::Duration) -> std::process::Output {
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            if started.elapsed() > timeout {
+                let _ = self.child.kill();
+                panic!("the process did not end within {timeout:?}; it said:\n{}", self.stderr());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        for reader in self.readers.drain(..) {
+            reader.join().expect("reader");
+        }
+        let take = |text: &std::sync::Arc<std::sync::Mutex<String>>| text.lock().expect("output").clone().into_bytes();
+        std::process::Output { status, stdout: take(&self.stdout), stderr: take(&self.stderr) }
+    }
+}
+
+/// Starts `command`, waits until it has printed `marker` (at most a minute), sends SIGINT
+/// (Ctrl-C), and returns what the process printed once it ended.
+pub fn interrupt_after(command: std::process::Command, marker: &str) -> std::process::Output {
+    let mut watched = Watched::start(command);
+    let said = watched.wait_for(marker, std::time::Duration::from_secs(60));
+    assert!(said, "the process never said {marker:?}: {}", watched.stderr());
+    watched.signal("INT");
+    watched.finish(std::time::Duration::from_secs(120))
 }
 
 /// PSNR of RGB over every pixel of two RGBA8 images (alpha ignored), in dB.

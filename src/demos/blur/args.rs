@@ -8,7 +8,7 @@ use super::bench::{self, BlurBench};
 use super::kernels::Filter;
 use super::{BlurSettings, Route};
 use crate::Result;
-use crate::args::{CudaArgs, RunArgs, parse_pair};
+use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, pair_text, parse_pair};
 use crate::demo::bench::{BenchReport, FrameRunner};
 use crate::pixel::PixelFormat;
 
@@ -32,9 +32,10 @@ pub struct BlurArgs {
     /// (σ-independent cascade, σ ≥ 2) or naive (full 2-D window).
     #[arg(long, value_enum, default_value_t = FilterChoice::Auto)]
     pub variant: FilterChoice,
-    /// How results reach the texture: texture (surface writes, interop only) or pbo.
-    #[arg(long, value_enum, default_value_t = Route::Texture)]
-    pub route: Route,
+    /// How results reach the texture: texture (CUDA writes it through a surface: GL interop and
+    /// Vulkan) or pbo (default: texture where CUDA can write it, else pbo).
+    #[arg(long, value_enum)]
+    pub route: Option<Route>,
     /// Pixel format of image, kernels and textures.
     #[arg(long, value_enum, default_value_t = PixelFormat::Rgba8)]
     pub format: PixelFormat,
@@ -60,6 +61,21 @@ pub struct BlurArgs {
 }
 
 impl BlurArgs {
+    /// The flags typed that only some paths use.
+    pub fn path_flags(&self) -> Vec<PathFlag> {
+        let mut flags = Vec::new();
+        if self.route == Some(Route::Texture) {
+            flags.push(PathFlag::new("--route texture", PathNeed::TextureInPlace));
+        }
+        if let Some(block) = self.block {
+            flags.push(PathFlag::new(format!("--block {}", pair_text(block)), PathNeed::Cuda));
+        }
+        if let Some(segment) = self.segment {
+            flags.push(PathFlag::new(format!("--segment {segment}"), PathNeed::Cuda));
+        }
+        flags
+    }
+
     /// The settings these flags ask for.
     pub fn settings(&self) -> BlurSettings {
         BlurSettings {
@@ -68,7 +84,7 @@ impl BlurArgs {
             radius: self.radius,
             filter: self.variant.filter().unwrap_or(Filter::Separable),
             auto_filter: self.variant.filter().is_none(),
-            route: self.route,
+            route: self.route.unwrap_or(Route::Texture),
             format: self.format,
             block: self.block,
             segment: self.segment,

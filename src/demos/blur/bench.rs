@@ -308,7 +308,7 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         "interrupted": progress.stopped(),
     });
     if progress.stopped() {
-        table.push_str("stopped (Ctrl-C): the table holds what was measured before\n");
+        table.push_str(&format!("stopped ({}): the table holds what was measured before\n", options.stop.cause()));
     }
     write_json(&options.json, &json)?;
     Ok(BenchReport { json, table })

@@ -282,7 +282,7 @@ impl Blur {
     }
 
     /// While the kernels compile in the background: which file, and for how long so far.
-    pub fn compiling(&self) -> Option<(&'static str, std::time::Duration)> {
+    pub fn compiling(&self) -> Option<(&str, std::time::Duration)> {
         match &self.engine {
             Engine::Compiling { pending: Some(pending) } => Some((pending.file(), pending.elapsed())),
             _ => None,

@@ -9,7 +9,7 @@ use super::bench;
 use super::kernels::{Precision, Variant};
 use super::multi;
 use super::presets::Preset;
-use crate::args::{CudaArgs, RunArgs, parse_pair};
+use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, parse_pair};
 use crate::demo::bench::{BenchReport, FrameRunner};
 use crate::runtime::{BackendRequest, CudaOptions};
 use crate::{Error, Result};
@@ -55,6 +55,13 @@ pub struct NBodyArgs {
 /// The ordinals of `--devices`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceList(pub Vec<i32>);
+
+/// "0,1", as typed.
+impl std::fmt::Display for DeviceList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.iter().map(i32::to_string).collect::<Vec<_>>().join(","))
+    }
+}
 
 fn parse_device_list(text: &str) -> std::result::Result<DeviceList, String> {
     multi::parse_devices(text).map(DeviceList)
@@ -162,6 +169,20 @@ pub struct NBodyBenchArgs {
 }
 
 impl NBodyPhysicsArgs {
+    /// The variant flags typed (launch parameters: only CUDA paths use them).
+    pub fn path_flags(&self) -> Vec<PathFlag> {
+        [
+            ("--block-size", self.block_size),
+            ("--tile-size", self.tile_size),
+            ("--unroll", self.unroll),
+            ("--bodies-per-thread", self.bodies_per_thread),
+            ("--slices", self.slices),
+        ]
+        .into_iter()
+        .filter_map(|(flag, value)| Some(PathFlag::new(format!("{flag} {}", value?), PathNeed::Cuda)))
+        .collect()
+    }
+
     /// The forces-kernel variant the flags name, unnamed parts at their defaults.
     pub fn variant(&self) -> Variant {
         let manual = Variant::default();
@@ -209,8 +230,9 @@ impl NBodyArgs {
     /// renders) when only `--devices` is given.
     pub fn run_args(&self) -> Result<RunArgs> {
         let mut run = self.run.clone();
-        if let Some(DeviceList(devices)) = &self.devices {
-            run.cuda.device = first_device(run.cuda.device, devices)?;
+        if let Some(list) = &self.devices {
+            run.cuda.device = first_device(run.cuda.device, &list.0)?;
+            run.cuda.device_flag = Some(format!("--devices {}", list));
         }
         Ok(run)
     }
@@ -262,6 +284,7 @@ impl NBodyBenchArgs {
                     Some(DeviceList(devices)) => first_device(args.cuda.device, devices)?,
                     None => args.cuda.device,
                 },
+                device_flag: args.devices.as_ref().map(|list| format!("--devices {}", list)),
                 ..args.cuda.options()
             },
             devices: args.devices.as_ref().map(|list| list.0.clone()),

@@ -349,7 +349,7 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
         "interrupted": progress.stopped(),
     });
     if progress.stopped() {
-        table.push_str("stopped (Ctrl-C): the table holds what was measured before\n");
+        table.push_str(&format!("stopped ({}): the table holds what was measured before\n", options.stop.cause()));
     }
     Ok(BenchReport { json, table })
 }

@@ -225,7 +225,7 @@ impl NBody {
     }
 
     /// While the kernels compile in the background: which file, and for how long so far.
-    pub fn compiling(&self) -> Option<(&'static str, std::time::Duration)> {
+    pub fn compiling(&self) -> Option<(&str, std::time::Duration)> {
         match &self.engine {
             Engine::Compiling(compiling) => compiling.pending.as_ref().map(|p| (p.file(), p.elapsed())),
             _ => None,

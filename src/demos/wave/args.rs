@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::{DrawMode, WaveSettings};
-use crate::args::{RunArgs, parse_pair};
+use crate::args::{PathFlag, PathNeed, RunArgs, pair_text, parse_pair};
 
 #[derive(Args, Debug)]
 /// `interop-lab wave`.
@@ -14,9 +14,9 @@ pub struct WaveArgs {
     /// Vertices of the wave grid, WIDTHxHEIGHT.
     #[arg(long, value_parser = parse_pair, default_value = "256x256")]
     pub vertices: [u32; 2],
-    /// CUDA threads per block, XxY.
-    #[arg(long, value_parser = parse_pair, default_value = "16x16")]
-    pub block: [u32; 2],
+    /// CUDA threads per block, XxY (default: 16x16).
+    #[arg(long, value_parser = parse_pair)]
+    pub block: Option<[u32; 2]>,
     /// CUDA blocks, XxY (default: enough to cover every vertex).
     #[arg(long, value_parser = parse_pair)]
     pub grid: Option<[u32; 2]>,
@@ -43,6 +43,12 @@ pub struct WaveArgs {
 }
 
 impl WaveArgs {
+    /// The flags typed that only CUDA paths use.
+    pub fn path_flags(&self) -> Vec<PathFlag> {
+        let typed = [("--block", self.block), ("--grid", self.grid)];
+        typed.into_iter().filter_map(|(flag, value)| Some(PathFlag::new(format!("{flag} {}", pair_text(value?)), PathNeed::Cuda))).collect()
+    }
+
     /// The settings these flags ask for.
     pub fn settings(&self) -> WaveSettings {
         WaveSettings {
@@ -51,7 +57,7 @@ impl WaveArgs {
             frequency: self.frequency,
             amplitude: self.amplitude,
             speed: self.speed,
-            block: self.block,
+            block: self.block.unwrap_or(WaveSettings::default().block),
             grid: self.grid,
             mode: self.mode,
             point_size: self.point_size,
