@@ -242,6 +242,7 @@ fn render(frame_parts: &mut Frame<'_>, demo: &mut dyn Demo, options: &HeadlessOp
         "frames_asked": options.frames,
         "wall_seconds": wall,
         "frames_per_second": frames_per_second,
+        "host_peak_rss_bytes": crate::host_memory::status_bytes("VmHWM:"),
         "stages_us": summary.stages,
         "what_if": { "skip_semaphore_wait": options.what_if.skip_semaphore_wait, "report": what_if },
     });

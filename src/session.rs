@@ -24,6 +24,19 @@ pub const HISTORY_FRAMES: usize = 2000;
 /// The first frames are watched for stalls (first map, first wait on GL).
 const FRAMES_WATCHED: u64 = 3;
 
+/// What the user can do when a driver call on path `kind` stalls; `None`: the path makes no
+/// call that can stall that way (the CPU's: its slow steps are its own work, not a driver's).
+fn stall_advice(kind: TransferKind) -> Option<&'static str> {
+    match kind {
+        TransferKind::Cpu => None,
+        TransferKind::Interop => Some(
+            "The app goes on with a copy through host memory once it returns; to avoid GL interop from the start, \
+             run with --transfer copy.",
+        ),
+        _ => Some("The app goes on once it returns; if it never does, end it (Ctrl-C) and check `nvidia-smi`."),
+    }
+}
+
 /// `INTEROP_LAB_SIMULATE_STALL_MS`: the first GL-interop frame waits that long inside the watched
 /// section, as a stalled driver would; for the tests of the watchdog, and to see what the app does.
 fn simulate_stall(kind: TransferKind) {
@@ -85,7 +98,9 @@ impl Session {
         let env = DemoEnv { graphics: Graphics::Gl(gl), cuda: selection.cuda.clone(), transfer: selection.transfer };
         let watchdog = Watchdog::new();
         let demo = {
-            let _watch = watchdog.watch("setting up the demo (compiling kernels, registering buffers with CUDA)");
+            let _watch = stall_advice(selection.transfer).map(|advice| {
+                watchdog.watch("setting up the demo (compiling kernels, registering buffers with CUDA)", advice)
+            });
             create(&env, spec, &mut renderer)?
         };
         crate::stats::log_start_phase("demo set up");
@@ -165,7 +180,8 @@ impl Session {
         let mut stages = StageTimes::default();
         let run = !self.panel.paused || std::mem::take(&mut self.panel.step_once);
         // The first frames map and wait for the first time: where a stalling driver shows.
-        let watch = (frame < FRAMES_WATCHED).then(|| self.watchdog.watch("the first frames (map, kernel, draw)"));
+        let advice = stall_advice(demo.pipeline().kind()).filter(|_| frame < FRAMES_WATCHED);
+        let watch = advice.map(|advice| self.watchdog.watch("the first frames (map, kernel, draw)", advice));
         if frame == 0 {
             simulate_stall(demo.pipeline().kind());
         }
@@ -325,7 +341,8 @@ impl Session {
     /// Waits for all GPU work and collects every outstanding timing (end of a headless run).
     pub fn finish(&mut self, gl: &glow::Context) -> Result<()> {
         {
-            let _watch = self.watchdog.watch("waiting for the GPU to finish (glFinish)");
+            let kind = self.demo.as_deref().map_or(TransferKind::Cpu, |demo| demo.pipeline().kind());
+            let _watch = stall_advice(kind).map(|advice| self.watchdog.watch("waiting for the GPU to finish (glFinish)", advice));
             crate::gl::finish(gl);
         }
         let demo = self.demo()?;
@@ -503,6 +520,7 @@ impl Session {
             "frames_asked": run.frames_asked,
             "wall_seconds": run.wall_seconds,
             "frames_per_second": run.frames as f64 / run.wall_seconds.max(1e-9),
+            "host_peak_rss_bytes": crate::host_memory::status_bytes("VmHWM:"),
             "recoveries": recoveries,
             "kernel": kernel,
             "what_if": {

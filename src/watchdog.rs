@@ -12,8 +12,15 @@ use std::time::{Duration, Instant};
 pub const STALL_AFTER: Duration = Duration::from_secs(4);
 
 enum Message {
-    Start(u64, &'static str, Instant),
+    Start(u64, Watched, Instant),
     End(u64),
+}
+
+/// A call being watched: what it is, and what the user can do when it stalls.
+#[derive(Clone, Copy)]
+struct Watched {
+    what: &'static str,
+    advice: &'static str,
 }
 
 /// Watches calls from one thread; a thread of its own notices the ones that stall.
@@ -43,11 +50,12 @@ impl Watchdog {
         Self { sender, next: std::cell::Cell::new(0), stalled }
     }
 
-    /// Watches `what` until the returned guard is dropped.
-    pub fn watch(&self, what: &'static str) -> Watch {
+    /// Watches `what` (a driver call) until the returned guard is dropped; if it stalls, the
+    /// terminal is told, with `advice`: what the app does next, or what the user can do.
+    pub fn watch(&self, what: &'static str, advice: &'static str) -> Watch {
         let id = self.next.get();
         self.next.set(id + 1);
-        let _ = self.sender.send(Message::Start(id, what, Instant::now()));
+        let _ = self.sender.send(Message::Start(id, Watched { what, advice }, Instant::now()));
         Watch { sender: self.sender.clone(), id }
     }
 
@@ -71,33 +79,34 @@ impl Drop for Watch {
 }
 
 fn watch_loop(receiver: &Receiver<Message>, stalled: &Mutex<Vec<(&'static str, Duration)>>) {
-    let mut open: Vec<(u64, &'static str, Instant, bool)> = Vec::new();
+    let mut open: Vec<(u64, Watched, Instant, bool)> = Vec::new();
     loop {
         match receiver.recv_timeout(Duration::from_millis(250)) {
             Ok(Message::Start(id, what, since)) => open.push((id, what, since, false)),
             Ok(Message::End(id)) => {
                 if let Some(index) = open.iter().position(|entry| entry.0 == id) {
-                    let (_, what, since, said) = open.swap_remove(index);
+                    let (_, watched, since, said) = open.swap_remove(index);
                     if said {
-                        eprintln!("interop-lab: {what} returned after {:.1} s", since.elapsed().as_secs_f64());
+                        eprintln!("interop-lab: {} returned after {:.1} s", watched.what, since.elapsed().as_secs_f64());
                     }
                 }
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
-        for (_, what, since, said) in open.iter_mut().filter(|entry| !entry.3) {
+        for (_, watched, since, said) in open.iter_mut().filter(|entry| !entry.3) {
             let waited = since.elapsed();
             if waited >= STALL_AFTER {
                 *said = true;
                 eprintln!(
-                    "interop-lab: {what} has not returned after {:.0} s: the GPU driver is stalling (seen after a \
-                     kernel fault in another process, while the driver recovers). The app goes on with a copy through \
-                     host memory once it returns; to avoid GL interop from the start, run with --transfer copy.",
-                    waited.as_secs_f64()
+                    "interop-lab: {} has not returned after {:.0} s: the GPU driver is stalling (seen after a kernel \
+                     fault in another process, while the driver recovers). {}",
+                    watched.what,
+                    waited.as_secs_f64(),
+                    watched.advice
                 );
                 if let Ok(mut stalled) = stalled.lock() {
-                    stalled.push((*what, waited));
+                    stalled.push((watched.what, waited));
                 }
             }
         }
@@ -112,10 +121,10 @@ mod tests {
     fn a_call_past_the_limit_is_noticed_and_a_quick_one_is_not() {
         let watchdog = Watchdog::new();
         {
-            let _quick = watchdog.watch("a quick call");
+            let _quick = watchdog.watch("a quick call", "nothing to do");
         }
         {
-            let _slow = watchdog.watch("a slow call");
+            let _slow = watchdog.watch("a slow call", "nothing to do");
             std::thread::sleep(STALL_AFTER + Duration::from_millis(600));
         }
         let stalls = watchdog.take_stalls();

@@ -23,12 +23,12 @@ fn setup() -> (interop_lab::gl::context::headless::HeadlessGl, Selection) {
 
 /// A fresh random image with hard edges, saved as PNG (16-bit, so RGBA32F keeps detail).
 fn random_image(width: u32, height: u32, random: &mut common::Random, path: &std::path::Path) -> SourceImage {
-    let mut pattern = image::test_pattern(width, height);
-    for value in pattern.rgba32f.iter_mut() {
+    let mut floats = image::test_pattern(width, height).rgba32f();
+    for value in floats.iter_mut() {
         *value = (*value + random.range(-0.15, 0.15) as f32).clamp(0.0, 1.0);
     }
-    image::save(path, [width, height], PixelFormat::Rgba32f, bytemuck::cast_slice(&pattern.rgba32f)).expect("save");
-    image::load(path).expect("reload")
+    image::save(path, [width, height], PixelFormat::Rgba32f, bytemuck::cast_slice(&floats)).expect("save");
+    image::load(path, 0).expect("reload")
 }
 
 /// Runs one frame with the output poisoned by two different bytes: both runs must agree, so every

@@ -85,7 +85,7 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
     let mut kernels = BlurKernels::load(&cuda, options.format, options.pixels_per_thread)?;
     let bytes = source.bytes(options.format);
     let mut input = DeviceBuffer::new(&cuda.context, bytes.len())?;
-    input.upload(&stream, bytes)?;
+    input.upload(&stream, &bytes)?;
     let scratch = DeviceBuffer::new(&cuda.context, pixels as usize * 16)?;
     let output = DeviceBuffer::new(&cuda.context, bytes.len())?;
     let mut table = format!(
@@ -317,7 +317,8 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
 fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchReport> {
     log::info!("bench blur on the CPU backend: {why}");
     let source = super::image::test_pattern(options.size[0], options.size[1]);
-    let input = source.to_float_image(options.format);
+    let mut planes = super::cpu::Planes::default();
+    let mut out = vec![0u8; source.rgba8.len() / 4 * options.format.bytes_per_pixel()];
     let pixels = f64::from(options.size[0]) * f64::from(options.size[1]);
     let mut table = format!(
         "blur of a {}x{} {} image on the CPU ({} threads)\n",
@@ -334,7 +335,6 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
                 break 'sigmas;
             }
             progress.step(format!("σ {sigma} {}", filter.name()));
-            progress.done_one();
             let settings = BlurSettings { sigma, filter, format: options.format, ..BlurSettings::default() };
             let skip = match settings.validate() {
                 Err(error) => Some(error.to_string()),
@@ -346,12 +346,13 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
             if let Some(reason) = skip {
                 table.push_str(&format!("  σ {sigma:>6} {:<10} skipped: {reason}\n", filter.name()));
                 results.push(json!({ "sigma": sigma, "filter": filter, "skipped": reason }));
+                progress.done_one();
                 continue;
             }
             let times: Vec<f64> = (0..options.repeats.min(5))
                 .map(|_| {
                     let started = Instant::now();
-                    let _ = super::run_cpu(&input, &settings);
+                    super::run_cpu(&source, &settings, &mut planes, &mut out);
                     started.elapsed().as_secs_f64() * 1e6
                 })
                 .collect();
@@ -364,6 +365,7 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
                 pixels / total.median
             ));
             results.push(json!({ "sigma": sigma, "filter": filter, "total_us": total, "megapixels_per_s": pixels / total.median }));
+            progress.done_one();
         }
     }
     let json = json!({

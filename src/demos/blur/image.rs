@@ -1,6 +1,7 @@
 //! Images in and out: PNG/JPEG through the `image` crate, with the size checked before decoding,
 //! a generated test pattern when the user gives none, and PNG output at full resolution.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use super::cpu::{self, Image};
@@ -10,11 +11,12 @@ use crate::{Error, Result};
 /// Largest side accepted (textures of that size exist on any GPU the app targets).
 pub const MAX_SIDE: u32 = 16_384;
 
-/// Host bytes per pixel while an image loads: the decoder's buffer (up to 8, 16-bit RGBA), the
-/// RGBA8 copy (4) and the RGBA32F copy (16) the filters run on.
-pub const HOST_BYTES_PER_PIXEL: u64 = 28;
+/// Host bytes per pixel while an image decodes: the decoder's buffer (up to 8, 16-bit RGBA), the
+/// RGBA8 copy (4), and the 16-bit copy a 16-bit source keeps (8).
+pub const DECODE_BYTES_PER_PIXEL: u64 = 20;
 
-/// An image as loaded, kept in both formats the filters run on.
+/// An image as loaded: RGBA8, and the 16-bit pixels of a source that had more than 8 bits, so
+/// that RGBA32F keeps their precision. RGBA32F is made from them when it is asked for, not kept.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceImage {
     /// Pixels per row.
@@ -23,33 +25,67 @@ pub struct SourceImage {
     pub height: u32,
     /// RGBA8, rows top first.
     pub rgba8: Vec<u8>,
-    /// RGBA32F in 0..1 (16-bit sources keep their precision here).
-    pub rgba32f: Vec<f32>,
+    /// RGBA16 of a source with more than 8 bits per channel, rows top first.
+    pub rgba16: Option<Vec<u16>>,
     /// Where it came from.
     pub origin: String,
 }
 
 impl SourceImage {
-    /// Tightly packed pixels in `format` (what textures and kernels take).
-    pub fn bytes(&self, format: PixelFormat) -> &[u8] {
+    /// Tightly packed pixels in `format` (what textures and kernels take): RGBA8 as held, RGBA32F
+    /// made for the occasion.
+    pub fn bytes(&self, format: PixelFormat) -> Cow<'_, [u8]> {
         match format {
-            PixelFormat::Rgba8 => &self.rgba8,
-            PixelFormat::Rgba32f => bytemuck::cast_slice(&self.rgba32f),
+            PixelFormat::Rgba8 => Cow::Borrowed(&self.rgba8),
+            PixelFormat::Rgba32f => Cow::Owned(bytemuck::cast_slice(&self.rgba32f()).to_vec()),
         }
     }
 
-    /// The image as the CPU filters take it (RGBA8 as 0..=255, RGBA32F as is).
+    /// RGBA32F in 0..1, from the 16-bit pixels where the source had them.
+    pub fn rgba32f(&self) -> Vec<f32> {
+        match &self.rgba16 {
+            Some(wide) => wide.iter().map(|&v| f32::from(v) / 65535.0).collect(),
+            None => self.rgba8.iter().map(|&v| f32::from(v) / 255.0).collect(),
+        }
+    }
+
+    /// Row `y` as the CPU filters take it (RGBA8 as 0..=255, RGBA32F in 0..1).
+    pub fn read_row(&self, format: PixelFormat, y: usize, row: &mut [[f32; 4]]) {
+        let width = self.width as usize;
+        match (format, &self.rgba16) {
+            (PixelFormat::Rgba8, _) => {
+                for (pixel, bytes) in row.iter_mut().zip(self.rgba8[y * width * 4..].chunks_exact(4)) {
+                    *pixel = [bytes[0], bytes[1], bytes[2], bytes[3]].map(f32::from);
+                }
+            }
+            (PixelFormat::Rgba32f, Some(wide)) => {
+                for (pixel, words) in row.iter_mut().zip(wide[y * width * 4..].chunks_exact(4)) {
+                    *pixel = [words[0], words[1], words[2], words[3]].map(|v| f32::from(v) / 65535.0);
+                }
+            }
+            (PixelFormat::Rgba32f, None) => {
+                for (pixel, bytes) in row.iter_mut().zip(self.rgba8[y * width * 4..].chunks_exact(4)) {
+                    *pixel = [bytes[0], bytes[1], bytes[2], bytes[3]].map(|v| f32::from(v) / 255.0);
+                }
+            }
+        }
+    }
+
+    /// The whole image as the CPU filters take it (what the references are computed from).
     pub fn to_float_image(&self, format: PixelFormat) -> Image<f32> {
-        let pixels = match format {
-            PixelFormat::Rgba8 => self.rgba8.chunks_exact(4).map(|p| [p[0], p[1], p[2], p[3]].map(f32::from)).collect(),
-            PixelFormat::Rgba32f => self.rgba32f.chunks_exact(4).map(|p| [p[0], p[1], p[2], p[3]]).collect(),
-        };
-        Image { width: self.width as usize, height: self.height as usize, pixels }
+        let (width, height) = (self.width as usize, self.height as usize);
+        let mut image = Image::new(width, height);
+        for (y, row) in image.pixels.chunks_exact_mut(width).enumerate() {
+            self.read_row(format, y, row);
+        }
+        image
     }
 }
 
-/// Decodes a PNG or JPEG, refusing sizes beyond [`MAX_SIDE`] before any pixel is decoded.
-pub fn load(path: &Path) -> Result<SourceImage> {
+/// Decodes a PNG or JPEG, refusing sizes beyond [`MAX_SIDE`] before any pixel is decoded, and
+/// refusing an image whose decoding, or what follows it (`bytes_per_pixel` of host memory per
+/// pixel, from the caller), does not fit in the memory this process can have.
+pub fn load(path: &Path, bytes_per_pixel: u64) -> Result<SourceImage> {
     let image_error = |message: String| Error::Image { path: path.to_owned(), message };
     let reader = image::ImageReader::open(path)
         .map_err(|e| Error::io(path, e))?
@@ -59,9 +95,10 @@ pub fn load(path: &Path) -> Result<SourceImage> {
         reader.into_dimensions().map_err(|e| image_error(format!("not a readable PNG or JPEG image: {e}")))?;
     check_size(width, height).map_err(&image_error)?;
     let pixels = u64::from(width) * u64::from(height);
+    let per_pixel = bytes_per_pixel.max(DECODE_BYTES_PER_PIXEL);
     crate::host_memory::check(
-        &format!("{} ({width}x{height} pixels, {HOST_BYTES_PER_PIXEL} bytes each while loading)", path.display()),
-        pixels * HOST_BYTES_PER_PIXEL,
+        &format!("{} ({width}x{height} pixels, {per_pixel} bytes each here)", path.display()),
+        pixels * per_pixel,
         "use a smaller image (scale it down), or close other programs",
     )?;
     let mut reader = image::ImageReader::open(path)
@@ -73,14 +110,23 @@ pub fn load(path: &Path) -> Result<SourceImage> {
     limits.max_image_height = Some(MAX_SIDE);
     limits.max_alloc = Some(8 << 30);
     reader.limits(limits);
+    // Large images take seconds to decode: said while it runs (a bar, or lines in a log).
+    let progress = (pixels >= 16 << 20).then(|| {
+        crate::progress::Progress::new(
+            &format!("decoding {} ({width}x{height})", path.display()),
+            1,
+            &crate::stop::StopRequest::new(),
+        )
+    });
     let decoded = reader.decode().map_err(|e| image_error(format!("cannot decode it: {e}")))?;
-    Ok(SourceImage {
-        width,
-        height,
-        rgba8: decoded.to_rgba8().into_raw(),
-        rgba32f: decoded.to_rgba32f().into_raw(),
-        origin: path.display().to_string(),
-    })
+    let wide = decoded.color().bytes_per_pixel() / decoded.color().channel_count() > 1;
+    let rgba16 = wide.then(|| decoded.to_rgba16().into_raw());
+    let rgba8 = decoded.to_rgba8().into_raw();
+    drop(decoded);
+    if let Some(progress) = progress {
+        progress.done_one();
+    }
+    Ok(SourceImage { width, height, rgba8, rgba16, origin: path.display().to_string() })
 }
 
 /// Checks an image size: both sides 1..=[`MAX_SIDE`].
@@ -125,8 +171,7 @@ pub fn test_pattern(width: u32, height: u32) -> SourceImage {
             rgba8.push(255);
         }
     }
-    let rgba32f = rgba8.iter().map(|&b| f32::from(b) / 255.0).collect();
-    SourceImage { width, height, rgba8, rgba32f, origin: format!("generated test pattern {width}x{height}") }
+    SourceImage { width, height, rgba8, rgba16: None, origin: format!("generated test pattern {width}x{height}") }
 }
 
 /// Writes `bytes` (`format`, tightly packed, top row first) as PNG or JPEG by the extension: PNG
@@ -152,18 +197,22 @@ pub fn save(path: &Path, size: [u32; 2], format: PixelFormat, bytes: &[u8]) -> R
 
 /// The float image the CPU filters produced, as texture bytes in `format`.
 pub fn float_image_bytes(image: &Image<f32>, format: PixelFormat, out: &mut [u8]) {
+    float_row_bytes(&image.pixels, format, out);
+}
+
+/// Pixels the CPU filters produced, as texture bytes in `format` (RGBA8 rounded as the GPU does).
+pub fn float_row_bytes(pixels: &[[f32; 4]], format: PixelFormat, out: &mut [u8]) {
     match format {
         PixelFormat::Rgba8 => {
-            for (pixel, chunk) in image.pixels.iter().zip(out.chunks_exact_mut(4)) {
+            for (pixel, chunk) in pixels.iter().zip(out.chunks_exact_mut(4)) {
                 for c in 0..4 {
                     chunk[c] = cpu::to_bytes(pixel[c]);
                 }
             }
         }
         PixelFormat::Rgba32f => {
-            let floats: &mut [f32] = bytemuck::cast_slice_mut(out);
-            for (pixel, chunk) in image.pixels.iter().zip(floats.chunks_exact_mut(4)) {
-                chunk.copy_from_slice(pixel);
+            for (pixel, chunk) in pixels.iter().zip(out.chunks_exact_mut(16)) {
+                chunk.copy_from_slice(bytemuck::cast_slice(pixel));
             }
         }
     }
@@ -177,10 +226,10 @@ mod tests {
     fn missing_corrupt_and_huge_images_are_refused_with_the_reason() {
         let dir = std::env::temp_dir().join(format!("interop-lab-images-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        let missing = load(&dir.join("missing.png")).expect_err("missing").to_string();
+        let missing = load(&dir.join("missing.png"), 0).expect_err("missing").to_string();
         assert!(missing.contains("missing.png"), "{missing}");
         std::fs::write(dir.join("corrupt.png"), b"\x89PNG\r\n\x1a\nnot really").expect("write");
-        let corrupt = load(&dir.join("corrupt.png")).expect_err("corrupt").to_string();
+        let corrupt = load(&dir.join("corrupt.png"), 0).expect_err("corrupt").to_string();
         assert!(corrupt.contains("corrupt.png") && corrupt.contains("not a readable"), "{corrupt}");
         // A valid PNG header claiming 20000 × 10 pixels: refused before decoding.
         let mut header = Vec::new();
@@ -192,17 +241,19 @@ mod tests {
                 .expect("encode");
         }
         std::fs::write(dir.join("huge.png"), &header).expect("write");
-        let huge = load(&dir.join("huge.png")).expect_err("huge").to_string();
+        let huge = load(&dir.join("huge.png"), 0).expect_err("huge").to_string();
         assert!(huge.contains("20000x10") && huge.contains("1..=16384"), "{huge}");
 
         let pattern = test_pattern(64, 40);
         save(&dir.join("pattern.png"), [64, 40], PixelFormat::Rgba8, &pattern.rgba8).expect("save");
-        let reloaded = load(&dir.join("pattern.png")).expect("reload");
+        let reloaded = load(&dir.join("pattern.png"), 0).expect("reload");
         assert_eq!(reloaded.rgba8, pattern.rgba8);
-        save(&dir.join("pattern16.png"), [64, 40], PixelFormat::Rgba32f, bytemuck::cast_slice(&pattern.rgba32f))
+        let floats = pattern.rgba32f();
+        save(&dir.join("pattern16.png"), [64, 40], PixelFormat::Rgba32f, bytemuck::cast_slice(&floats))
             .expect("save 16-bit");
-        let reloaded16 = load(&dir.join("pattern16.png")).expect("reload 16-bit");
-        assert!(reloaded16.rgba32f.iter().zip(&pattern.rgba32f).all(|(a, b)| (a - b).abs() < 1e-4));
+        let reloaded16 = load(&dir.join("pattern16.png"), 0).expect("reload 16-bit");
+        assert!(reloaded16.rgba16.is_some(), "a 16-bit source keeps its 16 bits");
+        assert!(reloaded16.rgba32f().iter().zip(&floats).all(|(a, b)| (a - b).abs() < 1e-4));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -44,8 +44,9 @@ enum Engine {
         weights: DeviceBuffer,
         timer: EventRing,
     },
+    /// The CPU filters' working memory, kept between frames.
     Cpu {
-        input: cpu::Image<f32>,
+        planes: cpu::Planes,
     },
     /// CUDA, with the kernels compiling on a background thread (a window's first start on a
     /// device): frames show the image unfiltered meanwhile. `None` once the compile failed.
@@ -93,7 +94,7 @@ impl Blur {
         settings.validate()?;
         let graphics = env.graphics;
         let source = match &settings.image {
-            Some(path) => image::load(path)?,
+            Some(path) => image::load(path, host_bytes_per_pixel(env.transfer, settings.format))?,
             None => image::test_pattern(1280, 800),
         };
         let pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
@@ -105,7 +106,7 @@ impl Blur {
             (settings, auto_note) = settle_filter(settings, kernels, [source.width, source.height])?;
         }
         let original = Guard::new(
-            Image::new(graphics, [source.width, source.height], settings.format, source.bytes(settings.format))?,
+            Image::new(graphics, [source.width, source.height], settings.format, &source.bytes(settings.format))?,
             |image: Image| image.destroy(graphics),
         );
         let target = make_target(&mut pipeline, graphics, &settings, &source)?;
@@ -186,7 +187,7 @@ impl Blur {
         match change {
             Change::Settings(settings) => self.rebuild(graphics, *settings, None),
             Change::Open(path) => {
-                let source = image::load(&path)?;
+                let source = image::load(&path, host_bytes_per_pixel(self.pipeline.kind(), self.settings.format))?;
                 let settings = BlurSettings { image: Some(path), ..self.settings.clone() };
                 self.rebuild(graphics, settings, Some(source))?;
                 self.zoom = None;
@@ -231,7 +232,7 @@ impl Blur {
         );
         let original = if new_image || settings.format != self.settings.format {
             let size = [source_ref.width, source_ref.height];
-            Some(Image::new(graphics, size, settings.format, source_ref.bytes(settings.format))?)
+            Some(Image::new(graphics, size, settings.format, &source_ref.bytes(settings.format))?)
         } else {
             None
         };
@@ -326,7 +327,7 @@ fn settle_filter(
 /// for the CPU.
 fn make_engine(pipeline: &Pipeline, settings: &BlurSettings, source: &SourceImage) -> Result<Engine> {
     let Some(cuda) = pipeline.cuda() else {
-        return Ok(Engine::Cpu { input: source.to_float_image(settings.format) });
+        return Ok(Engine::Cpu { planes: cpu::Planes::default() });
     };
     let options = BlurKernels::options(settings.format, settings.pixels_per_thread);
     if cuda.background_compiles && cuda.compiler.cached(&KERNEL, &options)?.is_none() {
@@ -346,6 +347,7 @@ fn cuda_engine(
 ) -> Result<Engine> {
     let pixels = source.width as usize * source.height as usize;
     let bytes = source.bytes(settings.format);
+    let bytes = &*bytes;
     let weights: Vec<f32> =
         cpu::gaussian_weights(settings.sigma, settings.radius() as usize).iter().map(|&w| w as f32).collect();
     let (free, _) = cuda.context.memory_info()?;
@@ -387,7 +389,7 @@ fn make_target(
     // In place where CUDA can write the texture itself: GL's registered, or Vulkan's imported.
     let in_place =
         settings.route == Route::Texture && matches!(pipeline.kind(), TransferKind::Interop | TransferKind::Vulkan);
-    pipeline.transfer().create_image(graphics, size, settings.format, source.bytes(settings.format), in_place)
+    pipeline.transfer().create_image(graphics, size, settings.format, &source.bytes(settings.format), in_place)
 }
 
 impl Demo for Blur {
@@ -459,9 +461,8 @@ impl Demo for Blur {
             return Ok(StageTimes::default()); // the image shows unfiltered until the kernels arrive
         }
         let job = self.settings.job(self.size());
-        let format = self.settings.format;
         let settings = self.settings.clone();
-        let engine = &mut self.engine;
+        let (engine, source) = (&mut self.engine, &self.source);
         // One compute for every target: CUDA kernels into an output, or the CPU filter into bytes.
         let run_cuda = |stream: &Stream, output: Output, engine: &mut Engine| -> Result<()> {
             let Engine::Cuda { kernels, input, scratch, weights, timer } = engine else {
@@ -485,11 +486,10 @@ impl Demo for Blur {
                     run_cuda(stream, Output::Buffer(buffers[0]), &mut *engine)
                 }
                 ImageTarget::Buffer(Target::Host { buffers }) => {
-                    let Engine::Cpu { input } = &*engine else {
+                    let Engine::Cpu { planes } = &mut *engine else {
                         return Err(mismatch());
                     };
-                    let out = run_cpu(input, &settings);
-                    image::float_image_bytes(&out, format, buffers[0]);
+                    run_cpu(source, &settings, planes, buffers[0]);
                     Ok(())
                 }
             })?;
@@ -554,15 +554,43 @@ impl Demo for Blur {
     }
 }
 
-/// The CPU backend's filter.
-pub fn run_cpu(input: &cpu::Image<f32>, settings: &BlurSettings) -> cpu::Image<f32> {
+/// The CPU backend's filter of `settings` over `source`, into `out` (tightly packed texels of
+/// the settings' format); `planes` is the filters' working memory, kept between frames.
+pub fn run_cpu(source: &SourceImage, settings: &BlurSettings, planes: &mut cpu::Planes, out: &mut [u8]) {
+    let format = settings.format;
+    let (width, height) = (source.width as usize, source.height as usize);
     let weights: Vec<f32> =
         cpu::gaussian_weights(settings.sigma, settings.radius() as usize).iter().map(|&w| w as f32).collect();
-    match settings.filter {
-        Filter::Naive => cpu::naive(input, &weights),
-        Filter::Separable => cpu::gaussian(input, &weights),
-        Filter::Box => cpu::boxes(input, cpu::box_radii(settings.sigma).0),
-        Filter::Recursive => cpu::recursive(input, &cpu::RecursiveGaussian::new(settings.sigma)),
+    let recursive;
+    let line = match settings.filter {
+        Filter::Naive => {
+            // The 2-D window reads around every pixel: it takes the whole float image.
+            let blurred = cpu::naive(&source.to_float_image(format), &weights);
+            return image::float_image_bytes(&blurred, format, out);
+        }
+        Filter::Separable => cpu::Line::Gaussian(&weights),
+        Filter::Box => cpu::Line::Boxes(cpu::box_radii(settings.sigma).0),
+        Filter::Recursive => {
+            recursive = cpu::RecursiveGaussian::new(settings.sigma);
+            cpu::Line::Recursive(&recursive)
+        }
+    };
+    let read = |y: usize, row: &mut [[f32; 4]]| source.read_row(format, y, row);
+    let write = |pixels: &[[f32; 4]], bytes: &mut [u8]| image::float_row_bytes(pixels, format, bytes);
+    cpu::blur_lines(width, height, line, read, planes, out, width * format.bytes_per_pixel(), write);
+}
+
+/// Host memory per pixel of an image the demo blurs on path `kind` in `format`, beyond the
+/// decoder's: the RGBA8 source and, at worst, its 16-bit copy (12); on the CPU, the filters'
+/// planes (32), the bytes uploaded, and the two textures and pixel buffer a software GL keeps in
+/// host memory (4 texels); with CUDA, the RGBA32F copy an upload is made from and a host copy's
+/// staging (3 texels). Large images are refused with these numbers before they are decoded.
+pub fn host_bytes_per_pixel(kind: TransferKind, format: PixelFormat) -> u64 {
+    let texel = format.bytes_per_pixel() as u64;
+    let source = 4 + 8;
+    match kind {
+        TransferKind::Cpu => source + cpu::Planes::BYTES_PER_PIXEL + 4 * texel,
+        _ => source + 3 * texel,
     }
 }
 

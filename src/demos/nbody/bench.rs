@@ -282,9 +282,10 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
             return Err(Error::Unavailable(format!("no forces variant ran for {n} bodies: {failures:?}")));
         };
         let step_us = time_step(cuda, &stream, &bodies, &best, &params, options)?;
+        // A failed frame run is said in its row; what was measured before it is kept.
         let frame = if options.frames > 0 && !progress.stopped() {
             progress.step(format!("{n} bodies, {} full frames", options.frames));
-            Some(frame_benchmark(options, n, &best, false, frames)?)
+            Some(frame_benchmark(options, n, &best, false, frames).unwrap_or_else(|e| json!({ "error": e.to_string() })))
         } else {
             None
         };
@@ -313,6 +314,9 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
             frames_per_second.map(|f| format!("{f:.0}")).unwrap_or_else(|| "–".to_owned()),
             vulkan_per_second.map(|f| format!("{f:.0}")).unwrap_or_else(|| "–".to_owned()),
         ));
+        if let Some(error) = frame.as_ref().and_then(|f| f["error"].as_str()) {
+            table.push_str(&format!("          OpenGL frames not measured: {error}\n"));
+        }
         if let Some(error) = frame_vulkan.as_ref().and_then(|f| f["error"].as_str()) {
             table.push_str(&format!("          Vulkan frames not measured: {error}\n"));
         }
@@ -646,6 +650,31 @@ fn frame_run(
 
 fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchReport> {
     let threads = rayon::current_num_threads();
+    // The plan, from this machine's measured rate, before any size runs: how long each takes,
+    // and which sizes' frames the demo refuses (a step longer than the window can wait for).
+    let rate = match options.precision {
+        Precision::F32 => cpu::measured_rate::<f32>(),
+        Precision::F64 => cpu::measured_rate::<f64>(),
+    };
+    let passes = f64::from(options.warmup.min(2) + options.repeats.min(20));
+    let plan: Vec<(u32, f64, Option<String>)> = options
+        .bodies
+        .iter()
+        .map(|&n| {
+            let step_s = f64::from(n) * f64::from(n) / rate;
+            let frames_refused = (options.frames > 0 && step_s > cpu::MAX_STEP_SECONDS).then(|| {
+                format!(
+                    "a step of {n} bodies takes ~{step_s:.1} s on this CPU, and the demo runs steps of at most {} s",
+                    cpu::MAX_STEP_SECONDS
+                )
+            });
+            let frames_s = if frames_refused.is_none() { f64::from(options.frames) * step_s } else { 0.0 };
+            (n, passes * step_s + frames_s, frames_refused)
+        })
+        .collect();
+    let estimate: f64 = plan.iter().map(|(_, seconds, _)| seconds).sum();
+    log::info!("bench nbody on the CPU: about {estimate:.0} s here ({rate:.2e} interactions/s measured)");
+    let progress = Progress::new("bench nbody (CPU)", plan.len() as u64, &options.stop);
     let mut table = format!(
         "n-body on the CPU ({threads} threads), {}: accelerations pass median of {} after {} warm-up\n",
         options.precision.name(),
@@ -657,7 +686,11 @@ fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
         "bodies", "forces ms", "interactions/s", "GFLOP/s", "frames/s"
     ));
     let mut sizes = Vec::new();
-    for &n in &options.bodies {
+    for (n, _, frames_refused) in plan {
+        if progress.stopped() {
+            break;
+        }
+        progress.step(format!("{n} bodies"));
         let bodies = options.preset.generate(n as usize, 1);
         let params = Params {
             dt: options.preset.default_dt(),
@@ -672,18 +705,21 @@ fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
         let forces_us =
             Percentiles::of(times.into_iter()).ok_or_else(|| Error::InvalidInput("no CPU timings".to_owned()))?;
         let interactions_per_s = f64::from(n) * f64::from(n) / (forces_us.median * 1e-6);
-        let frame = if options.frames > 0 {
-            let settings = NBodySettings {
-                bodies: Some(n),
-                preset: options.preset,
-                variant: Variant { precision: options.precision, ..Variant::default() },
-                energy_every: 0,
-                ..NBodySettings::default()
-            };
-            let cpu = CudaOptions { backend: BackendRequest::Cpu, ..options.cuda.clone() };
-            Some(frame_run(options, n, DemoSpec::new(settings), cpu, false, frames)?)
-        } else {
-            None
+        let frame = match (&frames_refused, options.frames > 0 && !progress.stopped()) {
+            (Some(why), _) => Some(json!({ "error": why })),
+            (None, true) => {
+                let settings = NBodySettings {
+                    bodies: Some(n),
+                    preset: options.preset,
+                    variant: Variant { precision: options.precision, ..Variant::default() },
+                    energy_every: 0,
+                    ..NBodySettings::default()
+                };
+                let cpu = CudaOptions { backend: BackendRequest::Cpu, ..options.cuda.clone() };
+                let measured = frame_run(options, n, DemoSpec::new(settings), cpu, false, frames);
+                Some(measured.unwrap_or_else(|e| json!({ "error": e.to_string() })))
+            }
+            (None, false) => None,
         };
         let frames_per_second = frame.as_ref().and_then(|f| f["steps_per_s"].as_f64());
         table.push_str(&format!(
@@ -694,6 +730,9 @@ fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
             interactions_per_s * FLOPS_PER_INTERACTION / 1e9,
             frames_per_second.map(|f| format!("{f:.1}")).unwrap_or_else(|| "–".to_owned())
         ));
+        if let Some(error) = frame.as_ref().and_then(|f| f["error"].as_str()) {
+            table.push_str(&format!("          frames not measured: {error}\n"));
+        }
         sizes.push(json!({
             "bodies": n,
             "forces_us": forces_us,
@@ -702,6 +741,7 @@ fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
             "steps_per_s": frames_per_second,
             "frame": frame,
         }));
+        progress.done_one();
     }
     let json = json!({
         "benchmark": "nbody",
@@ -712,7 +752,11 @@ fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
         "method": format!("wall clock around each accelerations pass, {} warm-up then {} timed, median", options.warmup, options.repeats),
         "preset": options.preset,
         "sizes": sizes,
+        "interrupted": progress.stopped(),
     });
+    if progress.stopped() {
+        table.push_str(&format!("stopped ({}): the table holds what was measured before\n", options.stop.cause()));
+    }
     Ok(BenchReport { json, table })
 }
 
