@@ -160,10 +160,13 @@ pub fn vulkan_cuda_setup(
 /// (its first frame, a compile starting) instead of after a guessed delay.
 pub struct Watched {
     child: std::process::Child,
-    stdout: std::sync::Arc<std::sync::Mutex<String>>,
-    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    stdout: SharedText,
+    stderr: SharedText,
     readers: Vec<std::thread::JoinHandle<()>>,
 }
+
+/// What a process printed so far on one stream, filled by a reader thread.
+type SharedText = std::sync::Arc<std::sync::Mutex<String>>;
 
 impl Watched {
     /// Starts `command` with its output piped and read line by line.
@@ -173,7 +176,7 @@ impl Watched {
         let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start");
         let (stdout, stderr) = (Default::default(), Default::default());
         let mut readers = Vec::new();
-        let pipes: [(Box<dyn std::io::Read + Send>, &std::sync::Arc<std::sync::Mutex<String>>); 2] = [
+        let pipes: [(Box<dyn std::io::Read + Send>, &SharedText); 2] = [
             (Box::new(child.stdout.take().expect("stdout")), &stdout),
             (Box::new(child.stderr.take().expect("stderr")), &stderr),
         ];
@@ -195,7 +198,7 @@ impl Watched {
     pub fn wait_for(&mut self, marker: &str, timeout: std::time::Duration) -> bool {
         let started = std::time::Instant::now();
         while started.elapsed() < timeout {
-            let said = |text: &std::sync::Arc<std::sync::Mutex<String>>| text.lock().expect("output").contains(marker);
+            let said = |text: &SharedText| text.lock().expect("output").contains(marker);
             if said(&self.stdout) || said(&self.stderr) {
                 return true;
             }
@@ -238,7 +241,7 @@ impl Watched {
         for reader in self.readers.drain(..) {
             reader.join().expect("reader");
         }
-        let take = |text: &std::sync::Arc<std::sync::Mutex<String>>| text.lock().expect("output").clone().into_bytes();
+        let take = |text: &SharedText| text.lock().expect("output").clone().into_bytes();
         std::process::Output { status, stdout: take(&self.stdout), stderr: take(&self.stderr) }
     }
 }
