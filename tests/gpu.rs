@@ -84,6 +84,63 @@ fn gl_context_runs_on_the_cuda_device_and_interop_is_chosen() {
     assert_eq!(selection.transfer, TransferKind::Interop, "{}", selection.reason);
 }
 
+/// Makes a buffer, a texture and a framebuffer, and deletes them: GL still takes new objects.
+fn gl_makes_objects(gl: &glow::Context, after: &str) {
+    let buffer = gl::Buffer::new(gl, &[7u8; 256]).unwrap_or_else(|e| panic!("a GL buffer after {after}: {e}"));
+    let mut framebuffer =
+        gl::Framebuffer::new(gl, [16, 16]).unwrap_or_else(|e| panic!("a GL framebuffer after {after}: {e}"));
+    assert_eq!(buffer.read(gl).expect("read back"), vec![7u8; 256], "the buffer holds what was written after {after}");
+    framebuffer.destroy(gl);
+    let mut buffer = buffer;
+    buffer.destroy(gl);
+    gl::check_error(gl, after).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gl_makes_objects_after_every_paths_set_up_and_tear_down() {
+    // The headless (EGL) context: NVIDIA's Vulkan driver, started for the semaphores, changed this
+    // thread's EGL binding, and GL made no object after it ("Unable to create Buffer object").
+    let (context, selection) = common::gpu_setup(&cuda_options());
+    let gl = context.gl().clone();
+    let paths = selection.available_transfers();
+    assert!(paths.contains(&TransferKind::ExternalSemaphores), "the semaphore path is offered: {paths:?}");
+    // Every path after every other: each set up, used, torn down, then GL asked for new objects.
+    for transfer in paths.iter().chain(paths.iter()).copied() {
+        let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
+        let mut wave = Wave::new(&env, WaveSettings::default()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
+        gl_makes_objects(&gl, &format!("setting up {transfer}"));
+        wave.step(Graphics::Gl(&gl), 0, 0.01).unwrap_or_else(|e| panic!("a step on {transfer}: {e}"));
+        gl_makes_objects(&gl, &format!("a step on {transfer}"));
+        Box::new(wave).destroy(Graphics::Gl(&gl));
+        gl_makes_objects(&gl, &format!("tearing down {transfer}"));
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_window_on_the_semaphore_path_draws_and_closes() {
+    // The window's context (GLX under X): the same path, whole frames, a screenshot that is drawn.
+    if !common::available(std::env::var_os("DISPLAY").is_some(), "an X display", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let dir = common::temp_dir("window-semaphores");
+    let shot = dir.join("window.png");
+    let output = common::binary()
+        .args(["wave", "--backend", "cuda", "--transfer", "external-semaphores", "--frames", "60", "--vsync", "off"])
+        .args(["--size", "480x300", "--screenshot"])
+        .arg(&shot)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let image = image::open(&shot).expect("screenshot").to_rgba8();
+    let background = *image.get_pixel(479, 0);
+    let drawn = image.pixels().filter(|pixel| **pixel != background).count();
+    assert!(drawn > 10_000, "the panel and the wave are drawn ({drawn} pixels): {stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn interop_and_copy_paths_write_the_reference_values() {

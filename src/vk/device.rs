@@ -8,6 +8,7 @@ use std::ffi::CStr;
 use ash::vk;
 
 use super::{Instance, VulkanDevice, vk_error};
+use crate::gl::context::current::keeping_egl_binding;
 use crate::{Error, Result};
 
 /// Which physical device to open.
@@ -85,7 +86,13 @@ impl VulkanContext {
         Self::open(choice, Some(window))
     }
 
+    /// Opens the device; a GL context current on this thread stays current (NVIDIA's driver may
+    /// change the thread's EGL binding while it starts: [`keeping_egl_binding`]).
     fn open(choice: &DeviceChoice, window: Option<WindowHandles>) -> Result<std::rc::Rc<Self>> {
+        keeping_egl_binding("opening a Vulkan device", || Self::open_device(choice, window))
+    }
+
+    fn open_device(choice: &DeviceChoice, window: Option<WindowHandles>) -> Result<std::rc::Rc<Self>> {
         let surface_extensions = match window {
             Some(handles) => ash_window::enumerate_required_extensions(handles.display)
                 .map_err(|e| vk_error("vkEnumerateInstanceExtensionProperties (surface)", e))?,
@@ -319,7 +326,7 @@ impl Drop for VulkanContext {
     fn drop(&mut self) {
         // SAFETY: every object made from the device holds an Rc to this context, so none is left;
         // waiting first means no submitted work still uses the device.
-        unsafe {
+        keeping_egl_binding("closing a Vulkan device", || unsafe {
             if let Err(error) = self.device.device_wait_idle() {
                 log::warn!("vkDeviceWaitIdle before destroying the Vulkan device: {error}");
             }
@@ -327,7 +334,7 @@ impl Drop for VulkanContext {
             if let Some(window) = &self.window {
                 window.surfaces.destroy_surface(window.surface, None);
             }
-        }
+        });
     }
 }
 

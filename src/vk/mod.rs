@@ -25,6 +25,7 @@ use std::ffi::CStr;
 use ash::vk;
 use serde::Serialize;
 
+use crate::gl::context::current::keeping_egl_binding;
 use crate::{Error, Result};
 
 /// What the Vulkan loader and its drivers offer.
@@ -94,7 +95,7 @@ pub(crate) struct Instance {
 impl Drop for Instance {
     fn drop(&mut self) {
         // SAFETY: the instance is live and nothing made from it outlives this guard.
-        unsafe { self.instance.destroy_instance(None) };
+        keeping_egl_binding("vkDestroyInstance", || unsafe { self.instance.destroy_instance(None) });
     }
 }
 
@@ -105,7 +106,12 @@ impl Instance {
     }
 
     /// As [`Self::new`], with the instance extensions `extensions` enabled (a window's surface).
+    /// A GL context current on this thread stays current (see [`keeping_egl_binding`]).
     pub(crate) fn with_extensions(extensions: &[*const std::ffi::c_char]) -> Result<Self> {
+        keeping_egl_binding("starting Vulkan", || Self::start(extensions))
+    }
+
+    fn start(extensions: &[*const std::ffi::c_char]) -> Result<Self> {
         // SAFETY: loads libvulkan.so.1 and resolves its entry points; nothing else runs meanwhile.
         let entry = unsafe { ash::Entry::load() }.map_err(|error| {
             Error::Unavailable(format!(
@@ -155,9 +161,11 @@ impl Instance {
 
 /// Opens the loader, makes an instance and describes every physical device.
 pub fn probe() -> Result<VulkanProbe> {
-    let instance = Instance::new()?;
-    let devices = instance.devices()?.into_iter().map(|(_, device)| device).collect();
-    Ok(VulkanProbe { instance_version: version_text(instance.version), devices })
+    keeping_egl_binding("probing Vulkan", || {
+        let instance = Instance::new()?;
+        let devices = instance.devices()?.into_iter().map(|(_, device)| device).collect();
+        Ok(VulkanProbe { instance_version: version_text(instance.version), devices })
+    })
 }
 
 fn describe(instance: &ash::Instance, device: vk::PhysicalDevice) -> Result<VulkanDevice> {

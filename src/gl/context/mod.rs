@@ -1,5 +1,7 @@
-//! Making GL contexts: in a window ([`window`]) or headless on an EGL device ([`headless`]).
+//! Making GL contexts: in a window ([`window`]) or headless on an EGL device ([`headless`]), and
+//! keeping a thread's EGL binding across work that may change it ([`current`]).
 
+pub mod current;
 pub mod headless;
 pub mod window;
 
