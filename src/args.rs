@@ -60,7 +60,8 @@ pub struct RunArgs {
     /// Panel sections to show open: what-if, inspector, sources, trace, device.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub panel_open: Vec<PanelSection>,
-    /// Graphics API to draw with: OpenGL, or Vulkan (headless so far).
+    /// Graphics API to draw with: OpenGL, or Vulkan (CUDA writes memory Vulkan allocated), in a
+    /// window or offscreen; a window Vulkan cannot present to goes on with OpenGL and says why.
     #[arg(long, value_enum, default_value_t = RendererChoice::Gl)]
     pub renderer: RendererChoice,
     /// Wait for vertical blank in the window.
@@ -127,7 +128,8 @@ pub fn pair_text([a, b]: [u32; 2]) -> String {
 pub enum RendererChoice {
     /// OpenGL: every demo, window or headless, every transfer path.
     Gl,
-    /// Vulkan: headless so far; CUDA writes Vulkan memory it imported (or the CPU backend writes it).
+    /// Vulkan, in a window or offscreen: CUDA writes Vulkan memory it imported, ordered by timeline
+    /// semaphores (or the CPU backend writes it).
     Vulkan,
 }
 
