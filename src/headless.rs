@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::demo::{DemoSpec, View};
+use crate::demo_kit::{DemoSpec, View};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{self, Framebuffer};
 use crate::guard::Guard;
-use crate::record::{RecordReport, Recorder};
+use crate::record::{FrameRecorder, RecordReport};
 use crate::runtime::{self, CudaOptions};
 use crate::session::{RunFacts, Session};
 use crate::stats::Summary;
@@ -121,7 +121,7 @@ fn render(
     egl_device: &crate::gl::context::headless::EglDeviceInfo,
 ) -> Result<HeadlessReport> {
     let size = framebuffer.size();
-    let mut recorder = options.record.as_deref().map(|dir| Recorder::start(dir, "--record")).transpose()?;
+    let mut recorder = options.record.as_deref().map(|dir| FrameRecorder::start(dir, "--record")).transpose()?;
     let started = Instant::now();
     let mut frames = 0;
     while frames < options.frames && !(frames > 0 && options.stop.requested()) {
@@ -163,7 +163,7 @@ fn render(
         let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
         crate::output::write(path, (text + "\n").as_bytes())?;
     }
-    let recording = recorder.map(Recorder::finish).transpose()?;
+    let recording = recorder.map(FrameRecorder::finish).transpose()?;
     Ok(HeadlessReport { json, summary, pixels, frames_per_second, frames, recording })
 }
 

@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::demo::{Demo, DemoEnv, View};
+use crate::demo_kit::{Demo, DemoEnv, View};
 use crate::headless::{HeadlessOptions, HeadlessReport};
-use crate::record::Recorder;
-use crate::render::vulkan::VulkanRenderer;
-use crate::render::{Graphics, Renderer};
+use crate::record::FrameRecorder;
+use crate::render::vulkan::VulkanScenes;
+use crate::render::{Graphics, SceneDrawer};
 use crate::runtime::{CudaRuntime, TransferRequest};
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::transfer::TransferKind;
@@ -48,7 +48,7 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     for note in options.path_flags.iter().filter_map(|flag| flag.ignored_on(transfer)) {
         log::warn!("{note}");
     }
-    let mut renderer = VulkanRenderer::new();
+    let mut renderer = VulkanScenes::new();
     let view = View { origin: [0, 0], size: options.size };
     let open_trace = options.open_sections.contains(&PanelSection::Trace);
     if let (Some(cuda), true) = (&cuda, open_trace) {
@@ -85,7 +85,7 @@ fn add_gpu_times(history: &mut FrameHistory, times: Vec<(u64, f64)>) {
 struct Frame<'a> {
     vulkan: &'a VulkanGraphics,
     cuda: Option<&'a CudaRuntime>,
-    renderer: &'a mut VulkanRenderer,
+    renderer: &'a mut VulkanScenes,
     panel: Option<&'a mut HeadlessPanel>,
 }
 
@@ -162,7 +162,7 @@ fn render(frame_parts: &mut Frame<'_>, demo: &mut dyn Demo, options: &HeadlessOp
     let Frame { vulkan, cuda, renderer, panel } = frame_parts;
     let (vulkan, cuda) = (*vulkan, *cuda);
     let graphics = Graphics::Vulkan(vulkan);
-    let mut recorder = options.record.as_deref().map(|dir| Recorder::start(dir, "--record")).transpose()?;
+    let mut recorder = options.record.as_deref().map(|dir| FrameRecorder::start(dir, "--record")).transpose()?;
     let mut history = FrameHistory::new(options.frames.min(10_000) as usize);
     let started = Instant::now();
     let mut frames = 0;
@@ -250,6 +250,6 @@ fn render(frame_parts: &mut Frame<'_>, demo: &mut dyn Demo, options: &HeadlessOp
         let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
         crate::output::write(path, (text + "\n").as_bytes())?;
     }
-    let recording = recorder.map(Recorder::finish).transpose()?;
+    let recording = recorder.map(FrameRecorder::finish).transpose()?;
     Ok(HeadlessReport { json, summary, pixels, frames_per_second, frames, recording })
 }

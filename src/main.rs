@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use interop_lab::args::{RendererChoice, RunArgs};
 use interop_lab::bench::map::MapBenchArgs;
 use interop_lab::bench::transfer::TransferBenchArgs;
-use interop_lab::demo::DemoSpec;
+use interop_lab::demo_kit::DemoSpec;
 use interop_lab::demos::{DemoBenchCommand, DemoCommand};
 use interop_lab::doctor::DoctorArgs;
 use interop_lab::headless::{self, HeadlessOptions};

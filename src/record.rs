@@ -17,7 +17,7 @@ const QUEUE_FRAMES: usize = 48;
 type Frame = (u64, [u32; 2], Vec<u8>);
 
 /// A recording in progress.
-pub struct Recorder {
+pub struct FrameRecorder {
     dir: PathBuf,
     sender: Option<SyncSender<Frame>>,
     workers: Vec<JoinHandle<()>>,
@@ -48,7 +48,7 @@ impl RecordReport {
     }
 }
 
-impl Recorder {
+impl FrameRecorder {
     /// Starts recording into `dir` (made if missing; must be writable); `asked_by` names what
     /// asked for it in messages (`--record`, the panel's record button).
     pub fn start(dir: &Path, asked_by: &str) -> Result<Self> {
@@ -138,7 +138,7 @@ mod tests {
     #[test]
     fn recorded_frames_are_numbered_pngs_and_the_report_counts_them() {
         let dir = std::env::temp_dir().join(format!("interop-lab-record-{}", std::process::id()));
-        let mut recorder = Recorder::start(&dir, "--record").expect("start");
+        let mut recorder = FrameRecorder::start(&dir, "--record").expect("start");
         for shade in 0..5u8 {
             recorder.frame([8, 4], vec![shade; 8 * 4 * 4]);
         }

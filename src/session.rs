@@ -5,16 +5,16 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::demo::{Demo, DemoEnv, DemoSpec, View};
+use crate::demo_kit::{Demo, DemoEnv, DemoSpec, View};
 use crate::gl::{GlInfo, TimerQueries};
 use crate::guard::Guard;
-use crate::render::gl::GlRenderer;
-use crate::render::{Graphics, Renderer};
+use crate::render::gl::GlScenes;
+use crate::render::{Graphics, SceneDrawer};
 use crate::runtime::Selection;
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::transfer::{TransferKind, WhatIf};
 use crate::ui::{self, PanelAction, PanelInput, PanelSection, PanelState};
-use crate::watch::KernelWatcher;
+use crate::kernel_watch::KernelWatcher;
 use crate::watchdog::Watchdog;
 use crate::{Error, Result};
 
@@ -51,7 +51,7 @@ fn simulate_stall(kind: TransferKind) {
 
 /// Creates demo `spec` and gets the renderer ready for its scenes; a demo whose shaders don't build
 /// fails here, released again.
-fn create(env: &DemoEnv<'_>, spec: &DemoSpec, renderer: &mut GlRenderer) -> Result<Box<dyn Demo>> {
+fn create(env: &DemoEnv<'_>, spec: &DemoSpec, renderer: &mut GlScenes) -> Result<Box<dyn Demo>> {
     let mut demo = spec.create(env)?;
     let scene_view = View { origin: [0, 0], size: [1, 1] };
     if let Err(error) = renderer.prepare(env.graphics, &demo.scene(&scene_view)) {
@@ -69,7 +69,7 @@ pub struct Session {
     draw_timer: TimerQueries,
     /// GPU time of the side panel's paint, when the caller times it ([`Self::time_panel`]).
     panel_timer: TimerQueries,
-    renderer: GlRenderer,
+    renderer: GlScenes,
     gl_info: GlInfo,
     frame: u64,
     last_frame_start: Option<Instant>,
@@ -94,7 +94,7 @@ impl Session {
         let draw_timer = Guard::new(TimerQueries::new(gl)?, |mut timer: TimerQueries| timer.destroy(gl));
         let panel_timer = Guard::new(TimerQueries::new(gl)?, |mut timer: TimerQueries| timer.destroy(gl));
         let mut renderer =
-            Guard::new(GlRenderer::new(shaders_dir), |mut renderer: GlRenderer| renderer.destroy(Graphics::Gl(gl)));
+            Guard::new(GlScenes::new(shaders_dir), |mut renderer: GlScenes| renderer.destroy(Graphics::Gl(gl)));
         let env = DemoEnv { graphics: Graphics::Gl(gl), cuda: selection.cuda.clone(), transfer: selection.transfer };
         let watchdog = Watchdog::new();
         let demo = {
@@ -143,12 +143,6 @@ impl Session {
     /// Recent frames.
     pub fn history(&self) -> &FrameHistory {
         &self.history
-    }
-
-    /// The kernel-source watcher and the demo it reloads, when kernels come from a folder.
-    pub fn watcher_mut(&mut self) -> Option<(&mut KernelWatcher, &mut dyn Demo)> {
-        let demo = self.demo.as_deref_mut()?;
-        Some((self.watcher.as_mut()?, demo))
     }
 
     /// The GL context's strings.

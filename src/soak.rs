@@ -9,14 +9,14 @@ use std::time::Instant;
 use clap::Args;
 use serde::Serialize;
 
-use crate::demo::{Demo, DemoEnv, LiveKernels, View};
+use crate::demo_kit::{Demo, DemoEnv, LiveKernels, View};
 use crate::demos::wave::{self, Wave, WaveSettings};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::{Framebuffer, GlObjects};
 use crate::guard::Guard;
 use crate::progress::Progress;
-use crate::render::gl::GlRenderer;
-use crate::render::{Graphics, Renderer};
+use crate::render::gl::GlScenes;
+use crate::render::{Graphics, SceneDrawer};
 use crate::rng::Rng;
 use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
 use crate::stop::StopRequest;
@@ -254,7 +254,7 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
     let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: cuda.clone(), transfer: options.transfer };
     let mut wave = Wave::new(&env, WaveSettings::default())?;
     let mut framebuffer = framebuffer.keep();
-    let mut renderer = GlRenderer::new(None);
+    let mut renderer = GlScenes::new(None);
     let result = soak(&gl, cuda.as_ref(), &framebuffer, &mut renderer, &mut wave, options);
     Box::new(wave).destroy(Graphics::Gl(&gl));
     renderer.destroy(Graphics::Gl(&gl));
@@ -266,7 +266,7 @@ fn soak(
     gl: &glow::Context,
     cuda: Option<&Rc<CudaRuntime>>,
     framebuffer: &Framebuffer,
-    renderer: &mut GlRenderer,
+    renderer: &mut GlScenes,
     wave: &mut Wave,
     options: &SoakOptions,
 ) -> Result<SoakReport> {

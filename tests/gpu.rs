@@ -10,7 +10,7 @@
 mod common;
 
 use interop_lab::cuda::interop;
-use interop_lab::demo::{Demo, DemoEnv, DemoSpec, LiveKernels};
+use interop_lab::demo_kit::{Demo, DemoEnv, DemoSpec, LiveKernels};
 use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::{Wave, WaveSettings};
 use interop_lab::gl;
@@ -482,7 +482,7 @@ fn inspector_occupancy_is_what_the_driver_and_the_limits_say() {
 #[ignore = "needs an NVIDIA GPU"]
 fn a_saved_kernel_edit_reloads_and_a_broken_one_keeps_the_old_kernel() {
     use interop_lab::demos::wave::KERNEL;
-    use interop_lab::watch::{KernelWatcher, WatchStatus};
+    use interop_lab::kernel_watch::{KernelWatcher, WatchStatus};
     let dir = std::env::temp_dir().join(format!("interop-lab-watch-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     std::fs::write(dir.join("wave.cu"), KERNEL.embedded).expect("copy");

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
 
-use interop_lab::demo::DemoSpec;
+use interop_lab::demo_kit::DemoSpec;
 use interop_lab::demos::wave::{KERNEL, WaveSettings};
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::runtime::{BackendRequest, CudaOptions};

@@ -9,7 +9,7 @@
 mod common;
 
 use interop_lab::cuda::{DeviceBuffer, Stream};
-use interop_lab::demo::{Demo, DemoEnv};
+use interop_lab::demo_kit::{Demo, DemoEnv};
 use interop_lab::demos::nbody::cpu::{self, Params, relative_error};
 use interop_lab::demos::nbody::kernels::{Kernels, Precision, Variant};
 use interop_lab::demos::nbody::multi::MultiSimulation;

@@ -18,14 +18,14 @@ use std::time::Duration;
 use ash::vk as raw;
 use interop_lab::bench::fill::{KERNEL, launch_fill};
 use interop_lab::cuda::{Context, DeviceLimits, Function, Module, Stream};
-use interop_lab::demo::{Demo, DemoEnv, DemoSpec, View};
+use interop_lab::demo_kit::{Demo, DemoEnv, DemoSpec, View};
 use interop_lab::demos::blur::BlurSettings;
 use interop_lab::demos::nbody::NBodySettings;
 use interop_lab::demos::wave::{Wave, WaveSettings};
 use interop_lab::graphics::Graphics;
 use interop_lab::headless_vulkan;
-use interop_lab::render::Renderer;
-use interop_lab::render::vulkan::VulkanRenderer;
+use interop_lab::render::SceneDrawer;
+use interop_lab::render::vulkan::VulkanScenes;
 use interop_lab::runtime::{BackendRequest, CudaOptions};
 use interop_lab::transfer::TransferKind;
 use interop_lab::transfer::vulkan::{VulkanBuffer, VulkanShare};
@@ -275,7 +275,7 @@ fn a_wave_frame_on_vulkan_traces_wait_launch_signal_then_the_submit_that_waits_f
     let graphics = Graphics::Vulkan(&vulkan);
     let settings = WaveSettings { width: 128, height: 128, ..WaveSettings::default() };
     let mut wave = wave_on_vulkan(&vulkan, &cuda, settings);
-    let mut renderer = VulkanRenderer::new();
+    let mut renderer = VulkanScenes::new();
     let view = View { origin: [0, 0], size: [64, 64] };
     renderer.prepare(graphics, &wave.scene(&view)).expect("prepare");
     let mut frame = |wave: &mut Wave, n: u64| {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use interop_lab::demo::DemoSpec;
+use interop_lab::demo_kit::DemoSpec;
 use interop_lab::demos::blur::BlurSettings;
 use interop_lab::demos::nbody::NBodySettings;
 use interop_lab::demos::wave::{DrawMode, WaveSettings};
@@ -287,7 +287,7 @@ fn headless_vulkan_frames_draw_the_panel_beside_the_demo() {
 
 #[test]
 fn switching_renderer_carries_the_bodies_over() {
-    use interop_lab::demo::{Demo, DemoEnv};
+    use interop_lab::demo_kit::{Demo, DemoEnv};
     use interop_lab::demos::nbody::NBody;
     use interop_lab::transfer::TransferKind;
     if !vulkan_available() {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use interop_lab::demo::DemoSpec;
+use interop_lab::demo_kit::DemoSpec;
 use interop_lab::demos::wave::WaveSettings;
 use interop_lab::gl::context::headless::HeadlessGl;
 use interop_lab::graphics::Graphics;

@@ -13,11 +13,11 @@ use winit::keyboard::{Key, ModifiersState, NamedKey};
 use winit::window::WindowId;
 
 use self::vulkan::{Flow, VulkanWindow};
-use crate::demo::{DemoSpec, Drag, View};
+use crate::demo_kit::{DemoSpec, Drag, View};
 use crate::gl;
 use crate::gl::context::window::{WindowGl, catch_window_panics, winit_error_text};
 use crate::guard::Guard;
-use crate::record::{RecordReport, Recorder};
+use crate::record::{FrameRecorder, RecordReport};
 use crate::render::Graphics;
 use crate::runtime::{self, CudaOptions};
 use crate::session::{RunFacts, Session};
@@ -123,7 +123,7 @@ struct Running {
     /// The panel asked to draw with Vulkan instead.
     switch_renderer: bool,
     /// Frames go to this recording, when one runs.
-    recorder: Option<Recorder>,
+    recorder: Option<FrameRecorder>,
     /// Recordings finished while the window ran.
     recordings: Vec<RecordReport>,
     /// Where `--stats` goes, and when the first frame started.
@@ -368,7 +368,7 @@ impl Running {
         // From a checkout, kernels are read from its kernels/ folder and watched for edits.
         let mut options = options.clone();
         if options.cuda.kernels_dir.is_none() {
-            options.cuda.kernels_dir = crate::watch::checkout_kernels_dir();
+            options.cuda.kernels_dir = crate::kernel_watch::checkout_kernels_dir();
         }
         // The window draws while kernels compile: its first frame does not wait for NVRTC.
         options.cuda.background_compiles = true;
@@ -402,7 +402,7 @@ impl Running {
             event_loop.system_theme(),
             Some(painter.max_texture_side()),
         );
-        let recorder = options.record.as_deref().map(|dir| Recorder::start(dir, "--record")).transpose()?;
+        let recorder = options.record.as_deref().map(|dir| FrameRecorder::start(dir, "--record")).transpose()?;
         Ok(Self {
             session,
             egui: EguiWindow { context, state, painter },
@@ -494,7 +494,7 @@ impl Running {
                     .map(|d| d.as_secs())
                     .unwrap_or_default();
                 let dir = PathBuf::from(format!("interop-lab-recording-{stamp}"));
-                match Recorder::start(&dir, "the record button") {
+                match FrameRecorder::start(&dir, "the record button") {
                     Ok(recorder) => self.recorder = Some(recorder),
                     Err(error) => ui::push_message(&mut self.session.panel, error.to_string()),
                 }

@@ -14,10 +14,10 @@ use winit::keyboard::{Key, NamedKey};
 use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use winit::window::Window;
 
-use crate::demo::{Demo, DemoEnv, Drag, View};
-use crate::record::{RecordReport, Recorder};
-use crate::render::vulkan::VulkanRenderer;
-use crate::render::{Graphics, Renderer};
+use crate::demo_kit::{Demo, DemoEnv, Drag, View};
+use crate::record::{FrameRecorder, RecordReport};
+use crate::render::vulkan::VulkanScenes;
+use crate::render::{Graphics, SceneDrawer};
 use crate::runtime::CudaRuntime;
 use crate::stats::{FrameHistory, FrameSample, LateGpuTimes, Stage, StageTimes};
 use crate::ui::timeline::TimelineState;
@@ -40,14 +40,14 @@ pub(crate) enum Flow {
     /// Close the window.
     Close,
     /// Close this window and draw the demo, its settings kept, with OpenGL.
-    SwitchToGl(crate::demo::DemoSpec),
+    SwitchToGl(crate::demo_kit::DemoSpec),
 }
 
 /// Everything that exists while the Vulkan window is open.
 pub(crate) struct VulkanWindow {
     // Field order is drop order: what draws goes before the device, the device before the window.
     demo: Option<Box<dyn Demo>>,
-    renderer: VulkanRenderer,
+    renderer: VulkanScenes,
     painter: PanelPainter,
     swapchain: Swapchain,
     vulkan: VulkanGraphics,
@@ -74,7 +74,7 @@ pub(crate) struct VulkanWindow {
     cursor: Option<(f64, f64)>,
     shift: bool,
     /// Frames go to this recording, when one runs (`--record`, or the panel's button).
-    recorder: Option<Recorder>,
+    recorder: Option<FrameRecorder>,
     /// Recordings finished while the window ran.
     recordings: Vec<RecordReport>,
     /// The panel's record button was pressed.
@@ -110,7 +110,7 @@ impl VulkanWindow {
         let graphics = Graphics::Vulkan(&vulkan);
         let env = DemoEnv { graphics, cuda: cuda.clone(), transfer };
         let mut demo = options.spec.create(&env)?;
-        let mut renderer = VulkanRenderer::new();
+        let mut renderer = VulkanScenes::new();
         let view = View { origin: [0, 0], size };
         if let Err(error) = renderer.prepare(graphics, &demo.scene(&view)) {
             demo.destroy(graphics);
@@ -128,7 +128,7 @@ impl VulkanWindow {
             Some(vulkan.context().max_image_size() as usize),
         );
         let mut messages = Vec::new();
-        let recorder = options.record.as_deref().map(|dir| Recorder::start(dir, "--record")).transpose()?;
+        let recorder = options.record.as_deref().map(|dir| FrameRecorder::start(dir, "--record")).transpose()?;
         demo.pipeline_mut().set_what_if(options.what_if);
         messages.extend(options.what_if.inapplicable(transfer));
         messages.extend(options.path_flags.iter().filter_map(|flag| flag.ignored_on(transfer)));
@@ -379,7 +379,7 @@ impl VulkanWindow {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_secs())
                     .unwrap_or_default();
-                match Recorder::start(Path::new(&format!("interop-lab-recording-{stamp}")), "the record button") {
+                match FrameRecorder::start(Path::new(&format!("interop-lab-recording-{stamp}")), "the record button") {
                     Ok(recorder) => self.recorder = Some(recorder),
                     Err(error) => self.messages.push(error.to_string()),
                 }

@@ -16,7 +16,7 @@ use serde_json::json;
 use crate::args::CudaArgs;
 use crate::cuda::interop::{self, GraphicsResource, MapAccess};
 use crate::cuda::{DeviceLimits, Event, Function, Module, Stream};
-use crate::demo::bench::BenchReport;
+use crate::demo_kit::bench::BenchReport;
 use crate::gl::context::headless::HeadlessGl;
 use crate::guard::Guard;
 use crate::runtime::{self, CudaOptions};

@@ -11,7 +11,7 @@ pub mod transfer;
 pub mod vulkan;
 
 use crate::Result;
-use crate::demo::bench::{FrameRun, FramesMeasured};
+use crate::demo_kit::bench::{FrameRun, FramesMeasured};
 use crate::headless::{self, HeadlessOptions};
 use crate::headless_vulkan;
 

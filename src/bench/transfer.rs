@@ -14,7 +14,7 @@ use super::fill::launch_fill;
 use super::vulkan::{FrameCounts, VULKAN_LABEL, VulkanBench};
 use crate::args::CudaArgs;
 use crate::cuda::{DeviceLimits, Module, Stream};
-use crate::demo::bench::BenchReport;
+use crate::demo_kit::bench::BenchReport;
 use crate::gl::context::headless::HeadlessGl;
 use crate::render::Graphics;
 use crate::runtime::{self, CudaOptions};

@@ -158,12 +158,6 @@ impl PinnedBuffer {
         unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
     }
 
-    /// The memory as mutable bytes.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
-    }
-
     /// Copies the buffer while an asynchronous copy may still be writing it, as a host that skips
     /// the synchronisation does. Reads are volatile, so the compiler assumes nothing about the
     /// bytes; what comes out may mix old and new data, which is the point of the demonstration.
@@ -192,15 +186,6 @@ impl PinnedBuffer {
         // bytes may change under a reader, which for plain bytes means stale data, not invalid values.
         self.context.trace().call("cuMemcpyDtoHAsync", String::new, || unsafe {
             sys::cuMemcpyDtoHAsync_v2(self.ptr.cast(), source.ptr, source.bytes, stream.raw())
-        })
-    }
-
-    /// Queues a host-to-device copy of this buffer's first `destination.bytes` bytes.
-    pub fn upload_async(&self, stream: &Stream, destination: DeviceSpan) -> Result<()> {
-        ensure_len(destination.bytes, self.bytes)?;
-        // SAFETY: source has ≥ destination.bytes pinned bytes owned by self.
-        self.context.trace().call("cuMemcpyHtoDAsync", String::new, || unsafe {
-            sys::cuMemcpyHtoDAsync_v2(destination.ptr, self.ptr.cast(), destination.bytes, stream.raw())
         })
     }
 }

@@ -75,11 +75,6 @@ impl Trace {
         check(status, call)
     }
 
-    /// Whether calls made now are recorded (setup, or a frame with per-frame recording on).
-    pub fn is_recording(&self) -> bool {
-        self.setup_open.get() || self.per_frame.get()
-    }
-
     /// Records a step that is not a driver call (an NVRTC compile, a cache hit, another API's
     /// call) in the same list; `detail` is made only when something is being recorded.
     pub fn note(&self, call: &'static str, detail: impl FnOnce() -> String, host_us: f64) {

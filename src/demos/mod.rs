@@ -1,4 +1,4 @@
-//! The demos the app knows, one folder each behind the [`Demo`](crate::demo::Demo) trait. A demo
+//! The demos the app knows, one folder each behind the [`Demo`](crate::demo_kit::Demo) trait. A demo
 //! owns its kernels, its GL objects, its panel and its CPU twin; this registry is the one place
 //! that names them all, so adding a demo touches this file and its own folder.
 
@@ -9,8 +9,8 @@ pub mod wave;
 use clap::Subcommand;
 
 use crate::args::RunArgs;
-use crate::demo::DemoSpec;
-use crate::demo::bench::{BenchReport, FrameRunner};
+use crate::demo_kit::DemoSpec;
+use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::stop::StopRequest;
 use crate::{Error, Result};
 

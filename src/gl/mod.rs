@@ -60,11 +60,6 @@ impl GlInfo {
             }
         }
     }
-
-    /// Whether the renderer is NVIDIA's driver (as opposed to Mesa, Intel, AMD...).
-    pub fn is_nvidia(&self) -> bool {
-        self.vendor.contains("NVIDIA")
-    }
 }
 
 /// Returns the first pending GL error as an [`Error`] naming `what` was being done.

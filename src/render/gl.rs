@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{Graphics, Grid, Picture, Renderer, Scene, Sprites, View};
+use super::{Graphics, Grid, Picture, SceneDrawer, Scene, Sprites, View};
 use crate::gl::{self, Attribute, DrawState, Program, VertexArray};
 use crate::guard::Guard;
 use crate::sources::SourceFile;
@@ -51,7 +51,7 @@ struct GridIndices {
 
 /// Draws scenes with OpenGL.
 #[derive(Default)]
-pub struct GlRenderer {
+pub struct GlScenes {
     shaders_dir: Option<PathBuf>,
     sprites: Option<Pass>,
     grid: Option<Pass>,
@@ -59,7 +59,7 @@ pub struct GlRenderer {
     picture: Option<Pass>,
 }
 
-impl GlRenderer {
+impl GlScenes {
     /// A renderer reading shader files from `shaders_dir` when given (else the embedded copies).
     pub fn new(shaders_dir: Option<PathBuf>) -> Self {
         Self { shaders_dir, ..Self::default() }
@@ -150,7 +150,7 @@ impl GlRenderer {
     }
 }
 
-impl Renderer for GlRenderer {
+impl SceneDrawer for GlScenes {
     fn prepare(&mut self, graphics: Graphics<'_>, scene: &Scene<'_>) -> Result<()> {
         self.pass(graphics.gl()?, scene).map(|_| ())
     }

@@ -6,12 +6,12 @@
 //! side gives CUDA that memory and the synchronisation around it. A demo passes the graphics
 //! context on as a [`Graphics`] without looking inside.
 //!
-//! OpenGL is the first implementation ([`gl::GlRenderer`]); a second API adds its variant of
+//! OpenGL is the first implementation ([`gl::GlScenes`]); a second API adds its variant of
 //! [`Graphics`] and [`Image`], its own renderer beside `gl`, and its transfer paths — and no demo
 //! changes.
 //!
 //! ```text
-//!   demo ──Scene (buffers, image, camera)──▶ Renderer ──▶ the graphics API
+//!   demo ──Scene (buffers, image, camera)──▶ SceneDrawer ──▶ the graphics API
 //!     │                                           ▲
 //!     └──Transfer::run(compute)──▶ CUDA writes memory the API draws from
 //! ```
@@ -127,7 +127,7 @@ pub fn grid_triangles(size: [u32; 2]) -> Vec<u32> {
 }
 
 /// Draws [`Scene`]s with one graphics API.
-pub trait Renderer {
+pub trait SceneDrawer {
     /// Gets ready to draw scenes like `scene` (builds its shaders), so that a demo whose shaders
     /// do not build fails when it starts rather than at its first frame.
     fn prepare(&mut self, graphics: Graphics<'_>, scene: &Scene<'_>) -> Result<()>;

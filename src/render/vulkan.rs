@@ -5,7 +5,7 @@
 
 use ash::vk::DescriptorSet;
 
-use super::{Graphics, Grid, Picture, Renderer, Scene, Sprites, View};
+use super::{Graphics, Grid, Picture, SceneDrawer, Scene, Sprites, View};
 use crate::sources::SourceFile;
 use crate::vk::frame::VulkanGraphics;
 use crate::vk::memory::Buffer;
@@ -83,13 +83,13 @@ struct GridPasses {
 
 /// Draws scenes with Vulkan.
 #[derive(Default)]
-pub struct VulkanRenderer {
+pub struct VulkanScenes {
     grid: Option<GridPasses>,
     sprites: Option<GraphicsPipeline>,
     picture: Option<PicturePass>,
 }
 
-impl VulkanRenderer {
+impl VulkanScenes {
     /// A renderer that builds its pipelines on first use.
     pub fn new() -> Self {
         Self::default()
@@ -247,7 +247,7 @@ impl VulkanRenderer {
     }
 }
 
-impl Renderer for VulkanRenderer {
+impl SceneDrawer for VulkanScenes {
     fn prepare(&mut self, graphics: Graphics<'_>, scene: &Scene<'_>) -> Result<()> {
         let vulkan = graphics.vulkan()?;
         match scene {

@@ -5,7 +5,7 @@ pub mod timeline;
 pub mod vulkan;
 
 pub use crate::args::PanelSection;
-use crate::demo::Demo;
+use crate::demo_kit::Demo;
 use crate::demos;
 use crate::gl::GlInfo;
 use crate::runtime::Selection;
@@ -77,7 +77,7 @@ pub struct PanelInput<'a> {
     /// The GL context's strings.
     pub gl_info: &'a GlInfo,
     /// The kernel-source watcher, when kernels come from a folder.
-    pub watcher: Option<&'a crate::watch::KernelWatcher>,
+    pub watcher: Option<&'a crate::kernel_watch::KernelWatcher>,
 }
 
 /// Draws the side panel into `ui` and returns the actions the user took.
@@ -487,17 +487,17 @@ fn kernel_sources(ui: &mut egui::Ui, input: &mut PanelInput<'_>, state: &mut Pan
             });
         }
         match watcher.status() {
-            crate::watch::WatchStatus::Watching => {}
-            crate::watch::WatchStatus::Compiling { file, since } => {
+            crate::kernel_watch::WatchStatus::Watching => {}
+            crate::kernel_watch::WatchStatus::Compiling { file, since } => {
                 ui.horizontal(|ui| {
                     ui.spinner();
                     ui.label(format!("compiling {file} ({:.1} s)", since.elapsed().as_secs_f64()));
                 });
             }
-            crate::watch::WatchStatus::Reloaded { file, compile_ms } => {
+            crate::kernel_watch::WatchStatus::Reloaded { file, compile_ms } => {
                 ui.colored_label(egui::Color32::LIGHT_GREEN, format!("{file} reloaded (NVRTC {compile_ms:.0} ms)"));
             }
-            crate::watch::WatchStatus::Failed { file, message } => {
+            crate::kernel_watch::WatchStatus::Failed { file, message } => {
                 ui.colored_label(egui::Color32::LIGHT_RED, format!("{file}: the previous kernels keep running"));
                 egui::ScrollArea::vertical().max_height(160.0).id_salt("nvrtc_log").show(ui, |ui| {
                     ui.label(egui::RichText::new(message).monospace().small());

@@ -2,7 +2,7 @@
 //! devices, the transfer path and what it does, pause and step, recording, vsync, the what-if,
 //! the timeline of the frame's stages, the driver calls of a frame, and the demo's own section.
 
-use crate::demo::Demo;
+use crate::demo_kit::Demo;
 use crate::runtime::CudaRuntime;
 use crate::stats::FrameHistory;
 use crate::transfer::TransferKind;

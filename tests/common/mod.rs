@@ -82,7 +82,7 @@ pub fn check_wave_step(
     sizes: &[(u32, u32)],
     bound: f64,
 ) {
-    use interop_lab::demo::{Demo, DemoEnv};
+    use interop_lab::demo_kit::{Demo, DemoEnv};
     use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
     use interop_lab::demos::wave::{Wave, WaveSettings};
 
@@ -120,7 +120,7 @@ pub fn check_wave_step(
 
 /// A headless run of `frames` frames of `size` on the CPU backend, writing no files.
 pub fn cpu_headless_options(
-    spec: interop_lab::demo::DemoSpec,
+    spec: interop_lab::demo_kit::DemoSpec,
     frames: u32,
     size: [u32; 2],
 ) -> interop_lab::headless::HeadlessOptions {

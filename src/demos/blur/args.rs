@@ -9,7 +9,7 @@ use super::kernels::Filter;
 use super::{BlurSettings, Route};
 use crate::Result;
 use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, pair_text, parse_pair};
-use crate::demo::bench::{BenchReport, FrameRunner};
+use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::pixel::PixelFormat;
 
 #[derive(Args, Debug)]

@@ -21,7 +21,7 @@ use self::kernels::{BlurKernels, Filter, Output};
 use crate::cuda::module::{CompiledModule, PendingCompile};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
-use crate::demo::{
+use crate::demo_kit::{
     Demo, DemoEnv, DemoSpec, Drag, KernelInfo, LiveKernels, OccupancyCache, OpensFiles, Pipeline, View, ViewControls,
 };
 use crate::guard::Guard;

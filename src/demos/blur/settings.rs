@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::kernels::{Filter, Job};
 use super::{Blur, cpu, kernels};
-use crate::demo::{Demo, DemoEnv, Output, Settings};
+use crate::demo_kit::{Demo, DemoEnv, Output, Settings};
 use crate::output::OutputKind;
 use crate::pixel::PixelFormat;
 use crate::{Error, Result};

@@ -10,7 +10,7 @@ use super::kernels::{Precision, Variant};
 use super::multi;
 use super::presets::Preset;
 use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, parse_pair};
-use crate::demo::bench::{BenchReport, FrameRunner};
+use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::runtime::{BackendRequest, CudaOptions};
 use crate::{Error, Result};
 

@@ -35,7 +35,7 @@ use self::sim::StepBuffers;
 use self::state::SavedState;
 use crate::camera::OrbitCamera;
 use crate::cuda::module::{CompiledModule, PendingCompile};
-use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
+use crate::demo_kit::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
 use crate::guard::Guard;
 use crate::render::{Graphics, Scene, Sprites};
 use crate::sources::SourceFile;

@@ -7,7 +7,7 @@ use super::NBody;
 use super::cpu::Params;
 use super::kernels::Variant;
 use super::presets::Preset;
-use crate::demo::{Demo, DemoEnv, Output, Settings};
+use crate::demo_kit::{Demo, DemoEnv, Output, Settings};
 use crate::output::OutputKind;
 use crate::{Error, Result};
 

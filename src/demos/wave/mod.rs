@@ -14,7 +14,7 @@ pub use self::settings::{DrawMode, WaveSettings};
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
 use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module};
-use crate::demo::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
+use crate::demo_kit::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
 use crate::render::{Graphics, Grid, Scene};
 use crate::sources::SourceFile;
 use crate::stats::StageTimes;

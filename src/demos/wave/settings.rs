@@ -3,7 +3,7 @@
 
 use super::Wave;
 use crate::cuda::LaunchConfig;
-use crate::demo::{Demo, DemoEnv, Settings};
+use crate::demo_kit::{Demo, DemoEnv, Settings};
 use crate::{Error, Result};
 
 /// Largest grid side, and most vertices (256 MiB of float4).

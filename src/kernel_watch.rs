@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::cuda::Compiler;
 use crate::cuda::module::{CompiledModule, PendingCompile};
-use crate::demo::Demo;
+use crate::demo_kit::Demo;
 use crate::{Error, Result};
 
 /// How often the folder is looked at.
