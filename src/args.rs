@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::graphics::GraphicsApi;
 use crate::runtime::{BackendRequest, CudaOptions, TransferRequest};
 use crate::transfer::WhatIf;
 
@@ -62,8 +63,8 @@ pub struct RunArgs {
     pub panel_open: Vec<PanelSection>,
     /// Graphics API to draw with: OpenGL, or Vulkan (CUDA writes memory Vulkan allocated), in a
     /// window or offscreen; a window Vulkan cannot present to goes on with OpenGL and says why.
-    #[arg(long, value_enum, default_value_t = RendererChoice::Gl)]
-    pub renderer: RendererChoice,
+    #[arg(long, value_enum, default_value_t = GraphicsApi::Gl)]
+    pub renderer: GraphicsApi,
     /// Wait for vertical blank in the window.
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     pub vsync: bool,
@@ -121,16 +122,6 @@ impl PathFlag {
 /// "32x8", as typed.
 pub fn pair_text([a, b]: [u32; 2]) -> String {
     format!("{a}x{b}")
-}
-
-/// The graphics API frames are drawn with.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RendererChoice {
-    /// OpenGL: every demo, window or headless, every transfer path.
-    Gl,
-    /// Vulkan, in a window or offscreen: CUDA writes Vulkan memory it imported, ordered by timeline
-    /// semaphores (or the CPU backend writes it).
-    Vulkan,
 }
 
 /// A switch that breaks or slows one rule of the transfer paths, to show its effect.

@@ -5,6 +5,35 @@
 use crate::vk::frame::VulkanGraphics;
 use crate::{Error, Result};
 
+/// Which graphics API a run draws with (`--renderer`).
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GraphicsApi {
+    /// OpenGL: every transfer path (GL interop, external memory, host copy, CPU).
+    Gl,
+    /// Vulkan: CUDA writes memory Vulkan allocated, ordered by timeline semaphores; or a copy
+    /// through host memory; or the CPU.
+    Vulkan,
+}
+
+impl GraphicsApi {
+    /// "OpenGL" or "Vulkan".
+    pub fn label(self) -> &'static str {
+        match self {
+            GraphicsApi::Gl => "OpenGL",
+            GraphicsApi::Vulkan => "Vulkan",
+        }
+    }
+
+    /// The other one (what the panel's renderer switch goes to).
+    pub fn other(self) -> Self {
+        match self {
+            GraphicsApi::Gl => GraphicsApi::Vulkan,
+            GraphicsApi::Vulkan => GraphicsApi::Gl,
+        }
+    }
+}
+
 /// The graphics API a frame is drawn with, as demos pass it on: the context (current on this
 /// thread) that the transfer paths and the renderer work in.
 #[derive(Clone, Copy)]

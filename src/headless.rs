@@ -1,16 +1,16 @@
-//! Headless runs: N frames into an offscreen framebuffer on an EGL device, then the last frame as
-//! PNG and the per-stage timings as JSON. The same code path as the window, without the window.
+//! Headless runs: N frames drawn offscreen — OpenGL on an EGL device, or Vulkan on its device —
+//! then the last frame as PNG and the per-stage timings as JSON. The same session, panel and
+//! reports as the window, without the window; the exit status comes from the frames' reports.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
-use crate::demo_kit::{DemoSpec, View};
-use crate::gl::context::headless::HeadlessGl;
-use crate::gl::{self, Framebuffer};
-use crate::guard::Guard;
-use crate::record::{FrameRecorder, RecordReport};
-use crate::runtime::{self, CudaOptions};
-use crate::session::{RunFacts, Session};
+use crate::args::PathFlag;
+use crate::demo_kit::DemoSpec;
+use crate::graphics::GraphicsApi;
+use crate::record::RecordReport;
+use crate::renderer::{self, Target};
+use crate::runtime::CudaOptions;
+use crate::session::{FrameInput, FrameReport, Request, RunFacts, Session, SessionOptions};
 use crate::stats::Summary;
 use crate::stop::StopRequest;
 use crate::transfer::WhatIf;
@@ -21,6 +21,8 @@ use crate::{Error, Result};
 pub struct HeadlessOptions {
     /// The demo and its settings.
     pub spec: DemoSpec,
+    /// The graphics API frames are drawn with.
+    pub renderer: GraphicsApi,
     /// Frames to render.
     pub frames: u32,
     /// Framebuffer size in pixels.
@@ -46,10 +48,32 @@ pub struct HeadlessOptions {
     /// Record every frame into this folder.
     pub record: Option<PathBuf>,
     /// Demo flags that only some paths use (the run says when its path ignores them).
-    pub path_flags: Vec<crate::args::PathFlag>,
+    pub path_flags: Vec<PathFlag>,
 }
 
 impl HeadlessOptions {
+    /// The options of a run of `spec` drawn with `renderer`: `frames` frames of `size`, nothing
+    /// written, no panel, the defaults for everything else.
+    pub fn new(spec: DemoSpec, renderer: GraphicsApi, frames: u32, size: [u32; 2], cuda: CudaOptions) -> Self {
+        Self {
+            spec,
+            renderer,
+            frames,
+            size,
+            dt: 1.0 / 60.0,
+            screenshot: None,
+            stats: None,
+            panel: false,
+            cuda,
+            shaders_dir: None,
+            what_if: WhatIf::default(),
+            open_sections: Vec::new(),
+            stop: StopRequest::new(),
+            record: None,
+            path_flags: Vec::new(),
+        }
+    }
+
     /// Refuses what no headless run can do: no frames, a time step that is not a number ≥ 0, a
     /// frame too large for host memory to read back.
     pub fn check(&self) -> Result<()> {
@@ -88,114 +112,95 @@ pub struct HeadlessReport {
 /// Runs the demo headless.
 pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     options.check()?;
-    let context = HeadlessGl::new(runtime::preferred_cuda_device(&options.cuda))?;
-    let gl = context.gl().clone();
-    let selection = runtime::select(&options.cuda, &gl, &|name| context.proc_address(name));
+    let target = Target::Offscreen { size: options.size };
+    let (renderer, selection) =
+        renderer::open(options.renderer, target, &options.cuda, options.shaders_dir.as_deref())?;
     if let Some(unmet) = &selection.unmet_request {
         return Err(Error::Unavailable(unmet.clone()));
     }
-    let framebuffer =
-        Guard::new(Framebuffer::new(&gl, options.size)?, |mut framebuffer: Framebuffer| framebuffer.destroy(&gl));
-    let mut session = Session::new(&gl, selection, &options.spec, options.shaders_dir.clone())?;
-    let framebuffer = framebuffer.keep();
-    session.set_what_if(options.what_if);
-    session.say_flags_without_effect(&options.path_flags);
-    session.open_panel_sections(&options.open_sections);
-    let mut overlay = if options.panel { Some(PanelOverlay::new(gl.clone())?) } else { None };
-    let result = render(&gl, &mut session, &framebuffer, overlay.as_mut(), options, context.device());
-    if let Some(overlay) = overlay.as_mut() {
-        overlay.painter.destroy();
+    log::info!("{}, transfer path: {}", renderer.info().line(), selection.transfer.label());
+    let session_options = SessionOptions {
+        spec: options.spec.clone(),
+        what_if: options.what_if,
+        open_sections: options.open_sections.clone(),
+        path_flags: options.path_flags.clone(),
+        record: options.record.clone(),
+    };
+    let mut session = Session::new(renderer, selection, session_options)?;
+    let result = render(&mut session, options);
+    let (recordings, failure) = session.close();
+    let mut report = result?;
+    if let Some(error) = failure {
+        return Err(error);
     }
-    let mut framebuffer = framebuffer;
-    framebuffer.destroy(&gl);
-    session.destroy(&gl);
-    result
+    report.recording = recordings.into_iter().next();
+    Ok(report)
 }
 
-fn render(
-    gl: &std::sync::Arc<glow::Context>,
-    session: &mut Session,
-    framebuffer: &Framebuffer,
-    mut overlay: Option<&mut PanelOverlay>,
-    options: &HeadlessOptions,
-    egl_device: &crate::gl::context::headless::EglDeviceInfo,
-) -> Result<HeadlessReport> {
-    let size = framebuffer.size();
-    let mut recorder = options.record.as_deref().map(|dir| FrameRecorder::start(dir, "--record")).transpose()?;
-    let started = Instant::now();
+fn render(session: &mut Session, options: &HeadlessOptions) -> Result<HeadlessReport> {
+    let started = std::time::Instant::now();
     let mut frames = 0;
+    let mut errors = Vec::new();
+    let mut pixels = None;
     while frames < options.frames && !(frames > 0 && options.stop.requested()) {
         frames += 1;
-        framebuffer.bind(gl);
-        let panel_px = overlay.as_ref().map(|o| o.panel_width_px(session)).unwrap_or(0);
-        let view =
-            View { origin: [panel_px.min(size[0] - 1), 0], size: [size[0].saturating_sub(panel_px).max(1), size[1]] };
-        session.frame(gl, view, options.dt);
-        if let Some(overlay) = overlay.as_deref_mut() {
-            session.time_panel(gl, |session| overlay.paint(gl, session, size));
+        let last = frames == options.frames || options.stop.requested();
+        let input = FrameInput {
+            dt: options.dt,
+            panel: options.panel.then(|| panel_input(options.size, started.elapsed().as_secs_f64())),
+            screenshot: None,
+            capture: last,
+        };
+        let report: FrameReport = session.frame(input);
+        errors.extend(report.errors);
+        if report.requests.contains(&Request::Relaunch) {
+            errors.push("a relaunch was asked for, which a headless run cannot do".to_owned());
         }
-        if let Some(recorder) = recorder.as_mut() {
-            recorder.frame(size, framebuffer.read_rgba(gl)?);
+        if let Some(frame) = report.pixels {
+            pixels = Some(frame);
         }
     }
-    session.finish(gl)?;
+    session.finish()?;
     let wall = started.elapsed().as_secs_f64();
     // A recovery from a lost CUDA context is reported (log, JSON) but is not a failed run: the
     // frames were rendered, on the state the recovery made.
-    let recoveries = session.recoveries().to_vec();
-    if let Some(message) = session.panel.messages.iter().find(|m| !recoveries.contains(m)) {
+    if let Some(message) = errors.first() {
         return Err(Error::Unavailable(format!("the run reported an error: {message}")));
     }
-    let pixels = framebuffer.read_rgba(gl)?;
-    gl::bind_default_framebuffer(gl);
+    // Stopped (Ctrl-C) after a frame that was not known to be the last: its pixels are still there.
+    let pixels = match pixels {
+        Some(pixels) => pixels,
+        None => session.read_frame()?,
+    };
     if let Some(path) = &options.screenshot {
-        crate::output::write_rgba8(path, size, &pixels)?;
+        crate::output::write_rgba8(path, options.size, &pixels)?;
     }
-    let summary = session.history().summary(None);
-    let frames_per_second = f64::from(frames) / wall;
     if frames < options.frames {
         log::warn!("stopped after {frames} of {} frames; writing what was asked for", options.frames);
     }
-    let run = RunFacts { size, frames: u64::from(frames), frames_asked: Some(options.frames), wall_seconds: wall };
-    let mut json = session.stats_json(&run)?;
-    json["egl_device"] = serde_json::to_value(egl_device).map_err(|e| Error::InvalidInput(e.to_string()))?;
-    if let Some(path) = &options.stats {
-        let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
-        crate::output::write(path, (text + "\n").as_bytes())?;
+    let facts = RunFacts { frames: u64::from(frames), frames_asked: Some(options.frames) };
+    let json = match &options.stats {
+        Some(path) => session.write_stats(path, &facts)?,
+        None => session.stats_json(&facts)?,
+    };
+    if let Some(report) = json.pointer("/what_if/report").and_then(|r| r.as_str()) {
+        log::warn!("what if: {report}");
     }
-    let recording = recorder.map(FrameRecorder::finish).transpose()?;
-    Ok(HeadlessReport { json, summary, pixels, frames_per_second, frames, recording })
+    Ok(HeadlessReport {
+        summary: session.history().summary(None),
+        json,
+        pixels,
+        frames_per_second: f64::from(frames) / wall,
+        frames,
+        recording: None,
+    })
 }
 
-/// The side panel painted into offscreen frames (for screenshots of the whole app).
-struct PanelOverlay {
-    context: egui::Context,
-    painter: egui_glow::Painter,
-    started: Instant,
-}
-
-impl PanelOverlay {
-    fn new(gl: std::sync::Arc<glow::Context>) -> Result<Self> {
-        let painter = egui_glow::Painter::new(gl, "", None, false).map_err(|e| Error::Gl(e.to_string()))?;
-        Ok(Self { context: egui::Context::default(), painter, started: Instant::now() })
-    }
-
-    fn panel_width_px(&self, session: &Session) -> u32 {
-        // One egui point is one pixel offscreen.
-        session.panel.width_points.max(0.0) as u32
-    }
-
-    fn paint(&mut self, gl: &glow::Context, session: &mut Session, size: [u32; 2]) {
-        let input = egui::RawInput {
-            screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(size[0] as f32, size[1] as f32))),
-            time: Some(self.started.elapsed().as_secs_f64()),
-            ..Default::default()
-        };
-        let output = self.context.run_ui(input, |ui| {
-            let _ = session.panel(ui, gl);
-        });
-        let primitives = self.context.tessellate(output.shapes, output.pixels_per_point);
-        let mut textures = output.textures_delta;
-        self.painter.paint_and_update_textures(size, output.pixels_per_point, &primitives, &mut textures);
+/// The panel's input offscreen: the whole target, one point per pixel, no events.
+pub fn panel_input(size: [u32; 2], time: f64) -> egui::RawInput {
+    egui::RawInput {
+        screen_rect: Some(egui::Rect::from_min_size(egui::Pos2::ZERO, egui::vec2(size[0] as f32, size[1] as f32))),
+        time: Some(time),
+        ..Default::default()
     }
 }

@@ -5,14 +5,13 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use interop_lab::args::{RendererChoice, RunArgs};
+use interop_lab::args::RunArgs;
 use interop_lab::bench::map::MapBenchArgs;
 use interop_lab::bench::transfer::TransferBenchArgs;
 use interop_lab::demo_kit::DemoSpec;
 use interop_lab::demos::{DemoBenchCommand, DemoCommand};
 use interop_lab::doctor::DoctorArgs;
 use interop_lab::headless::{self, HeadlessOptions};
-use interop_lab::headless_vulkan;
 use interop_lab::soak::SoakArgs;
 use interop_lab::stats::Stage;
 use interop_lab::stop::StopRequest;
@@ -141,6 +140,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
     run.cuda.check_folders()?;
     if run.headless {
         let options = HeadlessOptions {
+            renderer: run.renderer,
             frames: run.frames.or(spec.headless_frames()).unwrap_or(120),
             spec,
             size: run.size,
@@ -156,10 +156,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
             record: run.record.clone(),
             path_flags: run.path_flags.clone(),
         };
-        let report = match run.renderer {
-            RendererChoice::Gl => headless::run(&options)?,
-            RendererChoice::Vulkan => headless_vulkan::run(&options)?,
-        };
+        let report = headless::run(&options)?;
         print_headless(&report, &options);
         if let Some(recording) = &report.recording {
             print_recording(recording, 60);
@@ -179,7 +176,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
         stop: stop.clone(),
         record: run.record.clone(),
         stats: run.stats.clone(),
-        vulkan: run.renderer == RendererChoice::Vulkan,
+        renderer: run.renderer,
         path_flags: run.path_flags.clone(),
     })?;
     for recording in &report.recordings {
@@ -195,15 +192,11 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
 fn print_headless(report: &headless::HeadlessReport, options: &HeadlessOptions) {
     let json = &report.json;
     let text = |key: &str| json.get(key).and_then(|v| v.as_str()).unwrap_or("?").to_owned();
-    // GL runs name the CUDA device; Vulkan runs name the Vulkan device, which is the CUDA device
-    // whenever CUDA computes there.
-    let cuda_device = match json.get("renderer").and_then(|v| v.as_str()) {
-        Some("vulkan") if text("backend") == "cuda" => json.pointer("/vulkan_device/name"),
-        _ => json.pointer("/device/name"),
-    };
-    let device = cuda_device.and_then(|v| v.as_str()).unwrap_or("no CUDA device");
+    let device = json.pointer("/device/name").and_then(|v| v.as_str()).unwrap_or("no CUDA device");
+    let graphics = json.pointer("/graphics/device").and_then(|v| v.as_str()).unwrap_or("?");
+    let api = if text("renderer") == "vulkan" { "Vulkan" } else { "OpenGL" };
     println!(
-        "{} on {} ({}), transfer {}: {} frames at {}x{}, {:.0} frames/s",
+        "{} on {} ({}), drawn with {api} on {graphics}, transfer {}: {} frames at {}x{}, {:.0} frames/s",
         text("demo"),
         text("backend"),
         device,

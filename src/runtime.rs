@@ -131,6 +131,8 @@ pub struct Selection {
     pub cuda_lost: bool,
     /// Why each path this selection cannot run is missing, in a sentence.
     pub unavailable: Vec<(TransferKind, String)>,
+    /// The paths that can run with this selection, in the order the panel offers them.
+    pub offered: Vec<TransferKind>,
 }
 
 impl Selection {
@@ -141,21 +143,22 @@ impl Selection {
 
     /// Transfer paths that can run with this selection.
     pub fn available_transfers(&self) -> Vec<TransferKind> {
-        let mut kinds = Vec::new();
-        if let Some(cuda) = &self.cuda {
-            if cuda.interop.is_some() {
-                kinds.push(TransferKind::Interop);
+        self.offered.clone()
+    }
+
+    /// After a kernel fault lost the CUDA context: no CUDA, the CPU path only, and why.
+    pub fn lose_cuda(&mut self, reason: String) {
+        if let Some(lost) = self.cuda.take() {
+            for error in lost.context.take_errors() {
+                log::debug!("while releasing the lost context: {error}");
             }
-            if cuda.external.is_some() {
-                kinds.push(TransferKind::External);
-            }
-            if cuda.gl_semaphores.is_some() {
-                kinds.push(TransferKind::ExternalSemaphores);
-            }
-            kinds.extend([TransferKind::HostCopy, TransferKind::HostCopyPageable]);
         }
-        kinds.push(TransferKind::Cpu);
-        kinds
+        self.transfer = TransferKind::Cpu;
+        self.cuda_lost = true;
+        self.reason = reason;
+        let why = "a kernel fault lost the CUDA context: relaunch the app to use CUDA again";
+        self.unavailable = self.offered.iter().filter(|&&k| k != TransferKind::Cpu).map(|&k| (k, why.to_owned())).collect();
+        self.offered = vec![TransferKind::Cpu];
     }
 }
 
@@ -185,6 +188,7 @@ pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> 
             unmet_request: None,
             cuda_lost: false,
             unavailable,
+            offered: vec![TransferKind::Cpu],
         };
     }
     match set_up_cuda(options, gl, loader) {
@@ -194,7 +198,16 @@ pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> 
                 log::warn!("{message}");
             }
             let unavailable = gl_paths_missing(&cuda);
-            Selection { cuda: Some(Rc::new(cuda)), transfer, reason, unmet_request, cuda_lost: false, unavailable }
+            let offered = gl_paths_offered(&cuda);
+            Selection {
+                cuda: Some(Rc::new(cuda)),
+                transfer,
+                reason,
+                unmet_request,
+                cuda_lost: false,
+                unavailable,
+                offered,
+            }
         }
         Err(error) => {
             let reason = format!("CPU backend, because CUDA can't run here: {error}");
@@ -213,7 +226,15 @@ pub fn select(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) -> 
                     .map(|flag| format!("{flag} was asked for, but CUDA can't run here: {error}"))
             };
             let unavailable = cuda_paths(&format!("it needs CUDA, which can't run here: {error}"));
-            Selection { cuda: None, transfer: TransferKind::Cpu, reason, unmet_request, cuda_lost: false, unavailable }
+            Selection {
+                cuda: None,
+                transfer: TransferKind::Cpu,
+                reason,
+                unmet_request,
+                cuda_lost: false,
+                unavailable,
+                offered: vec![TransferKind::Cpu],
+            }
         }
     }
 }
@@ -230,6 +251,22 @@ fn cuda_paths(why: &str) -> Vec<(TransferKind, String)> {
     .into_iter()
     .map(|kind| (kind, why.to_owned()))
     .collect()
+}
+
+/// The GL paths CUDA runs with this GL context, in the panel's order.
+fn gl_paths_offered(cuda: &CudaRuntime) -> Vec<TransferKind> {
+    let mut kinds = Vec::new();
+    if cuda.interop.is_some() {
+        kinds.push(TransferKind::Interop);
+    }
+    if cuda.external.is_some() {
+        kinds.push(TransferKind::External);
+    }
+    if cuda.gl_semaphores.is_some() {
+        kinds.push(TransferKind::ExternalSemaphores);
+    }
+    kinds.extend([TransferKind::HostCopy, TransferKind::HostCopyPageable, TransferKind::Cpu]);
+    kinds
 }
 
 /// The GL paths CUDA runs without, and why.
@@ -432,13 +469,21 @@ pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
 /// The Vulkan device (presenting to `window`, when given) with a target of `size`, and, when
 /// CUDA runs, CUDA on the same device. With `--backend auto` a machine without CUDA, or without
 /// a Vulkan device that is the CUDA device, draws with the CPU backend and says why; with
-/// `--backend cuda` that is an error. Returns the path the demos take there: Vulkan's with CUDA,
-/// the CPU's without.
+/// `--backend cuda` that is an error. The selection offers Vulkan's own path (memory Vulkan
+/// allocated, imported by CUDA, ordered by timeline semaphores) and the copies through host
+/// memory when CUDA runs on the Vulkan device, and the CPU's always.
 pub fn open_vulkan(
     options: &CudaOptions,
     size: [u32; 2],
     window: Option<WindowHandles>,
-) -> Result<(VulkanGraphics, Option<Rc<CudaRuntime>>, TransferKind)> {
+) -> Result<(VulkanGraphics, Selection)> {
+    if options.transfer != TransferRequest::Auto {
+        return Err(Error::InvalidInput(
+            "--transfer chooses among the OpenGL paths; the Vulkan renderer takes Vulkan's own path with CUDA \
+             (switch to a host copy or the CPU in the panel): drop --transfer, or use --renderer gl"
+                .to_owned(),
+        ));
+    }
     let graphics = |choice: &DeviceChoice| {
         let context = match window {
             Some(handles) => VulkanContext::with_window(choice, handles)?,
@@ -447,28 +492,67 @@ pub fn open_vulkan(
         VulkanGraphics::on(context, size)
     };
     let required = options.backend == BackendRequest::Cuda;
+    let on_cpu = |reason: String, unmet_request: Option<String>| Selection {
+        cuda: None,
+        transfer: TransferKind::Cpu,
+        unavailable: [TransferKind::Vulkan, TransferKind::HostCopy, TransferKind::HostCopyPageable]
+            .into_iter()
+            .map(|kind| (kind, reason.clone()))
+            .collect(),
+        reason,
+        unmet_request,
+        cuda_lost: false,
+        offered: vec![TransferKind::Cpu],
+    };
     let cuda = match options.backend {
-        BackendRequest::Cpu => None,
+        BackendRequest::Cpu => {
+            let reason = "CPU backend requested (--backend cpu)".to_owned();
+            return Ok((graphics(&DeviceChoice::Any)?, on_cpu(reason, None)));
+        }
         _ => match cuda_without_gl(options) {
-            Ok(cuda) => Some(cuda),
+            Ok(cuda) => cuda,
             Err(error) if required => return Err(error),
             Err(error) => {
-                log::warn!("CPU backend, because CUDA can't run here: {error}");
-                None
+                let reason = format!("CPU backend, because CUDA can't run here: {error}");
+                log::warn!("{reason}");
+                let unmet = options.device.map(|ordinal| {
+                    let flag = options.device_flag.clone().unwrap_or_else(|| format!("--device {ordinal}"));
+                    format!("{flag} was asked for, but CUDA can't run here: {error}")
+                });
+                return Ok((graphics(&DeviceChoice::Any)?, on_cpu(reason, unmet)));
             }
         },
-    };
-    let Some(cuda) = cuda else {
-        return Ok((graphics(&DeviceChoice::Any)?, None, TransferKind::Cpu));
     };
     let device = cuda.context.device();
     let choice = DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() };
     match graphics(&choice) {
-        Ok(vulkan) => Ok((vulkan, Some(Rc::new(cuda)), TransferKind::Vulkan)),
+        Ok(vulkan) => {
+            let reason = format!(
+                "Vulkan runs on CUDA device {} ({}): CUDA imports the memory Vulkan allocates",
+                cuda.context.raw_device(),
+                device.name
+            );
+            let selection = Selection {
+                cuda: Some(Rc::new(cuda)),
+                transfer: TransferKind::Vulkan,
+                reason,
+                unmet_request: None,
+                cuda_lost: false,
+                unavailable: Vec::new(),
+                offered: vec![
+                    TransferKind::Vulkan,
+                    TransferKind::HostCopy,
+                    TransferKind::HostCopyPageable,
+                    TransferKind::Cpu,
+                ],
+            };
+            Ok((vulkan, selection))
+        }
         Err(error) if required => Err(error),
         Err(error) => {
-            log::warn!("CPU backend, because Vulkan cannot share memory with CUDA here: {error}");
-            Ok((graphics(&DeviceChoice::Any)?, None, TransferKind::Cpu))
+            let reason = format!("CPU backend, because Vulkan cannot share memory with CUDA here: {error}");
+            log::warn!("{reason}");
+            Ok((graphics(&DeviceChoice::Any)?, on_cpu(reason, None)))
         }
     }
 }

@@ -9,16 +9,15 @@ use std::time::Instant;
 use clap::Args;
 use serde::Serialize;
 
-use crate::demo_kit::{Demo, DemoEnv, LiveKernels, View};
+use crate::demo_kit::{DemoSpec, LiveKernels};
 use crate::demos::wave::{self, Wave, WaveSettings};
-use crate::gl::context::headless::HeadlessGl;
-use crate::gl::{Framebuffer, GlObjects};
-use crate::guard::Guard;
+use crate::gl::GlObjects;
+use crate::graphics::GraphicsApi;
 use crate::progress::Progress;
-use crate::render::gl::GlScenes;
-use crate::render::{Graphics, SceneDrawer};
+use crate::renderer::{self, Target};
 use crate::rng::Rng;
-use crate::runtime::{self, BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
+use crate::runtime::{BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
+use crate::session::{FrameInput, Session, SessionOptions};
 use crate::stop::StopRequest;
 use crate::transfer::TransferKind;
 use crate::{Error, Result};
@@ -232,9 +231,8 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
         no_cache: true,
         background_compiles: false,
     };
-    let context = HeadlessGl::new(runtime::preferred_cuda_device(&cuda_options))?;
-    let gl = context.gl().clone();
-    let selection = runtime::select(&cuda_options, &gl, &|name| context.proc_address(name));
+    let target = Target::Offscreen { size: [256, 256] };
+    let (renderer, mut selection) = renderer::open(GraphicsApi::Gl, target, &cuda_options, None)?;
     let cuda = selection.cuda.clone();
     // Said in the soak's own terms: the user chose a path (or took the default, interop), not
     // the backend the soak asks the runtime for.
@@ -249,29 +247,32 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
     if let Some(unmet) = &selection.unmet_request {
         return Err(Error::Unavailable(unmet.clone()));
     }
-    let framebuffer =
-        Guard::new(Framebuffer::new(&gl, [256, 256])?, |mut framebuffer: Framebuffer| framebuffer.destroy(&gl));
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: cuda.clone(), transfer: options.transfer };
-    let mut wave = Wave::new(&env, WaveSettings::default())?;
-    let mut framebuffer = framebuffer.keep();
-    let mut renderer = GlScenes::new(None);
-    let result = soak(&gl, cuda.as_ref(), &framebuffer, &mut renderer, &mut wave, options);
-    Box::new(wave).destroy(Graphics::Gl(&gl));
-    renderer.destroy(Graphics::Gl(&gl));
-    framebuffer.destroy(&gl);
-    result
+    // The path asked for, even where CUDA could do more (the CPU path measures GL alone).
+    selection.transfer = options.transfer;
+    let session_options = SessionOptions {
+        spec: DemoSpec::new(WaveSettings::default()),
+        what_if: Default::default(),
+        open_sections: Vec::new(),
+        path_flags: Vec::new(),
+        record: None,
+    };
+    let mut session = Session::new(renderer, selection, session_options)?;
+    let result = soak(&mut session, cuda.as_ref(), options);
+    let (_, closed) = session.close();
+    let report = result?;
+    closed.map_or(Ok(report), Err)
 }
 
-fn soak(
-    gl: &glow::Context,
-    cuda: Option<&Rc<CudaRuntime>>,
-    framebuffer: &Framebuffer,
-    renderer: &mut GlScenes,
-    wave: &mut Wave,
-    options: &SoakOptions,
-) -> Result<SoakReport> {
-    let graphics = Graphics::Gl(gl);
-    let view = View { origin: [0, 0], size: framebuffer.size() };
+/// The wave the soak drives (the session runs it; the soak re-allocates it and swaps its kernels).
+fn wave(session: &mut Session) -> Result<&mut Wave> {
+    session
+        .demo()?
+        .as_any_mut()
+        .and_then(|demo| demo.downcast_mut::<Wave>())
+        .ok_or_else(|| Error::Unavailable("the soak runs the wave demo".to_owned()))
+}
+
+fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOptions) -> Result<SoakReport> {
     let mut frame = 0u64;
     let recompiles = if cuda.is_some() && options.transfer != TransferKind::Cpu { options.recompiles } else { 0 };
     let mut notes = Vec::new();
@@ -281,44 +282,43 @@ fn soak(
     let total = 200 + options.warmup_reallocations + options.frames + options.reallocations + recompiles;
     let progress = Progress::new("soak", u64::from(total), &options.stop);
     // Runs up to `count` frames (fewer after Ctrl-C); returns how many ran.
-    let mut run_frames = |wave: &mut Wave, count: u32| -> Result<u32> {
+    let mut run_frames = |session: &mut Session, count: u32| -> Result<u32> {
         let mut ran = 0;
         while ran < count && !progress.stopped() {
             progress.done_one();
-            framebuffer.bind(gl);
-            wave.step(graphics, frame, 1.0 / 60.0)?;
-            renderer.draw(graphics, &wave.scene(&view), &view)?;
-            wave.pipeline_mut().transfer().poll_gpu_times()?;
+            let report = session.frame(FrameInput { dt: 1.0 / 60.0, ..FrameInput::default() });
+            if let Some(error) = report.errors.into_iter().next() {
+                return Err(Error::Unavailable(format!("frame {frame} of the soak failed: {error}")));
+            }
             frame += 1;
             ran += 1;
         }
-        wave.finish(graphics)?;
+        session.finish()?;
         Ok(ran)
     };
     // Warm-up: caches, the driver's lazily created state, the allocators' first arenas, GL's
     // buffer heap at its working size (re-allocations drawn from another seed than the measured ones).
-    run_frames(wave, 200)?;
+    run_frames(session, 200)?;
     let mut warmup_sizes = Rng::new(0x3a11);
     for _ in 0..options.warmup_reallocations {
         if options.stop.requested() {
             break;
         }
         let [width, height] = random_grid(&mut warmup_sizes);
-        wave.set_vertices(graphics, width, height)?;
-        run_frames(wave, 1)?;
+        set_vertices(session, width, height)?;
+        run_frames(session, 1)?;
     }
     let original = [WaveSettings::default().width, WaveSettings::default().height];
-    wave.set_vertices(graphics, original[0], original[1])?;
-    run_frames(wave, 1)?;
-    let measure = || footprint(gl, cuda);
-    let before = measure()?;
+    set_vertices(session, original[0], original[1])?;
+    run_frames(session, 1)?;
+    let before = footprint(session, cuda)?;
     let mut phases = Vec::new();
 
     log::info!("soak: measuring {} frames on {}", options.frames, options.transfer.label());
     let started = Instant::now();
-    let frames = run_frames(wave, options.frames)?;
+    let frames = run_frames(session, options.frames)?;
     if frames > 0 {
-        phases.push(Phase { name: "frames", count: frames, seconds: secs(started), after: measure()? });
+        phases.push(Phase { name: "frames", count: frames, seconds: secs(started), after: footprint(session, cuda)? });
     }
 
     // Re-allocations in four quarters, each measured, so growth that levels off (a driver's heap
@@ -334,13 +334,13 @@ fn soak(
                 break;
             }
             let [width, height] = random_grid(&mut random);
-            wave.set_vertices(graphics, width, height)?;
-            run_frames(wave, 1)?;
+            set_vertices(session, width, height)?;
+            run_frames(session, 1)?;
             count += 1;
         }
         if quarter == 4 {
-            wave.set_vertices(graphics, original[0], original[1])?;
-            run_frames(wave, 1)?;
+            set_vertices(session, original[0], original[1])?;
+            run_frames(session, 1)?;
         }
         done = until;
         if count == 0 {
@@ -354,13 +354,13 @@ fn soak(
             },
             count,
             seconds: secs(started),
-            after: measure()?,
+            after: footprint(session, cuda)?,
         });
     }
 
     let started = Instant::now();
     let (source, origin) = wave::KERNEL.read(None)?;
-    let builds = wave.kernel_builds();
+    let builds = wave(session)?.kernel_builds();
     let options_for_wave =
         builds.iter().find(|(file, _)| file.name == wave::KERNEL.name).map(|(_, o)| o.clone()).unwrap_or_default();
     let mut recompiled = 0;
@@ -372,8 +372,8 @@ fn soak(
         // A different comment each time: a new text, so NVRTC compiles it for real.
         let text = format!("{source}\n// soak recompile {index}\n");
         let compiled = cuda.compiler.compile_source(wave::KERNEL.name, &text, &origin, &options_for_wave)?;
-        wave.swap_kernels(wave::KERNEL.name, &options_for_wave, &compiled)?;
-        run_frames(wave, 1)?;
+        wave(session)?.swap_kernels(wave::KERNEL.name, &options_for_wave, &compiled)?;
+        run_frames(session, 1)?;
         recompiled += 1;
     }
     if recompiled > 0 {
@@ -381,7 +381,7 @@ fn soak(
             name: "kernel recompiles and module swaps",
             count: recompiled,
             seconds: secs(started),
-            after: measure()?,
+            after: footprint(session, cuda)?,
         });
     }
     if options.stop.requested() {
@@ -401,6 +401,17 @@ fn soak(
     };
     let exceeded = phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS)).unwrap_or_default();
     Ok(SoakReport { transfer: options.transfer, device, before, phases, bounds: BOUNDS, exceeded, notes })
+}
+
+/// Re-allocates the wave's grid to `width × height` vertices (registered anew on interop).
+fn set_vertices(session: &mut Session, width: u32, height: u32) -> Result<()> {
+    session.with_demo(|demo, graphics| {
+        let wave = demo
+            .as_any_mut()
+            .and_then(|demo| demo.downcast_mut::<Wave>())
+            .ok_or_else(|| Error::Unavailable("the soak runs the wave demo".to_owned()))?;
+        wave.set_vertices(graphics, width, height)
+    })
 }
 
 impl SoakReport {
@@ -479,8 +490,8 @@ pub fn exceeded(before: &Footprint, after: &Footprint, bounds: &Bounds) -> Vec<S
 /// Device memory, host memory and GL objects once all work is done. GL frees a deleted buffer's
 /// memory only after the GPU has finished with it, and a headless run never swaps buffers (where a
 /// window's driver would catch up), so GL is finished first: what is still taken then is held.
-fn footprint(gl: &glow::Context, cuda: Option<&Rc<CudaRuntime>>) -> Result<Footprint> {
-    crate::gl::finish(gl);
+fn footprint(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>) -> Result<Footprint> {
+    session.finish()?;
     let device_free_bytes = match cuda {
         Some(cuda) => {
             cuda.context.synchronize()?;
@@ -488,7 +499,7 @@ fn footprint(gl: &glow::Context, cuda: Option<&Rc<CudaRuntime>>) -> Result<Footp
         }
         None => None,
     };
-    let gl_objects = GlObjects::count(gl, GL_NAMES);
+    let gl_objects = GlObjects::count(session.renderer().graphics().gl()?, GL_NAMES);
     Ok(Footprint { device_free_bytes, host_rss_bytes: resident_bytes()?, gl_objects })
 }
 

@@ -246,6 +246,7 @@ fn headless_interop_and_copy_render_the_same_picture() {
     let mut pictures = Vec::new();
     for transfer in [TransferRequest::Interop, TransferRequest::Copy] {
         let options = HeadlessOptions {
+            renderer: interop_lab::graphics::GraphicsApi::Gl,
             spec: DemoSpec::new(WaveSettings::default()),
             frames: 60,
             size: [640, 400],

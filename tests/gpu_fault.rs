@@ -23,6 +23,7 @@ fn a_kernel_fault_loses_the_context_and_the_demo_goes_on_on_the_cpu() {
     // dt = 0: every frame draws the same phase, so a restarted demo draws what a clean run draws.
     let run = |cuda: CudaOptions| {
         headless::run(&HeadlessOptions {
+            renderer: interop_lab::graphics::GraphicsApi::Gl,
             spec: DemoSpec::new(WaveSettings::default()),
             frames: 40,
             size: [320, 200],

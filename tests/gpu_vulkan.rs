@@ -23,7 +23,6 @@ use interop_lab::demos::blur::BlurSettings;
 use interop_lab::demos::nbody::NBodySettings;
 use interop_lab::demos::wave::{Wave, WaveSettings};
 use interop_lab::graphics::Graphics;
-use interop_lab::headless_vulkan;
 use interop_lab::render::SceneDrawer;
 use interop_lab::render::vulkan::VulkanScenes;
 use interop_lab::runtime::{BackendRequest, CudaOptions};
@@ -251,8 +250,8 @@ fn the_three_demos_drawn_headless_on_the_vulkan_path_match_the_cpu_backend() {
     ] {
         let mut on_cuda = common::cpu_headless_options(spec.clone(), 5, size);
         on_cuda.cuda.backend = interop_lab::runtime::BackendRequest::Cuda;
-        let cuda = headless_vulkan::run(&on_cuda).expect("Vulkan headless with CUDA");
-        let cpu = headless_vulkan::run(&common::cpu_headless_options(spec, 5, size)).expect("Vulkan headless, CPU");
+        let cuda = vulkan_run(&on_cuda).expect("Vulkan headless with CUDA");
+        let cpu = vulkan_run(&common::cpu_headless_options(spec, 5, size)).expect("Vulkan headless, CPU");
         let name = cuda.json["demo"].as_str().unwrap_or("?").to_owned();
         assert_eq!(cuda.json["transfer"], "vulkan", "{name}: {}", cuda.json);
         assert_eq!(cuda.json["backend"], "cuda", "{name}");
@@ -383,7 +382,7 @@ fn what_if_the_semaphore_wait_is_skipped_says_how_many_frames_were_at_risk() {
     let mut options = common::cpu_headless_options(DemoSpec::new(WaveSettings::default()), 40, [320, 200]);
     options.cuda.backend = interop_lab::runtime::BackendRequest::Cuda;
     options.what_if.skip_semaphore_wait = true;
-    let report = headless_vulkan::run(&options).expect("Vulkan headless, wait skipped");
+    let report = vulkan_run(&options).expect("Vulkan headless, wait skipped");
     let text = report.json["what_if"]["report"].as_str().unwrap_or_default().to_owned();
     eprintln!("{text}");
     // "U of M frames were submitted without the wait ...": one submission per frame skipped it.
@@ -393,6 +392,15 @@ fn what_if_the_semaphore_wait_is_skipped_says_how_many_frames_were_at_risk() {
     assert!(numbers[0] <= numbers[1], "{text}");
 
     options.what_if.skip_semaphore_wait = false;
-    let waited = headless_vulkan::run(&options).expect("Vulkan headless");
+    let waited = vulkan_run(&options).expect("Vulkan headless");
     assert!(waited.json["what_if"]["report"].is_null(), "no report without the switch: {}", waited.json);
+}
+
+/// A headless run of `options` drawn with Vulkan.
+fn vulkan_run(
+    options: &interop_lab::headless::HeadlessOptions,
+) -> interop_lab::Result<interop_lab::headless::HeadlessReport> {
+    let mut options = options.clone();
+    options.renderer = interop_lab::graphics::GraphicsApi::Vulkan;
+    interop_lab::headless::run(&options)
 }

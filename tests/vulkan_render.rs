@@ -13,7 +13,6 @@ use interop_lab::demos::nbody::NBodySettings;
 use interop_lab::demos::wave::{DrawMode, WaveSettings};
 use interop_lab::graphics::Graphics;
 use interop_lab::headless::{self, HeadlessOptions, HeadlessReport};
-use interop_lab::headless_vulkan;
 use interop_lab::pixel::PixelFormat;
 use interop_lab::runtime::{BackendRequest, TransferRequest};
 use interop_lab::stats::Stage;
@@ -65,7 +64,7 @@ fn a_wave_frame_on_vulkan_matches_the_same_frame_on_gl() {
         };
         let size = [320, 200];
         let gl = headless::run(&options(DemoSpec::new(settings.clone()), size)).unwrap();
-        let vulkan = headless_vulkan::run(&options(DemoSpec::new(settings), size)).unwrap();
+        let vulkan = vulkan_run(&options(DemoSpec::new(settings), size)).unwrap();
         let (gl_drawn, vulkan_drawn) = (drawn_share(&gl), drawn_share(&vulkan));
         assert!(vulkan_drawn > 0.1, "{mode:?}: only {:.1} % of the Vulkan frame drawn", vulkan_drawn * 100.0);
         let db = common::psnr(&gl.pixels, &vulkan.pixels);
@@ -88,7 +87,7 @@ fn an_nbody_frame_on_vulkan_matches_the_same_frame_on_gl() {
     // The CPU backend's bodies and steps are deterministic, so both runs draw the same bodies.
     let size = [320, 200];
     let gl = headless::run(&options(DemoSpec::new(NBodySettings::default()), size)).unwrap();
-    let vulkan = headless_vulkan::run(&options(DemoSpec::new(NBodySettings::default()), size)).unwrap();
+    let vulkan = vulkan_run(&options(DemoSpec::new(NBodySettings::default()), size)).unwrap();
     let (gl_drawn, vulkan_drawn) = (drawn_share(&gl), drawn_share(&vulkan));
     let db = common::psnr(&gl.pixels, &vulkan.pixels);
     eprintln!("n-body: PSNR {db:.1} dB; drawn {:.1} % (GL) / {:.1} % (Vulkan)", gl_drawn * 100.0, vulkan_drawn * 100.0);
@@ -105,7 +104,7 @@ fn a_blur_frame_on_vulkan_matches_the_same_frame_on_gl() {
         let settings = BlurSettings { format, ..BlurSettings::default() };
         let size = [320, 200];
         let gl = headless::run(&options(DemoSpec::new(settings.clone()), size)).unwrap();
-        let vulkan = headless_vulkan::run(&options(DemoSpec::new(settings), size)).unwrap();
+        let vulkan = vulkan_run(&options(DemoSpec::new(settings), size)).unwrap();
         let db = common::psnr(&gl.pixels, &vulkan.pixels);
         eprintln!("blur {format:?}: PSNR {db:.1} dB");
         assert!(drawn_share(&vulkan) > 0.5, "{format:?}: the picture covers the view");
@@ -126,7 +125,7 @@ fn every_vulkan_frame_gets_its_gpu_time_from_timestamps() {
     drop(probe);
     let mut run = options(DemoSpec::new(WaveSettings::default()), [160, 100]);
     run.frames = 7; // more frames than command buffers: every slot is reused
-    let report = headless_vulkan::run(&run).unwrap();
+    let report = vulkan_run(&run).unwrap();
     let draw = report.summary.stage(Stage::Draw).and_then(|s| s.gpu_us).expect("GPU draw times");
     assert_eq!(draw.samples, 7, "one GPU time per frame");
     assert!(draw.median.is_finite() && draw.median > 0.0, "a frame takes some GPU time: {}", draw.median);
@@ -153,7 +152,7 @@ fn what_the_vulkan_renderer_cannot_do_is_refused_with_the_way_out() {
     }
     let mut on_gl_path = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
     on_gl_path.cuda.transfer = TransferRequest::Interop;
-    let message = headless_vulkan::run(&on_gl_path).err().map(|e| e.to_string()).unwrap_or_default();
+    let message = vulkan_run(&on_gl_path).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(message.contains("--transfer"), "a GL transfer path: {message}");
 
     if interop_lab::cuda::driver::driver_library_present() {
@@ -161,11 +160,11 @@ fn what_the_vulkan_renderer_cannot_do_is_refused_with_the_way_out() {
     } else {
         let mut on_cuda = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
         on_cuda.cuda.backend = BackendRequest::Cuda;
-        let message = headless_vulkan::run(&on_cuda).err().map(|e| e.to_string()).unwrap_or_default();
+        let message = vulkan_run(&on_cuda).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(message.contains("driver"), "CUDA asked for without a driver: {message}");
     }
 
-    let huge = headless_vulkan::run(&options(DemoSpec::new(WaveSettings::default()), [1 << 20, 8]));
+    let huge = vulkan_run(&options(DemoSpec::new(WaveSettings::default()), [1 << 20, 8]));
     let message = huge.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(message.contains("--size"), "a frame wider than the device allows: {message}");
 }
@@ -271,8 +270,8 @@ fn headless_vulkan_frames_draw_the_panel_beside_the_demo() {
     let size = [800, 480];
     let mut with_panel = options(DemoSpec::new(WaveSettings::default()), size);
     with_panel.panel = true;
-    let report = headless_vulkan::run(&with_panel).unwrap();
-    let plain = headless_vulkan::run(&options(DemoSpec::new(WaveSettings::default()), size)).unwrap();
+    let report = vulkan_run(&with_panel).unwrap();
+    let plain = vulkan_run(&options(DemoSpec::new(WaveSettings::default()), size)).unwrap();
     // The left strip: empty without the panel, text and widgets with it.
     let differing = |a: &[u8], b: &[u8], x0: usize, x1: usize| {
         (0..size[1] as usize)
@@ -359,4 +358,13 @@ fn re_making_targets_buffers_and_textures_keeps_host_memory_flat() {
     let grown = growth.iter().copied().min().unwrap_or(u64::MAX);
     // 60 rounds × (4 MiB buffer + 1 MiB texture + ~2 MiB target) ≈ 420 MiB if nothing were freed.
     assert!(grown < 32 << 20, "resident memory grew by at least {grown} bytes in each batch of 60 rounds: {growth:?}");
+}
+
+/// A headless run of `options` drawn with Vulkan.
+fn vulkan_run(
+    options: &interop_lab::headless::HeadlessOptions,
+) -> interop_lab::Result<interop_lab::headless::HeadlessReport> {
+    let mut options = options.clone();
+    options.renderer = interop_lab::graphics::GraphicsApi::Vulkan;
+    interop_lab::headless::run(&options)
 }

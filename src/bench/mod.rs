@@ -13,27 +13,16 @@ pub mod vulkan;
 use crate::Result;
 use crate::demo_kit::bench::{FrameRun, FramesMeasured};
 use crate::headless::{self, HeadlessOptions};
-use crate::headless_vulkan;
+use crate::graphics::GraphicsApi;
 
 /// Renders `run` headless through the app itself: what a demo's benchmark times as full frames.
 pub fn headless_frames(run: &FrameRun) -> Result<FramesMeasured> {
+    let renderer = if run.vulkan { GraphicsApi::Vulkan } else { GraphicsApi::Gl };
     let options = HeadlessOptions {
-        spec: run.spec.clone(),
-        frames: run.frames,
-        size: run.size,
-        dt: 1.0 / 60.0,
-        screenshot: None,
-        stats: None,
-        panel: false,
-        cuda: run.cuda.clone(),
-        shaders_dir: None,
-        what_if: Default::default(),
-        open_sections: Vec::new(),
         stop: run.stop.clone(),
-        record: None,
-        path_flags: Vec::new(),
+        ..HeadlessOptions::new(run.spec.clone(), renderer, run.frames, run.size, run.cuda.clone())
     };
-    let report = if run.vulkan { headless_vulkan::run(&options)? } else { headless::run(&options)? };
+    let report = headless::run(&options)?;
     Ok(FramesMeasured {
         transfer: report.json["transfer"].clone(),
         frames_per_second: report.frames_per_second,

@@ -139,6 +139,12 @@ pub trait Demo {
         None
     }
 
+    /// Capability: the demo as itself, for a tool that drives one demo it knows (the soak drives
+    /// the wave's buffers).
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
+
     /// Capability: the demo opens files (dropped on the window or chosen in the panel).
     fn file_opener(&mut self) -> Option<&mut dyn OpensFiles> {
         None

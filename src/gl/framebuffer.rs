@@ -61,32 +61,7 @@ impl Framebuffer {
 
     /// Reads the color attachment as tightly packed RGBA8 rows, top row first.
     pub fn read_rgba(&self, gl: &glow::Context) -> Result<Vec<u8>> {
-        let [width, height] = self.size;
-        let row = width as usize * 4;
-        let mut pixels = vec![0u8; row * height as usize];
-        // SAFETY: `pixels` holds exactly width × height RGBA8 pixels; pack alignment 1 matches.
-        unsafe {
-            gl.bind_framebuffer(glow::READ_FRAMEBUFFER, self.raw);
-            gl.pixel_store_i32(glow::PACK_ALIGNMENT, 1);
-            gl.read_pixels(
-                0,
-                0,
-                width as i32,
-                height as i32,
-                glow::RGBA,
-                glow::UNSIGNED_BYTE,
-                glow::PixelPackData::Slice(Some(&mut pixels)),
-            );
-            gl.bind_framebuffer(glow::READ_FRAMEBUFFER, None);
-        }
-        check_error(gl, "reading pixels")?;
-        // GL's first row is the bottom one.
-        let mut flipped = vec![0u8; pixels.len()];
-        for (y, source) in pixels.chunks_exact(row).enumerate() {
-            let target = (height as usize - 1 - y) * row;
-            flipped[target..target + row].copy_from_slice(source);
-        }
-        Ok(flipped)
+        read_rgba(gl, self.raw, self.size)
     }
 
     /// Deletes the framebuffer and its attachments.
@@ -112,6 +87,40 @@ impl Drop for Framebuffer {
             warn_leak("Framebuffer");
         }
     }
+}
+
+/// Reads `size` pixels of framebuffer `raw` (`None`: the window's back buffer) as tightly packed
+/// RGBA8 rows, top row first.
+pub fn read_rgba(gl: &glow::Context, raw: Option<glow::Framebuffer>, size: [u32; 2]) -> Result<Vec<u8>> {
+    let [width, height] = size;
+    let row = width as usize * 4;
+    let mut pixels = vec![0u8; row * height as usize];
+    // SAFETY: `pixels` holds exactly width × height RGBA8 pixels; pack alignment 1 matches.
+    unsafe {
+        gl.bind_framebuffer(glow::READ_FRAMEBUFFER, raw);
+        if raw.is_none() {
+            gl.read_buffer(glow::BACK);
+        }
+        gl.pixel_store_i32(glow::PACK_ALIGNMENT, 1);
+        gl.read_pixels(
+            0,
+            0,
+            width as i32,
+            height as i32,
+            glow::RGBA,
+            glow::UNSIGNED_BYTE,
+            glow::PixelPackData::Slice(Some(&mut pixels)),
+        );
+        gl.bind_framebuffer(glow::READ_FRAMEBUFFER, None);
+    }
+    check_error(gl, "reading pixels")?;
+    // GL's first row is the bottom one.
+    let mut flipped = vec![0u8; pixels.len()];
+    for (y, source) in pixels.chunks_exact(row).enumerate() {
+        let target = (height as usize - 1 - y) * row;
+        flipped[target..target + row].copy_from_slice(source);
+    }
+    Ok(flipped)
 }
 
 /// Binds the default framebuffer (the window).

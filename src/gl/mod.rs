@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::{Error, Result};
 
 pub use self::buffer::{Attribute, Buffer, VertexArray};
-pub use self::framebuffer::{Framebuffer, bind_default_framebuffer};
+pub use self::framebuffer::{Framebuffer, bind_default_framebuffer, read_rgba as read_framebuffer_rgba};
 pub use self::program::Program;
 pub use self::texture::{Texture, max_texture_size};
 pub use self::timer::TimerQueries;

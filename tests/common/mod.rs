@@ -125,6 +125,7 @@ pub fn cpu_headless_options(
     size: [u32; 2],
 ) -> interop_lab::headless::HeadlessOptions {
     interop_lab::headless::HeadlessOptions {
+        renderer: interop_lab::graphics::GraphicsApi::Gl,
         spec,
         frames,
         size,

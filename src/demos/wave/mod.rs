@@ -287,6 +287,10 @@ impl Demo for Wave {
         Some(self)
     }
 
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
     fn destroy(mut self: Box<Self>, graphics: Graphics<'_>) {
         if let Err(error) = self.synchronize() {
             log::warn!("wave: {error}");

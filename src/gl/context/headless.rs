@@ -116,6 +116,15 @@ impl HeadlessGl {
         )))
     }
 
+    /// Makes the context current on this thread again, if it is not (another context was made
+    /// current meanwhile: a second renderer, a driver that released it).
+    pub fn make_current(&self) -> Result<()> {
+        if self.context.is_current() {
+            return Ok(());
+        }
+        self.context.make_current_surfaceless().map_err(|e| Error::GlContext(format!("eglMakeCurrent (surfaceless): {e}")))
+    }
+
     /// The address of GL entry point `name` (for extensions glow does not bind).
     pub fn proc_address(&self, name: &CStr) -> *const std::ffi::c_void {
         self._display.get_proc_address(name)

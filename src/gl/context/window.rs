@@ -87,6 +87,15 @@ impl WindowGl {
         Ok(window_gl)
     }
 
+    /// Makes the context current on this thread again, if it is not (another window's context
+    /// was made current meanwhile: switching renderers).
+    pub fn make_current(&self) -> Result<()> {
+        if self.context.is_current() {
+            return Ok(());
+        }
+        self.context.make_current(&self.surface).map_err(|e| Error::GlContext(format!("make current: {e}")))
+    }
+
     /// The address of GL entry point `name` (for extensions glow does not bind).
     pub fn proc_address(&self, name: &CStr) -> *const std::ffi::c_void {
         glutin::display::GetGlDisplay::display(&self.context).get_proc_address(name)

@@ -1,0 +1,292 @@
+//! The OpenGL renderer: a window's context (glutin: GLX or EGL) or a surfaceless context on an
+//! EGL device drawing into a framebuffer, the scenes ([`GlScenes`]), egui's GL painter, and
+//! `GL_TIME_ELAPSED` timers around the draw and the panel.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{PanelPaint, Renderer, RendererInfo, Target};
+use crate::gl::context::headless::HeadlessGl;
+use crate::gl::context::window::WindowGl;
+use crate::gl::{self, Framebuffer, GlInfo, TimerQueries};
+use crate::graphics::{Graphics, GraphicsApi};
+use crate::render::gl::GlScenes;
+use crate::render::{Scene, SceneDrawer, View};
+use crate::runtime::{self, CudaOptions, Selection};
+use crate::stats::{LateGpuTimes, Stage, StageTimes};
+use crate::{Error, Result};
+
+/// What the GL context draws into.
+enum Surface {
+    /// A window's default framebuffer.
+    Window { window: WindowGl, resized: bool },
+    /// A framebuffer of an EGL device's context.
+    Offscreen { context: HeadlessGl, framebuffer: Framebuffer },
+}
+
+/// Draws with OpenGL.
+pub struct GlRenderer {
+    // The GL objects below are deleted in `Drop`, with the context current; the surface (and with
+    // it the context) goes last.
+    scenes: GlScenes,
+    painter: Option<egui_glow::Painter>,
+    draw_timer: TimerQueries,
+    panel_timer: TimerQueries,
+    frame: u64,
+    info: RendererInfo,
+    gl: Arc<glow::Context>,
+    surface: Surface,
+}
+
+impl GlRenderer {
+    /// Opens a GL context drawing into `target` (shader files from `shaders` when given), and
+    /// chooses what CUDA shares with it: GL interop when the context runs on the CUDA device.
+    pub fn open(target: Target<'_>, options: &CudaOptions, shaders: Option<&Path>) -> Result<(Self, Selection)> {
+        let (surface, gl, selection) = match target {
+            Target::Window { event_loop, title, size, vsync } => {
+                let window = WindowGl::new(event_loop, title, size, vsync, true)?;
+                crate::stats::log_start_phase("window and GL context made");
+                let gl = window.gl().clone();
+                let selection = runtime::select(options, &gl, &|name| window.proc_address(name));
+                (Surface::Window { window, resized: false }, gl, selection)
+            }
+            Target::Offscreen { size } => {
+                let context = HeadlessGl::new(runtime::preferred_cuda_device(options))?;
+                let gl = context.gl().clone();
+                let selection = runtime::select(options, &gl, &|name| context.proc_address(name));
+                let framebuffer = Framebuffer::new(&gl, size)?;
+                (Surface::Offscreen { context, framebuffer }, gl, selection)
+            }
+        };
+        let renderer = Self::around(surface, gl, shaders);
+        let renderer = match renderer {
+            Ok(renderer) => renderer,
+            Err((error, mut surface, gl)) => {
+                if let Surface::Offscreen { framebuffer, .. } = &mut surface {
+                    framebuffer.destroy(&gl);
+                }
+                return Err(error);
+            }
+        };
+        Ok((renderer, selection))
+    }
+
+    /// The renderer around a context and what it draws into; on failure, both back.
+    #[allow(clippy::result_large_err)] // handed back once, at start-up
+    fn around(
+        surface: Surface,
+        gl: Arc<glow::Context>,
+        shaders: Option<&Path>,
+    ) -> std::result::Result<Self, (Error, Surface, Arc<glow::Context>)> {
+        let draw_timer = match TimerQueries::new(&gl) {
+            Ok(timer) => timer,
+            Err(error) => return Err((error, surface, gl)),
+        };
+        let panel_timer = match TimerQueries::new(&gl) {
+            Ok(timer) => timer,
+            Err(error) => {
+                let mut draw_timer = draw_timer;
+                draw_timer.destroy(&gl);
+                return Err((error, surface, gl));
+            }
+        };
+        let strings = GlInfo::query(&gl);
+        let info = RendererInfo {
+            api: GraphicsApi::Gl,
+            device: strings.renderer,
+            vendor: strings.vendor,
+            version: strings.version,
+            sharing: strings.sharing,
+            window: matches!(surface, Surface::Window { .. }),
+        };
+        Ok(Self {
+            scenes: GlScenes::new(shaders.map(Path::to_path_buf)),
+            painter: None,
+            draw_timer,
+            panel_timer,
+            frame: 0,
+            info,
+            gl,
+            surface,
+        })
+    }
+
+    /// The egui painter, made on the first panel painted.
+    fn painter(&mut self) -> Result<&mut egui_glow::Painter> {
+        if self.painter.is_none() {
+            let painter = egui_glow::Painter::new(self.gl.clone(), "", None, false)
+                .map_err(|error| Error::Gl(format!("egui painter: {error}")))?;
+            self.painter = Some(painter);
+        }
+        self.painter.as_mut().ok_or_else(|| Error::Gl("egui painter".to_owned()))
+    }
+}
+
+impl Renderer for GlRenderer {
+    fn info(&self) -> &RendererInfo {
+        &self.info
+    }
+
+    fn graphics(&self) -> Graphics<'_> {
+        Graphics::Gl(&self.gl)
+    }
+
+    fn window(&self) -> Option<&winit::window::Window> {
+        match &self.surface {
+            Surface::Window { window, .. } => Some(window.window()),
+            Surface::Offscreen { .. } => None,
+        }
+    }
+
+    fn size(&self) -> [u32; 2] {
+        match &self.surface {
+            Surface::Window { window, .. } => window.size(),
+            Surface::Offscreen { framebuffer, .. } => framebuffer.size(),
+        }
+    }
+
+    fn make_current(&mut self) -> Result<()> {
+        match &self.surface {
+            Surface::Window { window, .. } => window.make_current(),
+            Surface::Offscreen { context, .. } => context.make_current(),
+        }
+    }
+
+    fn begin_frame(&mut self, frame: u64) -> Result<bool> {
+        self.make_current()?;
+        self.frame = frame;
+        match &mut self.surface {
+            Surface::Window { window, resized } => {
+                if std::mem::take(resized) {
+                    window.resize();
+                }
+                gl::bind_default_framebuffer(&self.gl);
+            }
+            Surface::Offscreen { framebuffer, .. } => framebuffer.bind(&self.gl),
+        }
+        let size = self.size();
+        gl::begin_scene(&self.gl, [0, 0], size, [0.0, 0.0, 0.0, 1.0], gl::DrawState::DepthTested);
+        Ok(true)
+    }
+
+    fn prepare(&mut self, scene: &Scene<'_>) -> Result<()> {
+        self.scenes.prepare(Graphics::Gl(&self.gl), scene)
+    }
+
+    fn draw(&mut self, scene: &Scene<'_>, view: &View) -> Result<()> {
+        self.draw_timer.begin(&self.gl, self.frame);
+        let drawn = self.scenes.draw(Graphics::Gl(&self.gl), scene, view);
+        self.draw_timer.end(&self.gl);
+        drawn
+    }
+
+    fn paint_panel(&mut self, panel: PanelPaint<'_>) -> Result<()> {
+        let size = self.size();
+        let (frame, gl) = (self.frame, self.gl.clone());
+        self.panel_timer.begin(&gl, frame);
+        let painted = self.painter().map(|painter| {
+            painter.paint_and_update_textures(size, panel.pixels_per_point, panel.primitives, panel.textures)
+        });
+        self.panel_timer.end(&gl);
+        painted
+    }
+
+    fn end_frame(&mut self, capture: bool) -> Result<Option<Vec<u8>>> {
+        let size = self.size();
+        match &self.surface {
+            Surface::Window { window, .. } => {
+                // The back buffer, read before it is presented.
+                let pixels = capture.then(|| read_back_buffer(&self.gl, size)).transpose()?;
+                window.swap_buffers()?;
+                Ok(pixels)
+            }
+            Surface::Offscreen { framebuffer, .. } => {
+                let pixels = capture.then(|| framebuffer.read_rgba(&self.gl)).transpose()?;
+                gl::bind_default_framebuffer(&self.gl);
+                Ok(pixels)
+            }
+        }
+    }
+
+    fn gpu_times(&mut self, all: bool) -> Result<Vec<LateGpuTimes>> {
+        if all {
+            gl::finish(&self.gl);
+        }
+        let mut late = Vec::new();
+        for (timer, stage) in [(&mut self.draw_timer, Stage::Draw), (&mut self.panel_timer, Stage::Panel)] {
+            while let Some((frame, microseconds)) = timer.poll(&self.gl) {
+                let mut times = StageTimes::default();
+                times.set_gpu(stage, microseconds);
+                late.push(LateGpuTimes { frame, times });
+            }
+        }
+        Ok(late)
+    }
+
+    fn resized(&mut self) {
+        if let Surface::Window { resized, .. } = &mut self.surface {
+            *resized = true;
+        }
+    }
+
+    fn vsync(&self) -> Option<bool> {
+        match &self.surface {
+            Surface::Window { window, .. } => Some(window.vsync()),
+            Surface::Offscreen { .. } => None,
+        }
+    }
+
+    fn set_vsync(&mut self, on: bool) -> Result<()> {
+        match &mut self.surface {
+            Surface::Window { window, .. } => {
+                window.set_vsync(on)?;
+                window.set_vsync_flag(on);
+                Ok(())
+            }
+            Surface::Offscreen { .. } => Err(Error::Unavailable("an offscreen run presents nothing: no vsync".to_owned())),
+        }
+    }
+
+    fn read_frame(&mut self) -> Result<Vec<u8>> {
+        self.make_current()?;
+        match &self.surface {
+            Surface::Offscreen { framebuffer, .. } => framebuffer.read_rgba(&self.gl),
+            Surface::Window { .. } => {
+                Err(Error::Unavailable("a window's frame is read as it is drawn (--screenshot)".to_owned()))
+            }
+        }
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.make_current()?;
+        gl::finish(&self.gl);
+        Ok(())
+    }
+
+    fn max_texture_side(&self) -> usize {
+        gl::max_texture_size(&self.gl) as usize
+    }
+}
+
+impl Drop for GlRenderer {
+    fn drop(&mut self) {
+        if let Err(error) = self.make_current() {
+            log::warn!("the GL objects of the renderer are leaked: {error}");
+            return;
+        }
+        self.scenes.destroy(Graphics::Gl(&self.gl));
+        if let Some(mut painter) = self.painter.take() {
+            painter.destroy();
+        }
+        self.draw_timer.destroy(&self.gl);
+        self.panel_timer.destroy(&self.gl);
+        if let Surface::Offscreen { framebuffer, .. } = &mut self.surface {
+            framebuffer.destroy(&self.gl);
+        }
+    }
+}
+
+/// The window's back buffer, RGBA8, top row first.
+fn read_back_buffer(gl: &glow::Context, size: [u32; 2]) -> Result<Vec<u8>> {
+    gl::read_framebuffer_rgba(gl, None, size)
+}
