@@ -133,6 +133,9 @@ impl Session {
                 self.selection = selection;
                 self.watcher = super::watcher_for(&self.selection);
                 self.history = FrameHistory::new(HISTORY_FRAMES);
+                // The new painter has none of egui's textures: a new context sends them all.
+                self.egui = egui::Context::default();
+                self.textures = egui::TexturesDelta::default();
                 log::info!("drawing with {} from now on", api.label());
                 self.say_start();
                 Ok(())

@@ -314,6 +314,11 @@ impl Session {
         self.renderer.read_frame()
     }
 
+    /// Where the live reload of edited kernels stands (`None`: kernels are not watched).
+    pub fn kernel_watch_status(&self) -> Option<&crate::kernel_watch::WatchStatus> {
+        self.watcher.as_ref().map(KernelWatcher::status)
+    }
+
     /// Whether the demo is paused.
     pub fn paused(&self) -> bool {
         self.state.paused

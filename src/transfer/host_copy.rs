@@ -1,5 +1,6 @@
 //! The host-copy path: the kernel writes ordinary device memory, which is copied to host memory
-//! (pinned, or pageable to show what a naive copy costs) and from there into the GL buffer.
+//! (pinned, or pageable to show what a naive copy costs) and from there into the GL buffer, or
+//! into the host-visible Vulkan buffer the draw reads.
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -59,7 +60,6 @@ impl Transfer for HostCopy {
     }
 
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
-        let gl = graphics.gl()?;
         let mut device = DeviceBuffer::new(&self.context, initial.len())?;
         device.upload(&self.stream, initial)?;
         let staging = if self.pinned {
@@ -67,8 +67,11 @@ impl Transfer for HostCopy {
         } else {
             Staging::Pageable(vec![0u8; initial.len()])
         };
-        let buffer = gl::Buffer::new(gl, initial)?;
-        Ok(SharedBuffer { link: Link::HostCopy { device, staging }, memory: BufferMemory::Gl(buffer) })
+        let memory = match graphics {
+            Graphics::Gl(gl) => BufferMemory::Gl(gl::Buffer::new(gl, initial)?),
+            Graphics::Vulkan(vulkan) => BufferMemory::Vulkan(vulkan.host_buffer(initial)?),
+        };
+        Ok(SharedBuffer { link: Link::HostCopy { device, staging }, memory })
     }
 
     fn read_buffer(&mut self, _graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
@@ -89,7 +92,6 @@ impl Transfer for HostCopy {
         buffers: &mut [(&mut SharedBuffer, Access)],
         compute: &mut Compute<'_>,
     ) -> Result<StageTimes> {
-        let gl = graphics.gl()?;
         let kind = self.kind();
         let mut times = StageTimes::default();
         let stream = &*self.stream;
@@ -130,12 +132,27 @@ impl Transfer for HostCopy {
         };
         times.set_host(Stage::Download, micros_since(started));
 
+        if let Graphics::Vulkan(vulkan) = graphics {
+            // Vulkan draws from the very memory written next: wait for the frames that read it
+            // (a stage of its own, as on the CPU path).
+            let started = Instant::now();
+            vulkan.wait_idle()?;
+            times.set_host(Stage::Sync, micros_since(started));
+        }
         let started = Instant::now();
-        for (buffer, access) in buffers.iter() {
+        for (buffer, access) in buffers.iter_mut() {
             if let (Link::HostCopy { staging, .. }, true) = (&buffer.link, access.writes()) {
-                match staging {
-                    Staging::Pinned(pinned) if racing => buffer.gl()?.write(gl, &pinned.snapshot_racing())?,
-                    staging => buffer.gl()?.write(gl, staging.bytes())?,
+                let racing_copy;
+                let bytes = match staging {
+                    Staging::Pinned(pinned) if racing => {
+                        racing_copy = pinned.snapshot_racing();
+                        &racing_copy[..]
+                    }
+                    staging => staging.bytes(),
+                };
+                match &mut buffer.memory {
+                    BufferMemory::Gl(memory) => memory.write(graphics.gl()?, bytes)?,
+                    BufferMemory::Vulkan(memory) => graphics.vulkan()?.write_host_buffer(memory, bytes)?,
                 }
             }
         }
