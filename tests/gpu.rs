@@ -99,8 +99,9 @@ fn gl_makes_objects(gl: &glow::Context, after: &str) {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn gl_makes_objects_after_every_paths_set_up_and_tear_down() {
-    // The headless (EGL) context: NVIDIA's Vulkan driver, started for the semaphores, changed this
-    // thread's EGL binding, and GL made no object after it ("Unable to create Buffer object").
+    // The headless (EGL) context: NVIDIA's driver terminated the process's EGL displays when the
+    // Vulkan instance made for the semaphores was destroyed, and GL made no object after it
+    // ("Unable to create Buffer object").
     let (context, selection) = common::gpu_setup(&cuda_options());
     let gl = context.gl().clone();
     let paths = selection.available_transfers();

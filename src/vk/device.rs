@@ -8,7 +8,6 @@ use std::ffi::CStr;
 use ash::vk;
 
 use super::{Instance, VulkanDevice, vk_error};
-use crate::gl::context::current::keeping_egl_binding;
 use crate::{Error, Result};
 
 /// Which physical device to open.
@@ -27,10 +26,9 @@ pub enum DeviceChoice {
 }
 
 /// A logical device, its queue and what the app asks of its physical device. Waits for the device
-/// to go idle and destroys it (then the instance) when the last `Rc` goes.
+/// to go idle and destroys it when the last `Rc` goes (the instance stays: [`Instance::shared`]).
 pub struct VulkanContext {
-    // Field order is drop order: the extension tables and the device before the instance (Drop
-    // destroys the device, then the surface).
+    // Drop destroys the device, then the surface; the instance is the process's and stays.
     window: Option<WindowSurface>,
     external_memory: Option<ash::khr::external_memory_fd::Device>,
     external_semaphore: Option<ash::khr::external_semaphore_fd::Device>,
@@ -47,7 +45,7 @@ pub struct VulkanContext {
     dynamic_rendering: bool,
     description: VulkanDevice,
     physical: vk::PhysicalDevice,
-    instance: Instance,
+    instance: std::sync::Arc<Instance>,
 }
 
 /// A window's surface and the functions that present to it (the device has `VK_KHR_swapchain`).
@@ -86,20 +84,14 @@ impl VulkanContext {
         Self::open(choice, Some(window))
     }
 
-    /// Opens the device; a GL context current on this thread stays current (NVIDIA's driver may
-    /// change the thread's EGL binding while it starts: [`keeping_egl_binding`]).
     fn open(choice: &DeviceChoice, window: Option<WindowHandles>) -> Result<std::rc::Rc<Self>> {
-        keeping_egl_binding("opening a Vulkan device", || Self::open_device(choice, window))
-    }
-
-    fn open_device(choice: &DeviceChoice, window: Option<WindowHandles>) -> Result<std::rc::Rc<Self>> {
         let surface_extensions = match window {
             Some(handles) => ash_window::enumerate_required_extensions(handles.display)
                 .map_err(|e| vk_error("vkEnumerateInstanceExtensionProperties (surface)", e))?,
             None => &[],
         };
-        let instance = Instance::with_extensions(surface_extensions)?;
-        // The surface, destroyed with the instance's guard below if anything fails before the
+        let instance = Instance::shared(surface_extensions)?;
+        // The surface, destroyed by the guard below if anything fails before the
         // context owns it.
         let surface = match window {
             // SAFETY: handles of a live window (the caller keeps it open longer than the context).
@@ -326,7 +318,7 @@ impl Drop for VulkanContext {
     fn drop(&mut self) {
         // SAFETY: every object made from the device holds an Rc to this context, so none is left;
         // waiting first means no submitted work still uses the device.
-        keeping_egl_binding("closing a Vulkan device", || unsafe {
+        unsafe {
             if let Err(error) = self.device.device_wait_idle() {
                 log::warn!("vkDeviceWaitIdle before destroying the Vulkan device: {error}");
             }
@@ -334,7 +326,7 @@ impl Drop for VulkanContext {
             if let Some(window) = &self.window {
                 window.surfaces.destroy_surface(window.surface, None);
             }
-        });
+        }
     }
 }
 

@@ -20,12 +20,12 @@ pub mod target;
 pub mod texture;
 pub mod timing;
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::sync::{Arc, Mutex};
 
 use ash::vk;
 use serde::Serialize;
 
-use crate::gl::context::current::keeping_egl_binding;
 use crate::{Error, Result};
 
 /// What the Vulkan loader and its drivers offer.
@@ -85,33 +85,44 @@ impl VulkanDevice {
     }
 }
 
-/// An instance destroyed when dropped, with the loader it came from (dropped after it).
+/// A Vulkan instance with the loader it came from. Instances are shared by the whole process and
+/// never destroyed: [`Instance::shared`].
 pub(crate) struct Instance {
     pub(crate) instance: ash::Instance,
     pub(crate) version: u32,
     pub(crate) entry: ash::Entry,
+    /// The instance extensions it was made with.
+    extensions: Vec<CString>,
 }
 
-impl Drop for Instance {
-    fn drop(&mut self) {
-        // SAFETY: the instance is live and nothing made from it outlives this guard.
-        keeping_egl_binding("vkDestroyInstance", || unsafe { self.instance.destroy_instance(None) });
-    }
-}
+/// Every instance the process has made, kept until it exits. NVIDIA's driver (580.159, measured
+/// on an H100 and an H200) terminates every EGL display of the process when a Vulkan instance is
+/// destroyed: the headless GL context stops being current, and `eglMakeCurrent` then fails with
+/// EGL_NOT_INITIALIZED, so GL made no more objects after the external path's semaphores were set
+/// up and torn down. Keeping each instance for the life of the process, and handing the same one
+/// to every device opened after, avoids that, and costs one instance per set of extensions (at
+/// most: none, and a window system's surface).
+static INSTANCES: Mutex<Vec<Arc<Instance>>> = Mutex::new(Vec::new());
 
 impl Instance {
-    /// Opens the loader and makes an instance of the newest version up to 1.3 it offers.
-    pub(crate) fn new() -> Result<Self> {
-        Self::with_extensions(&[])
+    /// The process's instance with at least `extensions` enabled (a window's surface; none for
+    /// offscreen work), made the first time one is asked for.
+    pub(crate) fn shared(extensions: &[*const std::ffi::c_char]) -> Result<Arc<Self>> {
+        // SAFETY: the pointers are NUL-terminated extension names (ash's NAME constants or
+        // ash_window's list), valid for this call.
+        let wanted: Vec<&CStr> = extensions.iter().map(|&name| unsafe { CStr::from_ptr(name) }).collect();
+        let mut instances = INSTANCES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(instance) =
+            instances.iter().find(|i| wanted.iter().all(|w| i.extensions.iter().any(|e| e.as_c_str() == *w)))
+        {
+            return Ok(Arc::clone(instance));
+        }
+        let instance = Arc::new(Self::start(&wanted)?);
+        instances.push(Arc::clone(&instance));
+        Ok(instance)
     }
 
-    /// As [`Self::new`], with the instance extensions `extensions` enabled (a window's surface).
-    /// A GL context current on this thread stays current (see [`keeping_egl_binding`]).
-    pub(crate) fn with_extensions(extensions: &[*const std::ffi::c_char]) -> Result<Self> {
-        keeping_egl_binding("starting Vulkan", || Self::start(extensions))
-    }
-
-    fn start(extensions: &[*const std::ffi::c_char]) -> Result<Self> {
+    fn start(extensions: &[&CStr]) -> Result<Self> {
         // SAFETY: loads libvulkan.so.1 and resolves its entry points; nothing else runs meanwhile.
         let entry = unsafe { ash::Entry::load() }.map_err(|error| {
             Error::Unavailable(format!(
@@ -132,9 +143,11 @@ impl Instance {
         let application = vk::ApplicationInfo::default()
             .application_name(c"interop-lab")
             .api_version(version.min(vk::API_VERSION_1_3));
+        let names: Vec<*const std::ffi::c_char> = extensions.iter().map(|e| e.as_ptr()).collect();
         let create_info =
-            vk::InstanceCreateInfo::default().application_info(&application).enabled_extension_names(extensions);
-        // SAFETY: valid create info; the instance is destroyed by the guard below.
+            vk::InstanceCreateInfo::default().application_info(&application).enabled_extension_names(&names);
+        // SAFETY: valid create info whose pointers outlive the call; the instance is never
+        // destroyed (see INSTANCES).
         let instance = unsafe { entry.create_instance(&create_info, None) }.map_err(|e| match e {
             vk::Result::ERROR_EXTENSION_NOT_PRESENT => Error::Unavailable(
                 "the Vulkan loader cannot draw into this kind of window (no surface extension for it): use --renderer gl"
@@ -147,7 +160,8 @@ impl Instance {
             ),
             other => vk_error("vkCreateInstance", other),
         })?;
-        Ok(Instance { instance, version, entry })
+        let extensions = extensions.iter().map(|&e| e.to_owned()).collect();
+        Ok(Instance { instance, version, entry, extensions })
     }
 
     /// Every physical device, with its description.
@@ -161,11 +175,9 @@ impl Instance {
 
 /// Opens the loader, makes an instance and describes every physical device.
 pub fn probe() -> Result<VulkanProbe> {
-    keeping_egl_binding("probing Vulkan", || {
-        let instance = Instance::new()?;
-        let devices = instance.devices()?.into_iter().map(|(_, device)| device).collect();
-        Ok(VulkanProbe { instance_version: version_text(instance.version), devices })
-    })
+    let instance = Instance::shared(&[])?;
+    let devices = instance.devices()?.into_iter().map(|(_, device)| device).collect();
+    Ok(VulkanProbe { instance_version: version_text(instance.version), devices })
 }
 
 fn describe(instance: &ash::Instance, device: vk::PhysicalDevice) -> Result<VulkanDevice> {
@@ -231,4 +243,32 @@ pub(crate) fn vk_error(call: &'static str, result: vk::Result) -> Error {
         _ => None,
     };
     Error::Vulkan { call, result: format!("{result}"), hint }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_device_opened_shares_one_instance_that_outlives_it() {
+        // Devices come and go (every path switch); the instance stays, since destroying one
+        // terminates the process's EGL displays on NVIDIA's driver.
+        let first = match device::VulkanContext::new(&device::DeviceChoice::Any) {
+            Ok(context) => context,
+            Err(error) if std::env::var_os("INTEROP_LAB_REQUIRE_VULKAN").is_some() => panic!("Vulkan: {error}"),
+            Err(error) => return eprintln!("skipped: no Vulkan device here ({error})"),
+        };
+        let handle = first.instance_and_physical().0.handle();
+        drop(first);
+        let second = device::VulkanContext::new(&device::DeviceChoice::Any).expect("a second device");
+        assert_eq!(second.instance_and_physical().0.handle(), handle, "the same instance, not a new one");
+        // A request for fewer extensions than an instance has takes that instance too.
+        let surface = Instance::shared(&[ash::khr::surface::NAME.as_ptr()]);
+        if let Ok(surface) = surface {
+            let none = Instance::shared(&[]).expect("an instance");
+            assert!(Arc::ptr_eq(&none, &surface) || none.instance.handle() == handle, "an existing instance");
+            let again = Instance::shared(&[ash::khr::surface::NAME.as_ptr()]).expect("the surface instance");
+            assert!(Arc::ptr_eq(&again, &surface), "asked twice, made once");
+        }
+    }
 }

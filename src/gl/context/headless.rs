@@ -122,7 +122,9 @@ impl HeadlessGl {
         if self.context.is_current() {
             return Ok(());
         }
-        self.context.make_current_surfaceless().map_err(|e| Error::GlContext(format!("eglMakeCurrent (surfaceless): {e}")))
+        self.context
+            .make_current_surfaceless()
+            .map_err(|e| Error::GlContext(format!("eglMakeCurrent (surfaceless): {e}")))
     }
 
     /// The address of GL entry point `name` (for extensions glow does not bind).

@@ -1,7 +1,5 @@
-//! Making GL contexts: in a window ([`window`]) or headless on an EGL device ([`headless`]), and
-//! keeping a thread's EGL binding across work that may change it ([`current`]).
+//! Making GL contexts: in a window ([`window`]) or headless on an EGL device ([`headless`]).
 
-pub mod current;
 pub mod headless;
 pub mod window;
 
