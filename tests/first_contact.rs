@@ -374,10 +374,14 @@ fn a_stalling_driver_is_said_within_seconds_and_the_run_moves_to_host_copy() {
 #[test]
 fn ctrl_c_in_bench_and_soak_stops_and_reports_what_ran() {
     let dir = temp_dir("interrupt-bench-soak");
-    // bench blur on the CPU: one 4K filter takes ~0.5 s on two cores, the whole sweep minutes.
+    // bench blur on the CPU at 720p: a filter takes ~0.05 s on two cores in release, seconds in a
+    // debug build, and the whole sweep minutes.
     let json = dir.join("bench.json");
     let mut command = binary();
-    command.args(["bench", "blur", "--backend", "cpu", "--json"]).arg(&json).env_remove("DISPLAY");
+    command
+        .args(["bench", "blur", "--backend", "cpu", "--size", "1280x720", "--json"])
+        .arg(&json)
+        .env_remove("DISPLAY");
     // Interrupted once the first filter is timed (whatever the build's speed).
     let output = common::interrupt_after(command, "bench blur (CPU): 1/");
     assert_eq!(output.status.code(), Some(130), "128 + SIGINT after writing: {}", stderr(&output));
