@@ -115,7 +115,8 @@ impl PathFlag {
                 "has CUDA write the drawn texture itself, which GL interop and the Vulkan renderer do"
             }
         };
-        (!applies).then(|| format!("{} {needs}; this run is on the {} path, so it has no effect", self.flag, kind.label()))
+        (!applies)
+            .then(|| format!("{} {needs}; this run is on the {} path, so it has no effect", self.flag, kind.label()))
     }
 }
 

@@ -11,9 +11,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// `libcuda.so.1` could not be loaded.
-    #[error(
-        "the NVIDIA driver library (libcuda.so.1) was not found: install the NVIDIA driver to use CUDA"
-    )]
+    #[error("the NVIDIA driver library (libcuda.so.1) was not found: install the NVIDIA driver to use CUDA")]
     NoCudaDriver,
 
     /// `libnvrtc` could not be loaded.

@@ -157,7 +157,8 @@ impl Selection {
         self.cuda_lost = true;
         self.reason = reason;
         let why = "a kernel fault lost the CUDA context: relaunch the app to use CUDA again";
-        self.unavailable = self.offered.iter().filter(|&&k| k != TransferKind::Cpu).map(|&k| (k, why.to_owned())).collect();
+        self.unavailable =
+            self.offered.iter().filter(|&&k| k != TransferKind::Cpu).map(|&k| (k, why.to_owned())).collect();
         self.offered = vec![TransferKind::Cpu];
     }
 }
@@ -410,8 +411,7 @@ fn set_up_cuda(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) ->
         }
     };
     let background_compiles = options.background_compiles;
-    let cuda =
-        CudaRuntime { context, compiler, interop, external, gl_semaphores, background_compiles, why_no_interop };
+    let cuda = CudaRuntime { context, compiler, interop, external, gl_semaphores, background_compiles, why_no_interop };
     Ok((cuda, transfer, reason, unmet))
 }
 

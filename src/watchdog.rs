@@ -87,7 +87,11 @@ fn watch_loop(receiver: &Receiver<Message>, stalled: &Mutex<Vec<(&'static str, D
                 if let Some(index) = open.iter().position(|entry| entry.0 == id) {
                     let (_, watched, since, said) = open.swap_remove(index);
                     if said {
-                        eprintln!("interop-lab: {} returned after {:.1} s", watched.what, since.elapsed().as_secs_f64());
+                        eprintln!(
+                            "interop-lab: {} returned after {:.1} s",
+                            watched.what,
+                            since.elapsed().as_secs_f64()
+                        );
                     }
                 }
             }

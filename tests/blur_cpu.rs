@@ -149,7 +149,19 @@ fn a_large_image_takes_a_few_copies_of_itself_in_host_memory_not_dozens() {
         image::save(&path, [size, size], PixelFormat::Rgba8, &pattern.rgba8).expect("save");
         let stats = dir.join(format!("{size}-{variant}.json"));
         let output = binary()
-            .args(["blur", "--headless", "--backend", "cpu", "--frames", "2", "--size", "64x64", "--sigma", "5", "--variant"])
+            .args([
+                "blur",
+                "--headless",
+                "--backend",
+                "cpu",
+                "--frames",
+                "2",
+                "--size",
+                "64x64",
+                "--sigma",
+                "5",
+                "--variant",
+            ])
             .arg(variant)
             .arg("--image")
             .arg(&path)

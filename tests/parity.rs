@@ -11,8 +11,8 @@ mod common;
 
 use interop_lab::demo_kit::DemoSpec;
 use interop_lab::demos::nbody::NBodySettings;
-use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::Wave;
+use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::graphics::GraphicsApi;
 use interop_lab::headless::panel_input;
 use interop_lab::renderer::{self, Target};
@@ -56,7 +56,8 @@ fn open(api: GraphicsApi, cuda: &CudaOptions) -> (Box<dyn renderer::Renderer>, i
 fn frames(session: &mut Session, count: u32, dt: f32) -> FrameReport {
     let mut last = FrameReport::default();
     for _ in 0..count {
-        let report = session.frame(FrameInput { dt, panel: Some(panel_input(SIZE, 0.0)), capture: true, ..Default::default() });
+        let report =
+            session.frame(FrameInput { dt, panel: Some(panel_input(SIZE, 0.0)), capture: true, ..Default::default() });
         assert!(report.errors.is_empty(), "a frame reported {:?}", report.errors);
         assert!(report.drawn, "a frame was drawn");
         last = report;
@@ -208,9 +209,9 @@ fn scene(session: &mut Session, count: u32, dt: f32) -> Vec<u8> {
 
 /// Whether the watcher says the edited kernel was reloaded (the panel's kernel sources section).
 fn session_reloaded(session: &mut Session) -> bool {
-    session.kernel_watch_status().is_some_and(|status| {
-        matches!(status, interop_lab::kernel_watch::WatchStatus::Reloaded { .. })
-    })
+    session
+        .kernel_watch_status()
+        .is_some_and(|status| matches!(status, interop_lab::kernel_watch::WatchStatus::Reloaded { .. }))
 }
 
 /// The same demo, path and phase drawn with both APIs: the pictures agree.

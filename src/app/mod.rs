@@ -186,7 +186,8 @@ impl App {
         if let Some(note) = fallback {
             session.act(crate::ui::PanelAction::Say(note));
         }
-        let window = session.renderer().window().ok_or_else(|| Error::Window("the renderer has no window".to_owned()))?;
+        let window =
+            session.renderer().window().ok_or_else(|| Error::Window("the renderer has no window".to_owned()))?;
         let egui = egui_winit::State::new(
             egui::Context::default(),
             egui::ViewportId::ROOT,

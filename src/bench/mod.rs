@@ -12,8 +12,8 @@ pub mod vulkan;
 
 use crate::Result;
 use crate::demo_kit::bench::{FrameRun, FramesMeasured};
-use crate::headless::{self, HeadlessOptions};
 use crate::graphics::GraphicsApi;
+use crate::headless::{self, HeadlessOptions};
 
 /// Renders `run` headless through the app itself: what a demo's benchmark times as full frames.
 pub fn headless_frames(run: &FrameRun) -> Result<FramesMeasured> {

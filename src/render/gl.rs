@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{Graphics, Grid, Picture, SceneDrawer, Scene, Sprites, View};
+use super::{Graphics, Grid, Picture, Scene, SceneDrawer, Sprites, View};
 use crate::gl::{self, Attribute, DrawState, Program, VertexArray};
 use crate::guard::Guard;
 use crate::sources::SourceFile;

@@ -5,7 +5,7 @@
 
 use ash::vk::DescriptorSet;
 
-use super::{Graphics, Grid, Picture, SceneDrawer, Scene, Sprites, View};
+use super::{Graphics, Grid, Picture, Scene, SceneDrawer, Sprites, View};
 use crate::sources::SourceFile;
 use crate::vk::frame::VulkanGraphics;
 use crate::vk::memory::Buffer;

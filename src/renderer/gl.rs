@@ -243,7 +243,9 @@ impl Renderer for GlRenderer {
                 window.set_vsync_flag(on);
                 Ok(())
             }
-            Surface::Offscreen { .. } => Err(Error::Unavailable("an offscreen run presents nothing: no vsync".to_owned())),
+            Surface::Offscreen { .. } => {
+                Err(Error::Unavailable("an offscreen run presents nothing: no vsync".to_owned()))
+            }
         }
     }
 

@@ -16,12 +16,12 @@ pub mod vulkan;
 
 use winit::event_loop::ActiveEventLoop;
 
-pub use crate::graphics::GraphicsApi;
+use crate::Result;
 use crate::graphics::Graphics;
+pub use crate::graphics::GraphicsApi;
 use crate::render::{Scene, View};
 use crate::runtime::{CudaOptions, Selection};
 use crate::stats::LateGpuTimes;
-use crate::Result;
 
 /// Where a renderer draws.
 pub enum Target<'a> {

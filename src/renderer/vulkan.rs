@@ -158,10 +158,9 @@ impl Renderer for VulkanRenderer {
     fn end_frame(&mut self, capture: bool) -> Result<Option<Vec<u8>>> {
         match self.presenting.as_mut() {
             Some(presenting) => {
-                let acquired = presenting
-                    .acquired
-                    .take()
-                    .ok_or_else(|| Error::InvalidInput("a Vulkan frame ended that had no swapchain image".to_owned()))?;
+                let acquired = presenting.acquired.take().ok_or_else(|| {
+                    Error::InvalidInput("a Vulkan frame ended that had no swapchain image".to_owned())
+                })?;
                 if !self.vulkan.end_frame_presenting(&mut presenting.swapchain, &acquired)? {
                     presenting.resized = true;
                 }

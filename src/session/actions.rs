@@ -95,13 +95,8 @@ impl Session {
     /// Replaces the demo; if the new one can't start, the old one keeps running.
     pub fn switch_demo(&mut self, spec: &DemoSpec) -> Result<()> {
         let transfer = self.transfer_kind();
-        let next = create_demo(
-            self.renderer.as_mut(),
-            self.selection.cuda.clone(),
-            spec,
-            transfer,
-            self.state.what_if,
-        )?;
+        let next =
+            create_demo(self.renderer.as_mut(), self.selection.cuda.clone(), spec, transfer, self.state.what_if)?;
         if let Some(previous) = self.demo.replace(next) {
             previous.destroy(self.renderer.graphics());
         }

@@ -30,8 +30,8 @@ use crate::renderer::{PanelPaint, Renderer};
 use crate::runtime::Selection;
 use crate::stats::{FrameHistory, FrameSample, Stage, StageTimes};
 use crate::transfer::{TransferKind, WhatIf};
-pub use crate::ui::{PanelAction, PanelSection};
 use crate::ui::{self, PanelFacts, PanelInput, PanelView};
+pub use crate::ui::{PanelAction, PanelSection};
 use crate::watchdog::Watchdog;
 use crate::{Error, Result};
 

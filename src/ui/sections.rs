@@ -2,7 +2,7 @@
 //! controls, the learners' switches and buffer ownership, the device, the kernel inspector, the
 //! kernel sources and the driver-call trace.
 
-use super::{PanelAction, PanelInput, PanelView, PanelSection};
+use super::{PanelAction, PanelInput, PanelSection, PanelView};
 use crate::stats::{Percentiles, Stage};
 use crate::transfer::TransferKind;
 

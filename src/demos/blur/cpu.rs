@@ -557,7 +557,6 @@ pub fn boxes(image: &Image<f32>, radii: [u32; 4]) -> Image<f32> {
     through_lines(image, Line::Boxes(radii))
 }
 
-
 /// f32 direct 2-D convolution on all cores (the naive filter).
 pub fn naive(image: &Image<f32>, weights: &[f32]) -> Image<f32> {
     let radius = weights.len() as isize - 1;

@@ -45,14 +45,10 @@ enum Engine {
         timer: EventRing,
     },
     /// The CPU filters' working memory, kept between frames.
-    Cpu {
-        planes: cpu::Planes,
-    },
+    Cpu { planes: cpu::Planes },
     /// CUDA, with the kernels compiling on a background thread (a window's first start on a
     /// device): frames show the image unfiltered meanwhile. `None` once the compile failed.
-    Compiling {
-        pending: Option<PendingCompile>,
-    },
+    Compiling { pending: Option<PendingCompile> },
 }
 
 /// A change asked for in the panel or by a dropped file, applied at the next step.

@@ -285,7 +285,9 @@ fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>)
         // A failed frame run is said in its row; what was measured before it is kept.
         let frame = if options.frames > 0 && !progress.stopped() {
             progress.step(format!("{n} bodies, {} full frames", options.frames));
-            Some(frame_benchmark(options, n, &best, false, frames).unwrap_or_else(|e| json!({ "error": e.to_string() })))
+            Some(
+                frame_benchmark(options, n, &best, false, frames).unwrap_or_else(|e| json!({ "error": e.to_string() })),
+            )
         } else {
             None
         };

@@ -46,7 +46,10 @@ impl WaveArgs {
     /// The flags typed that only CUDA paths use.
     pub fn path_flags(&self) -> Vec<PathFlag> {
         let typed = [("--block", self.block), ("--grid", self.grid)];
-        typed.into_iter().filter_map(|(flag, value)| Some(PathFlag::new(format!("{flag} {}", pair_text(value?)), PathNeed::Cuda))).collect()
+        typed
+            .into_iter()
+            .filter_map(|(flag, value)| Some(PathFlag::new(format!("{flag} {}", pair_text(value?)), PathNeed::Cuda)))
+            .collect()
     }
 
     /// The settings these flags ask for.
