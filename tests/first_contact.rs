@@ -382,8 +382,16 @@ fn ctrl_c_in_bench_and_soak_stops_and_reports_what_ran() {
         .args(["bench", "blur", "--backend", "cpu", "--size", "1280x720", "--json"])
         .arg(&json)
         .env_remove("DISPLAY");
-    // Interrupted once the first filter is timed (whatever the build's speed).
-    let output = common::interrupt_after(command, "bench blur (CPU): 1/");
+    // Interrupted once a filter is timed, whatever the build's speed: a progress line says "N/24
+    // done" with N ≥ 1 (where output is not a terminal, one comes at least every 5 s).
+    let mut watched = common::Watched::start(command);
+    let one_done = |line: &str| {
+        let done = line.strip_prefix("bench blur (CPU): ").and_then(|rest| rest.split('/').next());
+        done.and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n >= 1)
+    };
+    assert!(watched.wait_for_line(one_done, Duration::from_secs(120)), "{}", watched.stderr());
+    watched.signal("INT");
+    let output = watched.finish(Duration::from_secs(120));
     assert_eq!(output.status.code(), Some(130), "128 + SIGINT after writing: {}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("bench JSON")).expect("JSON");
     assert_eq!(report["interrupted"], true, "{report:#}");

@@ -197,9 +197,15 @@ impl Watched {
     /// Waits until the process has printed `marker` (stdout or stderr); false if it ended or
     /// `timeout` passed first.
     pub fn wait_for(&mut self, marker: &str, timeout: std::time::Duration) -> bool {
+        self.wait_for_line(|line| line.contains(marker), timeout)
+    }
+
+    /// Waits until the process has printed a line (stdout or stderr) that `wanted` accepts; false
+    /// if it ended or `timeout` passed first.
+    pub fn wait_for_line(&mut self, wanted: impl Fn(&str) -> bool, timeout: std::time::Duration) -> bool {
         let started = std::time::Instant::now();
+        let said = |text: &SharedText| text.lock().expect("output").lines().any(&wanted);
         while started.elapsed() < timeout {
-            let said = |text: &SharedText| text.lock().expect("output").contains(marker);
             if said(&self.stdout) || said(&self.stderr) {
                 return true;
             }
