@@ -57,21 +57,7 @@ impl Wave {
         settings.validate()?;
         let graphics = env.graphics;
         let pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
-        let kernel = match pipeline.cuda() {
-            Some(cuda) => {
-                let compiled: CompiledModule = cuda.compiler.compile(&KERNEL, &[])?;
-                if !compiled.log.is_empty() {
-                    log::info!("NVRTC ({}): {}", compiled.origin, compiled.log);
-                }
-                let module = Module::load(&cuda.context, &compiled)?;
-                Some(WaveKernel {
-                    function: module.function("wave")?,
-                    origin: compiled.origin,
-                    limits: DeviceLimits::from(cuda.context.device()),
-                })
-            }
-            None => None,
-        };
+        let kernel = load_kernel(&pipeline)?;
         let launch = settings.launch_config();
         if let Some(kernel) = &kernel {
             launch.validate(&kernel.limits, kernel.function.attributes())?;
@@ -221,8 +207,28 @@ impl Demo for Wave {
 
     fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
         self.release_prepared()?;
+        let previous = self.pipeline.kind();
         let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().collect();
-        self.pipeline.switch(graphics, kind, &mut all)
+        self.pipeline.switch(graphics, kind, &mut all)?;
+        // A wave started on the CPU path has no kernel yet: it is loaded on the way to CUDA.
+        if self.kernel.is_none() && kind.uses_cuda() {
+            let launch = self.launch;
+            let loaded = load_kernel(&self.pipeline).and_then(|kernel| {
+                if let Some(kernel) = &kernel {
+                    launch.validate(&kernel.limits, kernel.function.attributes())?;
+                }
+                Ok(kernel)
+            });
+            match loaded {
+                Ok(kernel) => self.kernel = kernel,
+                Err(error) => {
+                    let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().collect();
+                    self.pipeline.switch(graphics, previous, &mut all)?;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn step(&mut self, graphics: Graphics<'_>, frame: u64, dt: f32) -> Result<StageTimes> {
@@ -337,4 +343,19 @@ impl LiveKernels for Wave {
         self.occupancy = OccupancyCache::default();
         Ok(())
     }
+}
+
+/// The wave kernel, compiled and loaded, when the pipeline's path runs on CUDA.
+fn load_kernel(pipeline: &Pipeline) -> Result<Option<WaveKernel>> {
+    let Some(cuda) = pipeline.cuda() else { return Ok(None) };
+    let compiled: CompiledModule = cuda.compiler.compile(&KERNEL, &[])?;
+    if !compiled.log.is_empty() {
+        log::info!("NVRTC ({}): {}", compiled.origin, compiled.log);
+    }
+    let module = Module::load(&cuda.context, &compiled)?;
+    Ok(Some(WaveKernel {
+        function: module.function("wave")?,
+        origin: compiled.origin,
+        limits: DeviceLimits::from(cuda.context.device()),
+    }))
 }
