@@ -1,0 +1,147 @@
+//! The benchmark on the CPU backend: the accelerations pass timed by the wall clock, planned from
+//! this machine's measured rate so that sizes too slow for frames are said, not run.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::super::cpu::{self, Params, Scratch};
+use super::super::kernels::{Precision, Variant};
+use super::super::presets::Bodies;
+use super::super::{FLOPS_PER_INTERACTION, NBodySettings};
+use super::NBodyBench;
+use super::frames::frame_run;
+use crate::demo_kit::DemoSpec;
+use crate::demo_kit::bench::{BenchReport, FrameRunner};
+use crate::progress::Progress;
+use crate::runtime::{BackendRequest, CudaOptions};
+use crate::stats::Percentiles;
+use crate::{Error, Result};
+
+pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchReport> {
+    let threads = rayon::current_num_threads();
+    // The plan, from this machine's measured rate, before any size runs: how long each takes,
+    // and which sizes' frames the demo refuses (a step longer than the window can wait for).
+    let rate = match options.precision {
+        Precision::F32 => cpu::measured_rate::<f32>(),
+        Precision::F64 => cpu::measured_rate::<f64>(),
+    };
+    let passes = f64::from(options.warmup.min(2) + options.repeats.min(20));
+    let plan: Vec<(u32, f64, Option<String>)> = options
+        .bodies
+        .iter()
+        .map(|&n| {
+            let step_s = f64::from(n) * f64::from(n) / rate;
+            let frames_refused = (options.frames > 0 && step_s > cpu::MAX_STEP_SECONDS).then(|| {
+                format!(
+                    "a step of {n} bodies takes ~{step_s:.1} s on this CPU, and the demo runs steps of at most {} s",
+                    cpu::MAX_STEP_SECONDS
+                )
+            });
+            let frames_s = if frames_refused.is_none() { f64::from(options.frames) * step_s } else { 0.0 };
+            (n, passes * step_s + frames_s, frames_refused)
+        })
+        .collect();
+    let estimate: f64 = plan.iter().map(|(_, seconds, _)| seconds).sum();
+    log::info!("bench nbody on the CPU: about {estimate:.0} s here ({rate:.2e} interactions/s measured)");
+    let progress = Progress::new("bench nbody (CPU)", plan.len() as u64, &options.stop);
+    let mut table = format!(
+        "n-body on the CPU ({threads} threads), {}: accelerations pass median of {} after {} warm-up\n",
+        options.precision.name(),
+        options.repeats,
+        options.warmup
+    );
+    table.push_str(&format!(
+        "{:>9} {:>12} {:>14} {:>9} {:>10}\n",
+        "bodies", "forces ms", "interactions/s", "GFLOP/s", "frames/s"
+    ));
+    let mut sizes = Vec::new();
+    for (n, _, frames_refused) in plan {
+        if progress.stopped() {
+            break;
+        }
+        progress.step(format!("{n} bodies"));
+        let bodies = options.preset.generate(n as usize, 1);
+        let params = Params {
+            dt: options.preset.default_dt(),
+            softening: options.preset.default_softening(),
+            gravity: 1.0,
+            damping: 1.0,
+        };
+        let times = match options.precision {
+            Precision::F32 => time_cpu::<f32>(&bodies, &params, options),
+            Precision::F64 => time_cpu::<f64>(&bodies, &params, options),
+        };
+        let forces_us =
+            Percentiles::of(times.into_iter()).ok_or_else(|| Error::InvalidInput("no CPU timings".to_owned()))?;
+        let interactions_per_s = f64::from(n) * f64::from(n) / (forces_us.median * 1e-6);
+        let frame = match (&frames_refused, options.frames > 0 && !progress.stopped()) {
+            (Some(why), _) => Some(json!({ "error": why })),
+            (None, true) => {
+                let settings = NBodySettings {
+                    bodies: Some(n),
+                    preset: options.preset,
+                    variant: Variant { precision: options.precision, ..Variant::default() },
+                    energy_every: 0,
+                    ..NBodySettings::default()
+                };
+                let cpu = CudaOptions { backend: BackendRequest::Cpu, ..options.cuda.clone() };
+                let measured = frame_run(options, n, DemoSpec::new(settings), cpu, false, frames);
+                Some(measured.unwrap_or_else(|e| json!({ "error": e.to_string() })))
+            }
+            (None, false) => None,
+        };
+        let frames_per_second = frame.as_ref().and_then(|f| f["steps_per_s"].as_f64());
+        table.push_str(&format!(
+            "{:>9} {:>12.2} {:>14.3e} {:>9.1} {:>10}\n",
+            n,
+            forces_us.median / 1e3,
+            interactions_per_s,
+            interactions_per_s * FLOPS_PER_INTERACTION / 1e9,
+            frames_per_second.map(|f| format!("{f:.1}")).unwrap_or_else(|| "–".to_owned())
+        ));
+        if let Some(error) = frame.as_ref().and_then(|f| f["error"].as_str()) {
+            table.push_str(&format!("          frames not measured: {error}\n"));
+        }
+        sizes.push(json!({
+            "bodies": n,
+            "forces_us": forces_us,
+            "interactions_per_s": interactions_per_s,
+            "gflops": interactions_per_s * FLOPS_PER_INTERACTION / 1e9,
+            "steps_per_s": frames_per_second,
+            "frame": frame,
+        }));
+        progress.done_one();
+    }
+    let json = json!({
+        "benchmark": "nbody",
+        "backend": "cpu",
+        "threads": threads,
+        "precision": options.precision,
+        "flops_per_interaction": FLOPS_PER_INTERACTION,
+        "method": format!("wall clock around each accelerations pass, {} warm-up then {} timed, median", options.warmup, options.repeats),
+        "preset": options.preset,
+        "sizes": sizes,
+        "interrupted": progress.stopped(),
+    });
+    if progress.stopped() {
+        table.push_str(&format!("stopped ({}): the table holds what was measured before\n", options.stop.cause()));
+    }
+    Ok(BenchReport { json, table })
+}
+
+fn time_cpu<T: cpu::Real>(bodies: &Bodies, params: &Params, options: &NBodyBench) -> Vec<f64> {
+    let positions: Vec<[T; 4]> = bodies.positions.iter().map(|p| p.map(T::from_f64)).collect();
+    let mut out = vec![[T::ZERO; 4]; bodies.len()];
+    let mut scratch = Scratch::default();
+    for _ in 0..options.warmup.min(2) {
+        cpu::accelerations(&positions, params, &mut scratch, &mut out);
+    }
+    (0..options.repeats.min(20))
+        .map(|_| {
+            let started = Instant::now();
+            cpu::accelerations(&positions, params, &mut scratch, &mut out);
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect()
+}
