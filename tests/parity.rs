@@ -158,20 +158,28 @@ fn scripted_run(api: GraphicsApi, cuda: &CudaOptions, kernels: Option<&std::path
     }
     frames(&mut session, 2, 0.01);
     act(&mut session, PanelAction::SetWhatIf(WhatIf::default()));
-    // A live kernel edit (CUDA only: the CPU runs no kernel).
+    // A live kernel edit (CUDA only: the CPU runs no kernel): one that shows in what it writes
+    // (w = 2), then the original back while on the CPU path, which runs when CUDA comes back.
     if let Some(kernels) = kernels {
+        let cuda_path = paths[0];
+        assert!(cuda_path.uses_cuda(), "the first path offered runs CUDA: {paths:?}");
+        act(&mut session, PanelAction::SwitchTransfer(cuda_path));
         let source = include_str!("../kernels/wave.cu");
-        std::fs::write(kernels.join("wave.cu"), format!("{source}\n// edited by the parity test\n")).expect("edit");
-        let mut reloaded = false;
-        for _ in 0..600 {
-            frames(&mut session, 1, 0.01);
-            reloaded = session_reloaded(&mut session);
-            if reloaded {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        assert!(reloaded, "the edited kernel was compiled and swapped in");
+        let edited = source.replace("make_float4(u, h, v, 1.0f)", "make_float4(u, h, v, 2.0f)");
+        assert_ne!(edited, source, "the edit changes the kernel");
+        std::fs::write(kernels.join("wave.cu"), edited).expect("edit");
+        assert!(reloaded(&mut session), "the edited kernel was compiled and swapped in");
+        let out = positions(&mut session);
+        assert!(out.iter().all(|p| p[3] == 2.0), "the edited kernel writes the vertices");
+        act(&mut session, PanelAction::SwitchTransfer(TransferKind::Cpu));
+        std::fs::write(kernels.join("wave.cu"), source).expect("edit back");
+        frames(&mut session, 30, 0.01);
+        let status = session.kernel_watch_status();
+        assert!(
+            !matches!(status, Some(interop_lab::kernel_watch::WatchStatus::Failed { .. })),
+            "an edit on the CPU path is no failure: {status:?}"
+        );
+        act(&mut session, PanelAction::SwitchTransfer(cuda_path));
         wave_matches_the_reference(&mut session, 0.7, 1e-5);
     }
     // Stop the recording: every frame since the start was written.
@@ -207,11 +215,31 @@ fn scene(session: &mut Session, count: u32, dt: f32) -> Vec<u8> {
     pixels.chunks_exact(SIZE[0] as usize * 4).flat_map(|row| row[panel * 4..].to_vec()).collect()
 }
 
-/// Whether the watcher says the edited kernel was reloaded (the panel's kernel sources section).
-fn session_reloaded(session: &mut Session) -> bool {
+/// Frames until the watcher says the edited kernel was reloaded (the panel's kernel sources
+/// section), for up to 12 s.
+fn reloaded(session: &mut Session) -> bool {
+    for _ in 0..600 {
+        frames(session, 1, 0.01);
+        let status = session.kernel_watch_status();
+        if matches!(status, Some(interop_lab::kernel_watch::WatchStatus::Reloaded { .. })) {
+            return true;
+        }
+        assert!(
+            !matches!(status, Some(interop_lab::kernel_watch::WatchStatus::Failed { .. })),
+            "the edit compiles: {status:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+/// The vertices the wave's last frame wrote.
+fn positions(session: &mut Session) -> Vec<[f32; 4]> {
     session
-        .kernel_watch_status()
-        .is_some_and(|status| matches!(status, interop_lab::kernel_watch::WatchStatus::Reloaded { .. }))
+        .with_demo(|demo, graphics| {
+            demo.as_any_mut().and_then(|d| d.downcast_mut::<Wave>()).expect("the wave").read_positions(graphics)
+        })
+        .expect("read back")
 }
 
 /// The same demo, path and phase drawn with both APIs: the pictures agree.

@@ -210,7 +210,12 @@ impl Demo for Wave {
         let previous = self.pipeline.kind();
         let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().collect();
         self.pipeline.switch(graphics, kind, &mut all)?;
-        // A wave started on the CPU path has no kernel yet: it is loaded on the way to CUDA.
+        // The CPU path runs no kernel: the wave lets it go, and loads it again on the way back to
+        // CUDA, from the kernel folder, so an edit made meanwhile is what runs there.
+        if !kind.uses_cuda() {
+            self.kernel = None;
+            self.occupancy = OccupancyCache::default();
+        }
         if self.kernel.is_none() && kind.uses_cuda() {
             let launch = self.launch;
             let loaded = load_kernel(&self.pipeline).and_then(|kernel| {
