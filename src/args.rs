@@ -28,7 +28,8 @@ pub enum PanelSection {
 /// Options shared by every demo.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Render offscreen (EGL, no window) and exit after --frames frames.
+    /// Render offscreen (no window: EGL for OpenGL, no surface for Vulkan) and exit after --frames
+    /// frames.
     #[arg(long)]
     pub headless: bool,
     /// Frames to render headless (in a window: close after this many). At least 1.

@@ -1,9 +1,11 @@
-//! interop-lab: see CUDA and OpenGL work on the same memory.
+//! interop-lab: see CUDA and OpenGL or Vulkan work on the same memory.
 //!
 //! A GL buffer is registered with CUDA once ([`cuda::interop`]), mapped each frame so a kernel
-//! writes it in place, unmapped, then drawn. The same demos run on two other [`transfer`] paths
-//! (a copy through host memory, and a CPU backend without CUDA) so their costs can be compared,
-//! in a window ([`app`]) or headless ([`headless`]), with [`doctor`] explaining what runs and why.
+//! writes it in place, unmapped, then drawn; or GL and Vulkan allocate memory CUDA imports, with
+//! semaphores ordering the two. The same demos run on the other [`transfer`] paths (a copy through
+//! host memory, and a CPU backend without CUDA) so their costs can be compared, with either
+//! [`renderer`], in a window ([`app`]) or headless ([`headless`]), one frame loop for all
+//! ([`session`]), with [`doctor`] explaining what runs and why. docs/architecture.md is the map.
 
 pub mod app;
 pub mod args;

@@ -17,7 +17,7 @@ use interop_lab::stats::Stage;
 use interop_lab::stop::StopRequest;
 use interop_lab::{Error, Result, app, bench};
 
-/// See CUDA and OpenGL work on the same memory.
+/// See CUDA and OpenGL or Vulkan work on the same memory.
 ///
 /// With no command, opens the window on the default demo. Each demo is also a command with
 /// its own settings; add --headless to render offscreen and write a PNG and timings.

@@ -1,7 +1,9 @@
 //! Choosing what runs: CUDA or the CPU, and which transfer path, with the reason for each choice.
 //!
-//! The fallback chain: GL interop if CUDA works and `cuGLGetDevices` says the GL context runs on a
-//! CUDA device; else host copy if CUDA works; else the CPU backend.
+//! The fallback chain with OpenGL: GL interop if CUDA works and `cuGLGetDevices` says the GL
+//! context runs on a CUDA device; else host copy if CUDA works; else the CPU backend. With Vulkan:
+//! the Vulkan device whose UUID is the CUDA device's, CUDA importing its memory; else the CPU
+//! backend. The result is a [`Selection`]: the path, why, and every path this renderer offers.
 
 use std::path::PathBuf;
 use std::rc::Rc;

@@ -16,16 +16,19 @@ pub enum Stage {
     Unmap,
     /// `cuMemcpyDtoHAsync` into pinned memory + stream sync (host-copy path).
     Download,
-    /// `glBufferSubData` from host memory (host-copy and CPU paths), or a GPU copy from a pixel buffer.
+    /// Host memory into the graphics API's buffer (host-copy and CPU paths: `glBufferSubData`,
+    /// or a write into mapped Vulkan memory), or a GPU copy from a pixel buffer.
     Upload,
-    /// Waiting for GL before the kernel and for the kernel before GL (external-memory path).
+    /// Ordering CUDA and the graphics API around shared memory (external-memory paths): host waits,
+    /// or a semaphore one API signals and the other waits for (GL's or Vulkan's timeline).
     Sync,
-    /// The GL draw calls of the demo.
+    /// The demo's draw: GL draw calls, or a Vulkan command buffer recorded and submitted.
     Draw,
     /// The side panel: egui's layout, tessellation and paint (window, or headless with `--panel`).
     Panel,
-    /// Handing the frame to the display (`eglSwapBuffers` / `glXSwapBuffers`; window only): host
-    /// time, which includes any wait for a free back buffer or for vertical blank.
+    /// Handing the frame to the display (`glXSwapBuffers` / `eglSwapBuffers`, or `vkQueuePresentKHR`
+    /// after acquiring the next image; window only): host time, which includes any wait for a free
+    /// back buffer or for vertical blank.
     Present,
 }
 

@@ -1,6 +1,7 @@
-//! `interop-lab bench transfer`: what each way of getting a kernel's output into a GL buffer costs
-//! per frame, for several buffer sizes. A fill kernel (or the CPU) writes every byte; each frame
-//! ends when GL has executed everything issued, so the figure is the latency a frame pays.
+//! `interop-lab bench transfer`: what each way of getting a kernel's output into a buffer the
+//! graphics API draws costs per frame, for several buffer sizes: every GL path, and Vulkan memory
+//! CUDA imports. A fill kernel (or the CPU) writes every byte; each frame ends when the graphics
+//! API has executed everything issued, so the figure is the latency a frame pays.
 
 use std::path::PathBuf;
 

@@ -32,10 +32,10 @@ pub fn default_spec(name: &str) -> Result<DemoSpec> {
 pub enum DemoCommand {
     /// All-pairs gravity, integrated by CUDA straight in the vertex buffers it is drawn from.
     Nbody(nbody::args::NBodyArgs),
-    /// Gaussian blur of an image, written by CUDA into a GL texture (or pixel buffer) and shown
-    /// before | after.
+    /// Gaussian blur of an image, written by CUDA into the graphics API's image (or pixel buffer)
+    /// and shown before | after.
     Blur(blur::args::BlurArgs),
-    /// The "hello interop" demo: a kernel writes a moving W×H grid of vertices into a GL buffer.
+    /// The "hello interop" demo: a kernel writes a moving W×H grid of vertices into a vertex buffer.
     Wave(wave::args::WaveArgs),
 }
 

@@ -6,9 +6,9 @@
 //! side gives CUDA that memory and the synchronisation around it. A demo passes the graphics
 //! context on as a [`Graphics`] without looking inside.
 //!
-//! OpenGL is the first implementation ([`gl::GlScenes`]); a second API adds its variant of
-//! [`Graphics`] and [`Image`], its own renderer beside `gl`, and its transfer paths — and no demo
-//! changes.
+//! Two implementations: OpenGL ([`gl::GlScenes`]) and Vulkan ([`vulkan`]). A third API adds its
+//! variant of [`Graphics`] and [`Image`], its drawer here, its renderer in `renderer/`, and its
+//! transfer paths — and no demo changes.
 //!
 //! ```text
 //!   demo ──Scene (buffers, image, camera)──▶ SceneDrawer ──▶ the graphics API

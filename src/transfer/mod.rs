@@ -1,5 +1,6 @@
-//! How a frame's results reach the GL buffers that are drawn: five paths behind one trait, one
-//! file each.
+//! How a frame's results reach the buffers and images that are drawn: six paths behind one
+//! trait, one file each. The first four draw with OpenGL, the Vulkan path with Vulkan; the host
+//! copy and the CPU path serve both.
 //!
 //! - [`interop::Interop`]: the GL buffer is registered with CUDA once; each frame it is mapped, the
 //!   kernel writes it directly, and it is unmapped before GL draws it. No copy at all.
@@ -7,13 +8,13 @@
 //!   map, no unmap, and the app orders the two APIs itself: with host waits, or with semaphores
 //!   on the GPU.
 //! - [`host_copy::HostCopy`] (pinned or pageable): the kernel writes ordinary device memory, which
-//!   is copied to host memory (`cuMemcpyDtoHAsync`) and from there into the GL buffer
-//!   (`glBufferSubData`). The baseline interop is measured against.
-//! - [`cpu::CpuPath`]: no CUDA; the CPU computes into host memory and uploads it with `glBufferSubData`.
-//!
-//! Beside them, [`vulkan::VulkanShare`]: Vulkan memory that CUDA imports, ordered by timeline
-//! semaphores. It is not a GL path, so it does not implement [`Transfer`]; `bench transfer` uses
-//! it, and a Vulkan renderer will.
+//!   is copied to host memory (`cuMemcpyDtoHAsync`) and from there into the graphics buffer
+//!   (`glBufferSubData`, or a write into mapped Vulkan memory). The baseline interop is measured
+//!   against.
+//! - [`cpu::CpuPath`]: no CUDA; the CPU computes into host memory and uploads it as above.
+//! - [`vulkan::VulkanPath`]: Vulkan allocates the memory it draws from, CUDA imports it once, and
+//!   two timeline semaphores order the two APIs on the GPU ([`vulkan::VulkanShare`] holds them;
+//!   `bench transfer` uses it directly).
 //!
 //! A demo creates its [`SharedBuffer`]s through the path in use and runs each compute step with
 //! [`Transfer::run`], which hands the compute a [`Target`] (device pointers or host slices). The
