@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::compile::CompiledModule;
+use super::compiled::CompiledModule;
 use crate::{Error, Result};
 
 /// A compile running on a background thread

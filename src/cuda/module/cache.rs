@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::compile::{CompiledModule, ImageKind};
+use super::compiled::{CompiledModule, ImageKind};
 
 /// A module read from the cache.
 pub(super) fn from_cache(origin: &str, image: Vec<u8>, kind: ImageKind, target: String) -> CompiledModule {

@@ -2,42 +2,15 @@
 //! on-disk cache before it asks NVRTC for one.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::background::PendingCompile;
 use super::cache::{cache_key, from_cache, read_cached, write_atomically};
+use super::compiled::{CompiledModule, ImageKind};
 use super::nvrtc::{compile_with_nvrtc, supported_archs};
 use crate::cuda::driver::nvrtc_version;
 use crate::sources::SourceFile;
 use crate::{Error, Result};
-
-/// What NVRTC produced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum ImageKind {
-    /// Machine code for one real architecture (`sm_XX`): loads without JIT.
-    Cubin,
-    /// PTX for a virtual architecture (`compute_XX`): the driver JIT-compiles it at load.
-    Ptx,
-}
-
-/// A compiled kernel module, ready for [`Module::load`](super::Module::load).
-#[derive(Debug, Clone)]
-pub struct CompiledModule {
-    /// Where the source came from: a path on disk or "embedded".
-    pub origin: String,
-    /// CUBIN or PTX bytes (PTX NUL-terminated).
-    pub image: Vec<u8>,
-    /// Which of the two `image` is.
-    pub kind: ImageKind,
-    /// Target, e.g. `sm_90` or `compute_90`.
-    pub target: String,
-    /// True when the image came from the on-disk cache.
-    pub from_cache: bool,
-    /// Time spent in NVRTC (zero when cached).
-    pub compile_time: Duration,
-    /// NVRTC's log (warnings), possibly empty.
-    pub log: String,
-}
 
 /// Compiles kernel files for one device architecture, with a cache on disk.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use cudarc::driver::sys;
 
 use super::attributes::FunctionAttributes;
-use super::compile::{CompiledModule, ImageKind};
+use super::compiled::{CompiledModule, ImageKind};
 use crate::cuda::context::Context;
 use crate::{Error, Result};
 

@@ -5,12 +5,14 @@ mod attributes;
 mod background;
 mod cache;
 mod compile;
+mod compiled;
 mod load;
 mod nvrtc;
 
 pub use self::attributes::{FunctionAttributes, Occupancy};
 pub use self::background::PendingCompile;
 pub use self::cache::{cache_key, default_cache_dir};
-pub use self::compile::{CompiledModule, Compiler, ImageKind};
+pub use self::compile::Compiler;
+pub use self::compiled::{CompiledModule, ImageKind};
 pub use self::load::{Function, Module};
 pub use self::nvrtc::{compile_with_nvrtc, supported_archs};
