@@ -22,7 +22,7 @@ use std::time::Instant;
 
 pub use self::stats_json::{RunFacts, STATS_SCHEMA};
 use crate::args::PathFlag;
-use crate::demo_kit::{Demo, DemoEnv, DemoSpec, View};
+use crate::demo_kit::{Demo, DemoEnv, DemoSpec, DemoTransfer, View};
 use crate::graphics::{Graphics, GraphicsApi};
 use crate::kernel_watch::KernelWatcher;
 use crate::record::{FrameRecorder, RecordReport};

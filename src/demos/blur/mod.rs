@@ -22,7 +22,8 @@ use crate::cuda::module::{CompiledModule, PendingCompile};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
 use crate::demo_kit::{
-    Demo, DemoEnv, DemoSpec, Drag, KernelInfo, LiveKernels, OccupancyCache, OpensFiles, Pipeline, View, ViewControls,
+    Demo, DemoEnv, DemoSpec, Drag, Drawn, KernelInfo, LiveKernels, OccupancyCache, OpensFiles, Pipeline, SharedParts,
+    View, ViewControls,
 };
 use crate::guard::Guard;
 use crate::pixel::PixelFormat;
@@ -401,49 +402,34 @@ impl Demo for Blur {
         &self.pipeline
     }
 
-    fn pipeline_mut(&mut self) -> &mut Pipeline {
-        &mut self.pipeline
-    }
-
-    fn use_while_mapped(&mut self) -> Result<String> {
-        match self.target.pixel_buffer_mut() {
-            Some(pbo) => self.pipeline.transfer().use_while_mapped(pbo),
-            None => Err(Error::Unavailable(
+    /// The output is made again every frame, so a switch carries no buffer: the target (and,
+    /// between CUDA and the CPU, the engine) is made anew on the new path.
+    fn shared(&mut self) -> SharedParts<'_> {
+        let drawn = match self.target.pixel_buffer_mut() {
+            Some(pbo) => Drawn::Other(pbo),
+            None => Drawn::Unavailable(
                 "the texture route maps an image, not a buffer: choose the pixel-buffer route to try this".to_owned(),
-            )),
-        }
+            ),
+        };
+        SharedParts { pipeline: &mut self.pipeline, carried: Vec::new(), drawn }
     }
 
-    fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
-        if kind == self.pipeline.kind() {
-            return Ok(());
-        }
-        // The output is recomputed every frame, so only the target (and, between CUDA and the CPU,
-        // the engine) needs to move.
-        let previous = self.pipeline.kind();
-        self.pipeline.switch(graphics, kind, &mut [])?;
-        let rebuilt = (|| -> Result<_> {
+    fn path_changed(&mut self, graphics: Graphics<'_>, previous: TransferKind) -> Result<()> {
+        let kind = self.pipeline.kind();
+        let (engine, target) = (|| -> Result<_> {
             let engine = if previous.uses_cuda() != kind.uses_cuda() {
                 Some(make_engine(&self.pipeline, &self.settings, &self.source)?)
             } else {
                 None
             };
             Ok((engine, make_target(&mut self.pipeline, graphics, &self.settings, &self.source)?))
-        })();
-        match rebuilt {
-            Ok((engine, target)) => {
-                if let Some(engine) = engine {
-                    self.engine = engine;
-                    self.pass_us.clear();
-                }
-                std::mem::replace(&mut self.target, target).destroy(graphics);
-                Ok(())
-            }
-            Err(error) => {
-                self.pipeline.switch(graphics, previous, &mut [])?;
-                Err(error)
-            }
+        })()?;
+        if let Some(engine) = engine {
+            self.engine = engine;
+            self.pass_us.clear();
         }
+        std::mem::replace(&mut self.target, target).destroy(graphics);
+        Ok(())
     }
 
     fn step(&mut self, graphics: Graphics<'_>, frame: u64, _dt: f32) -> Result<StageTimes> {

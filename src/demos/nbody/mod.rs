@@ -35,7 +35,9 @@ use self::sim::StepBuffers;
 use self::state::SavedState;
 use crate::camera::OrbitCamera;
 use crate::cuda::module::{CompiledModule, PendingCompile};
-use crate::demo_kit::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
+use crate::demo_kit::{
+    Demo, DemoEnv, DemoSpec, Drawn, KernelInfo, LiveKernels, OccupancyCache, Pipeline, SharedParts, View, ViewControls,
+};
 use crate::guard::Guard;
 use crate::render::{Graphics, Scene, Sprites};
 use crate::sources::SourceFile;
@@ -107,6 +109,8 @@ pub struct NBody {
     tuned: Option<tune::Tuned>,
     /// Autotuning waits for the demo's own kernels, which are still compiling.
     tune_when_compiled: bool,
+    /// The bodies read before a switch between CUDA and the CPU, for the engine on the new path.
+    carried_bodies: Option<Bodies>,
 }
 
 impl NBody {
@@ -156,6 +160,7 @@ impl NBody {
             tuner: None,
             tuned,
             tune_when_compiled: start_tuner,
+            carried_bodies: None,
         };
         if matches!(demo.engine, Engine::Compiling(_)) {
             return Ok(demo); // the first frame shows the bodies; the rest starts with the kernels
@@ -614,30 +619,28 @@ impl Demo for NBody {
         &self.pipeline
     }
 
-    fn pipeline_mut(&mut self) -> &mut Pipeline {
-        &mut self.pipeline
-    }
-
-    fn use_while_mapped(&mut self) -> Result<String> {
-        self.release_prepared()?;
-        self.pipeline.transfer().use_while_mapped(&mut self.positions[self.current])
-    }
-
-    fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
-        self.release_prepared()?;
-        let previous = self.pipeline.kind();
-        if previous.uses_cuda() == kind.uses_cuda() {
-            return self.pipeline.switch(graphics, kind, &mut every_buffer(&mut self.positions, &mut self.velocities));
+    fn shared(&mut self) -> SharedParts<'_> {
+        SharedParts {
+            pipeline: &mut self.pipeline,
+            carried: every_buffer(&mut self.positions, &mut self.velocities),
+            drawn: Drawn::Carried(self.current),
         }
-        // Between CUDA and the CPU the engine changes too: carry the bodies over.
-        let bodies = self.read_bodies(graphics)?;
-        self.pipeline.switch(graphics, kind, &mut every_buffer(&mut self.positions, &mut self.velocities))?;
-        let (settings, params, step) = (self.settings.clone(), self.params, self.step);
-        if let Err(error) = self.rebuild(graphics, settings, bodies, params, step) {
-            self.pipeline.switch(graphics, previous, &mut every_buffer(&mut self.positions, &mut self.velocities))?;
-            return Err(error);
+    }
+
+    /// Between CUDA and the CPU the engine changes too: the bodies are read while the old one
+    /// holds them, and carried over.
+    fn before_path_change(&mut self, graphics: Graphics<'_>, next: TransferKind) -> Result<()> {
+        self.carried_bodies = None;
+        if self.pipeline.kind().uses_cuda() != next.uses_cuda() {
+            self.carried_bodies = Some(self.read_bodies(graphics)?);
         }
         Ok(())
+    }
+
+    fn path_changed(&mut self, graphics: Graphics<'_>, _previous: TransferKind) -> Result<()> {
+        let Some(bodies) = self.carried_bodies.take() else { return Ok(()) };
+        let (settings, params, step) = (self.settings.clone(), self.params, self.step);
+        self.rebuild(graphics, settings, bodies, params, step)
     }
 
     fn step(&mut self, graphics: Graphics<'_>, frame: u64, _dt: f32) -> Result<StageTimes> {
