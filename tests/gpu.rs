@@ -10,7 +10,7 @@
 mod common;
 
 use interop_lab::cuda::interop;
-use interop_lab::demo_kit::{Demo, DemoEnv, DemoSpec, LiveKernels};
+use interop_lab::demo_kit::{Demo, DemoEnv, DemoSpec, DemoTransfer, LiveKernels};
 use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::demos::wave::{Wave, WaveSettings};
 use interop_lab::gl;
@@ -190,7 +190,7 @@ fn switching_paths_keeps_the_buffer_contents() {
         TransferKind::HostCopyPageable,
         TransferKind::Interop,
     ] {
-        wave.set_transfer(Graphics::Gl(&gl), transfer).expect("switch");
+        wave.switch_transfer(Graphics::Gl(&gl), transfer).expect("switch");
         assert_eq!(wave.pipeline().kind(), transfer);
         let carried = wave.read_positions(Graphics::Gl(&gl)).expect("read");
         assert!(carried == written, "contents survive the switch to {transfer}");
@@ -568,7 +568,7 @@ fn what_if_switches_do_what_the_panel_says() {
     // Skipping the copy's sync: the path counts every unsynchronised frame, and once the stream is
     // idle the buffer holds the right values again.
     wave.pipeline_mut().set_what_if(WhatIf { skip_copy_sync: true, ..WhatIf::default() });
-    wave.set_transfer(Graphics::Gl(&gl), TransferKind::HostCopy).expect("to host copy");
+    wave.switch_transfer(Graphics::Gl(&gl), TransferKind::HostCopy).expect("to host copy");
     let steps = 5;
     for frame in 0..steps {
         wave.step(Graphics::Gl(&gl), frame, 0.0).expect("step");

@@ -6,7 +6,7 @@
 
 mod common;
 
-use interop_lab::demo_kit::{Demo, DemoEnv};
+use interop_lab::demo_kit::{Demo, DemoEnv, DemoTransfer};
 use interop_lab::demos::blur::cpu::{self, Image};
 use interop_lab::demos::blur::image::{self, SourceImage};
 use interop_lab::demos::blur::kernels::Filter;

@@ -6,7 +6,7 @@
 
 mod common;
 
-use interop_lab::demo_kit::{Demo, DemoEnv};
+use interop_lab::demo_kit::{Demo, DemoEnv, DemoTransfer};
 use interop_lab::demos::nbody::cpu::{self, Params, relative_error};
 use interop_lab::demos::nbody::kernels::{Precision, Variant};
 use interop_lab::demos::nbody::presets::{Bodies, Preset};
@@ -278,7 +278,7 @@ fn the_simulation_carries_over_between_every_path() {
     for (frame, transfer) in path.into_iter().enumerate() {
         nbody.step(Graphics::Gl(&gl), frame as u64, 0.0).expect("step");
         let before = nbody.read_bodies(Graphics::Gl(&gl)).expect("read");
-        nbody.set_transfer(Graphics::Gl(&gl), transfer).unwrap_or_else(|e| panic!("switch to {transfer}: {e}"));
+        nbody.switch_transfer(Graphics::Gl(&gl), transfer).unwrap_or_else(|e| panic!("switch to {transfer}: {e}"));
         assert_eq!(nbody.pipeline().kind(), transfer);
         assert!(
             nbody.read_bodies(Graphics::Gl(&gl)).expect("read") == before,

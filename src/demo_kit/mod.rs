@@ -11,7 +11,6 @@ use std::rc::Rc;
 
 pub use self::pipeline::Pipeline;
 pub use self::spec::{DemoSpec, Output, Settings};
-use crate::Result;
 use crate::camera::OrbitCamera;
 use crate::cuda::LaunchConfig;
 use crate::cuda::module::{CompiledModule, FunctionAttributes};
@@ -20,7 +19,8 @@ use crate::render::{Graphics, Scene};
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
 use crate::stats::StageTimes;
-use crate::transfer::TransferKind;
+use crate::transfer::{SharedBuffer, TransferKind};
+use crate::{Error, Result};
 
 /// What a demo gets when it is created.
 pub struct DemoEnv<'a> {
@@ -80,9 +80,14 @@ impl OccupancyCache {
     }
 }
 
-/// One demo. The required methods are what every demo does; what only some can do (be moved
-/// with the mouse, reload kernels, open files) a caller asks for through the capability methods,
-/// which answer `None` unless the demo has it.
+/// One demo. The required methods are what every demo does: say its name and settings
+/// ([`Self::spec`]), step, say what to draw, lay out its panel, release what it holds, and show
+/// what a transfer path carries of it ([`Self::pipeline`], [`Self::shared`]: switching paths,
+/// handing buffers over and "use while mapped" are done from those once for all demos, by
+/// [`DemoTransfer`]). The provided methods are hooks a demo may fill in (what changes with the
+/// path, what to do at the end); what only some can do (be moved with the mouse, reload
+/// kernels, open files) a caller asks for through the capability methods, which answer `None`
+/// unless the demo has it.
 pub trait Demo {
     /// Name, as on the command line.
     fn name(&self) -> &'static str;
@@ -100,11 +105,22 @@ pub trait Demo {
     /// The demo's transfer path and CUDA stream.
     fn pipeline(&self) -> &Pipeline;
 
-    /// As [`Self::pipeline`], to change it.
-    fn pipeline_mut(&mut self) -> &mut Pipeline;
+    /// What a transfer path moves of this demo: its pipeline, the buffers a path switch carries
+    /// over, and the buffer the last frame drew.
+    fn shared(&mut self) -> SharedParts<'_>;
 
-    /// Moves the demo's buffers to another transfer path, keeping their contents.
-    fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()>;
+    /// Hook: the path is about to change to `next` (the buffers are still on the old one). A
+    /// failure leaves the demo where it was.
+    fn before_path_change(&mut self, _graphics: Graphics<'_>, _next: TransferKind) -> Result<()> {
+        Ok(())
+    }
+
+    /// Hook: the path changed from `previous` and the carried buffers moved with it; what else
+    /// depends on the path (an engine on CUDA or the CPU, a kernel, an output made by the path)
+    /// follows here. On failure the path is switched back to `previous`.
+    fn path_changed(&mut self, _graphics: Graphics<'_>, _previous: TransferKind) -> Result<()> {
+        Ok(())
+    }
 
     /// Advances by `dt` seconds and writes frame `frame`'s buffers through the transfer path.
     fn step(&mut self, graphics: Graphics<'_>, frame: u64, dt: f32) -> Result<StageTimes>;
@@ -114,10 +130,6 @@ pub trait Demo {
 
     /// The demo's section of the side panel.
     fn panel(&mut self, ui: &mut egui::Ui);
-
-    /// Shows what the driver answers when a buffer CUDA holds is used (interop only): maps one of
-    /// the demo's buffers and asks for it again; the message says why when that can't be shown.
-    fn use_while_mapped(&mut self) -> Result<String>;
 
     /// Releases the graphics objects (the context must be current) and then everything else.
     fn destroy(self: Box<Self>, graphics: Graphics<'_>);
@@ -148,6 +160,79 @@ pub trait Demo {
     /// Capability: the demo opens files (dropped on the window or chosen in the panel).
     fn file_opener(&mut self) -> Option<&mut dyn OpensFiles> {
         None
+    }
+}
+
+/// What a transfer path moves of a demo: its pipeline, the buffers a path switch carries over
+/// with their contents, and the buffer the last frame drew.
+pub struct SharedParts<'a> {
+    /// The demo's transfer path and CUDA stream.
+    pub pipeline: &'a mut Pipeline,
+    /// The buffers a path switch carries over, contents kept (none for a demo that makes its
+    /// output again every frame).
+    pub carried: Vec<&'a mut SharedBuffer>,
+    /// The buffer the last frame drew, the one "use while mapped" maps.
+    pub drawn: Drawn<'a>,
+}
+
+/// Which buffer the last frame drew.
+pub enum Drawn<'a> {
+    /// The carried buffer at this index.
+    Carried(usize),
+    /// A buffer the switch does not carry (the demo makes it again on the new path).
+    Other(&'a mut SharedBuffer),
+    /// None that can be shown; the sentence says why.
+    Unavailable(String),
+}
+
+/// What is done with every demo's transfer path, written once for all demos from what
+/// [`Demo::shared`] hands over.
+pub trait DemoTransfer {
+    /// The demo's pipeline, to change it (the learners' switches, waiting for its GPU work).
+    fn pipeline_mut(&mut self) -> &mut Pipeline;
+
+    /// Moves the demo to path `kind`, the carried buffers with their contents; then what depends
+    /// on the path follows ([`Demo::path_changed`]). On failure the demo stays where it was.
+    fn switch_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()>;
+
+    /// Shows what the driver answers when a buffer CUDA holds is used (interop only): maps the
+    /// buffer the last frame drew and asks for it again; the message says why when that can't be
+    /// shown.
+    fn use_while_mapped(&mut self) -> Result<String>;
+}
+
+impl<D: Demo + ?Sized> DemoTransfer for D {
+    fn pipeline_mut(&mut self) -> &mut Pipeline {
+        self.shared().pipeline
+    }
+
+    fn switch_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
+        // Frames mapped ahead go back to GL first: the switch (and the hooks) read the buffers.
+        let SharedParts { pipeline, mut carried, .. } = self.shared();
+        pipeline.transfer().release_prepared(&mut carried)?;
+        let previous = pipeline.kind();
+        if kind == previous {
+            return Ok(());
+        }
+        self.before_path_change(graphics, kind)?;
+        let SharedParts { pipeline, mut carried, .. } = self.shared();
+        pipeline.switch(graphics, kind, &mut carried)?;
+        if let Err(error) = self.path_changed(graphics, previous) {
+            let SharedParts { pipeline, mut carried, .. } = self.shared();
+            pipeline.switch(graphics, previous, &mut carried)?;
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    fn use_while_mapped(&mut self) -> Result<String> {
+        let SharedParts { pipeline, mut carried, drawn } = self.shared();
+        pipeline.transfer().release_prepared(&mut carried)?;
+        match drawn {
+            Drawn::Carried(index) => pipeline.transfer().use_while_mapped(carried[index]),
+            Drawn::Other(buffer) => pipeline.transfer().use_while_mapped(buffer),
+            Drawn::Unavailable(why) => Err(Error::Unavailable(why)),
+        }
     }
 }
 

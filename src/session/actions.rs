@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::{FrameReport, HISTORY_FRAMES, Request, Session, create_demo};
-use crate::demo_kit::DemoSpec;
+use crate::demo_kit::{DemoSpec, DemoTransfer};
 use crate::record::FrameRecorder;
 use crate::renderer::Renderer;
 use crate::runtime::Selection;
@@ -84,7 +84,7 @@ impl Session {
         }
         let graphics = self.renderer.graphics();
         let demo = self.demo.as_deref_mut().ok_or_else(|| Error::Unavailable("no demo is running".to_owned()))?;
-        demo.set_transfer(graphics, kind)?;
+        demo.switch_transfer(graphics, kind)?;
         log::info!("transfer path: {}", kind.label());
         for note in self.path_flags.iter().filter_map(|flag| flag.ignored_on(kind)).collect::<Vec<_>>() {
             self.push_notice(note);

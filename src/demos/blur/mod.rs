@@ -6,23 +6,26 @@
 pub mod args;
 pub mod bench;
 pub mod cpu;
+mod engine;
 pub mod image;
 pub mod kernels;
+mod live;
 mod panel;
 mod recursive;
 mod settings;
 
+pub use self::engine::run_cpu;
 pub use self::settings::{BlurSettings, MAX_NAIVE_RADIUS, MAX_RADIUS, MIN_BOX_SIGMA, Route, SIGMA_RANGE};
 
 use std::path::{Path, PathBuf};
 
+use self::engine::{Engine, make_engine, settle_filter};
 use self::image::SourceImage;
-use self::kernels::{BlurKernels, Filter, Output};
-use crate::cuda::module::{CompiledModule, PendingCompile};
-use crate::cuda::timing::EventRing;
-use crate::cuda::{DeviceBuffer, DeviceSpan, Stream};
+use self::kernels::{Filter, Output};
+use crate::cuda::{DeviceSpan, Stream};
 use crate::demo_kit::{
-    Demo, DemoEnv, DemoSpec, Drag, KernelInfo, LiveKernels, OccupancyCache, OpensFiles, Pipeline, View, ViewControls,
+    Demo, DemoEnv, DemoSpec, Drag, Drawn, LiveKernels, OccupancyCache, OpensFiles, Pipeline, SharedParts, View,
+    ViewControls,
 };
 use crate::guard::Guard;
 use crate::pixel::PixelFormat;
@@ -34,22 +37,6 @@ use crate::{Error, Result, source_file};
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/blur.cu");
-
-/// The compute side.
-enum Engine {
-    Cuda {
-        kernels: Box<BlurKernels>,
-        input: DeviceBuffer,
-        scratch: DeviceBuffer,
-        weights: DeviceBuffer,
-        timer: EventRing,
-    },
-    /// The CPU filters' working memory, kept between frames.
-    Cpu { planes: cpu::Planes },
-    /// CUDA, with the kernels compiling on a background thread (a window's first start on a
-    /// device): frames show the image unfiltered meanwhile. `None` once the compile failed.
-    Compiling { pending: Option<PendingCompile> },
-}
 
 /// A change asked for in the panel or by a dropped file, applied at the next step.
 #[derive(Debug, Clone, PartialEq)]
@@ -250,127 +237,10 @@ impl Blur {
         Ok(())
     }
 
-    /// Takes the background compile's result when it has arrived; returns whether the CUDA engine
-    /// is ready. A failed compile is said in the panel and the image stays unfiltered.
-    fn finish_compile(&mut self) -> bool {
-        let Engine::Compiling { pending } = &mut self.engine else { return true };
-        let Some(result) = pending.as_ref().and_then(PendingCompile::poll) else { return false };
-        *pending = None;
-        let ready = result.and_then(|compiled| {
-            let cuda = self.pipeline.cuda().ok_or_else(mismatch)?;
-            let format = self.settings.format;
-            let kernels = BlurKernels::from_compiled(cuda, format, self.settings.pixels_per_thread, &compiled)?;
-            let (settings, note) = settle_filter(self.settings.clone(), &kernels, self.size())?;
-            log::info!("{} compiled in {:.2} s", KERNEL.name, compiled.compile_time.as_secs_f64());
-            Ok((cuda_engine(cuda, &settings, &self.source, kernels)?, settings, note))
-        });
-        match ready {
-            Ok((engine, settings, note)) => {
-                self.engine = engine;
-                self.settings = settings;
-                self.notice = note;
-                true
-            }
-            Err(error) => {
-                self.message = Some(format!("the blur kernels are not running: {error}"));
-                false
-            }
-        }
-    }
-
-    /// While the kernels compile in the background: which file, and for how long so far.
-    pub fn compiling(&self) -> Option<(&str, std::time::Duration)> {
-        match &self.engine {
-            Engine::Compiling { pending: Some(pending) } => Some((pending.file(), pending.elapsed())),
-            _ => None,
-        }
-    }
-
     fn fitted_zoom(&self, view: &View) -> f32 {
         let [w, h] = self.size();
         (view.size[0] as f32 / w as f32).min(view.size[1] as f32 / h as f32)
     }
-}
-
-/// Checks that `settings` can launch with `kernels` on an image of `size`. With the filter picked
-/// automatically, a box cascade whose tile does not fit in this device's shared memory (large σ:
-/// it stages 2·reach pixels per row) gives way to the recursive filter, and the note says so.
-fn settle_filter(
-    settings: BlurSettings,
-    kernels: &BlurKernels,
-    size: [u32; 2],
-) -> Result<(BlurSettings, Option<String>)> {
-    let refused = match kernels.validate(&settings.job(size)) {
-        Ok(()) => return Ok((settings, None)),
-        Err(error) => error,
-    };
-    if !(settings.auto_filter && settings.filter == Filter::Box) {
-        return Err(refused);
-    }
-    let recursive = BlurSettings { filter: Filter::Recursive, ..settings };
-    kernels.validate(&recursive.job(size))?;
-    let note = format!(
-        "auto: at σ {} the box cascade's tile does not fit in this GPU's shared memory, so the recursive filter \
-         runs; beyond σ {} its edges drift from the exact Gaussian (docs/blur.md)",
-        recursive.sigma,
-        kernels::RECURSIVE_MAX_SIGMA
-    );
-    log::info!("{note}");
-    Ok((recursive, Some(note)))
-}
-
-/// Kernels and device buffers for CUDA (source uploaded, weights computed), or the float image
-/// for the CPU.
-fn make_engine(pipeline: &Pipeline, settings: &BlurSettings, source: &SourceImage) -> Result<Engine> {
-    let Some(cuda) = pipeline.cuda() else {
-        return Ok(Engine::Cpu { planes: cpu::Planes::default() });
-    };
-    let options = BlurKernels::options(settings.format, settings.pixels_per_thread);
-    if cuda.background_compiles && cuda.compiler.cached(&KERNEL, &options)?.is_none() {
-        log::info!("compiling {} in the background (first run with these options on this device)", KERNEL.name);
-        return Ok(Engine::Compiling { pending: Some(cuda.compiler.compile_in_background(&KERNEL, &options)) });
-    }
-    let kernels = BlurKernels::load(cuda, settings.format, settings.pixels_per_thread)?;
-    cuda_engine(cuda, settings, source, kernels)
-}
-
-/// The CUDA engine around `kernels`: the source on the device, scratch and weights.
-fn cuda_engine(
-    cuda: &crate::runtime::CudaRuntime,
-    settings: &BlurSettings,
-    source: &SourceImage,
-    kernels: BlurKernels,
-) -> Result<Engine> {
-    let pixels = source.width as usize * source.height as usize;
-    let bytes = source.bytes(settings.format);
-    let bytes = &*bytes;
-    let weights: Vec<f32> =
-        cpu::gaussian_weights(settings.sigma, settings.radius() as usize).iter().map(|&w| w as f32).collect();
-    let (free, _) = cuda.context.memory_info()?;
-    let needed = bytes.len() + pixels * 16 + weights.len() * 4 + 3 * bytes.len();
-    if needed > free {
-        return Err(Error::InvalidInput(format!(
-            "a {}x{} {} image needs {} MiB of device memory and {} MiB are free",
-            source.width,
-            source.height,
-            settings.format.name(),
-            needed >> 20,
-            free >> 20
-        )));
-    }
-    let stream = Stream::new(&cuda.context)?;
-    let mut input = DeviceBuffer::new(&cuda.context, bytes.len())?;
-    input.upload(&stream, bytes)?;
-    let scratch = DeviceBuffer::new(&cuda.context, pixels * 16)?;
-    let mut weights_buffer = DeviceBuffer::new(&cuda.context, weights.len() * 4)?;
-    weights_buffer.upload(&stream, bytemuck::cast_slice(&weights))?;
-    Ok(Engine::Cuda {
-        kernels: Box::new(kernels),
-        input,
-        scratch,
-        weights: weights_buffer,
-        timer: EventRing::new(&cuda.context, crate::cuda::timing::FRAMES_IN_FLIGHT, 3)?,
-    })
 }
 
 /// The output image: written in place (texture route on interop) or through a pixel buffer made
@@ -401,49 +271,34 @@ impl Demo for Blur {
         &self.pipeline
     }
 
-    fn pipeline_mut(&mut self) -> &mut Pipeline {
-        &mut self.pipeline
-    }
-
-    fn use_while_mapped(&mut self) -> Result<String> {
-        match self.target.pixel_buffer_mut() {
-            Some(pbo) => self.pipeline.transfer().use_while_mapped(pbo),
-            None => Err(Error::Unavailable(
+    /// The output is made again every frame, so a switch carries no buffer: the target (and,
+    /// between CUDA and the CPU, the engine) is made anew on the new path.
+    fn shared(&mut self) -> SharedParts<'_> {
+        let drawn = match self.target.pixel_buffer_mut() {
+            Some(pbo) => Drawn::Other(pbo),
+            None => Drawn::Unavailable(
                 "the texture route maps an image, not a buffer: choose the pixel-buffer route to try this".to_owned(),
-            )),
-        }
+            ),
+        };
+        SharedParts { pipeline: &mut self.pipeline, carried: Vec::new(), drawn }
     }
 
-    fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
-        if kind == self.pipeline.kind() {
-            return Ok(());
-        }
-        // The output is recomputed every frame, so only the target (and, between CUDA and the CPU,
-        // the engine) needs to move.
-        let previous = self.pipeline.kind();
-        self.pipeline.switch(graphics, kind, &mut [])?;
-        let rebuilt = (|| -> Result<_> {
+    fn path_changed(&mut self, graphics: Graphics<'_>, previous: TransferKind) -> Result<()> {
+        let kind = self.pipeline.kind();
+        let (engine, target) = (|| -> Result<_> {
             let engine = if previous.uses_cuda() != kind.uses_cuda() {
                 Some(make_engine(&self.pipeline, &self.settings, &self.source)?)
             } else {
                 None
             };
             Ok((engine, make_target(&mut self.pipeline, graphics, &self.settings, &self.source)?))
-        })();
-        match rebuilt {
-            Ok((engine, target)) => {
-                if let Some(engine) = engine {
-                    self.engine = engine;
-                    self.pass_us.clear();
-                }
-                std::mem::replace(&mut self.target, target).destroy(graphics);
-                Ok(())
-            }
-            Err(error) => {
-                self.pipeline.switch(graphics, previous, &mut [])?;
-                Err(error)
-            }
+        })()?;
+        if let Some(engine) = engine {
+            self.engine = engine;
+            self.pass_us.clear();
         }
+        std::mem::replace(&mut self.target, target).destroy(graphics);
+        Ok(())
     }
 
     fn step(&mut self, graphics: Graphics<'_>, frame: u64, _dt: f32) -> Result<StageTimes> {
@@ -550,32 +405,6 @@ impl Demo for Blur {
     }
 }
 
-/// The CPU backend's filter of `settings` over `source`, into `out` (tightly packed texels of
-/// the settings' format); `planes` is the filters' working memory, kept between frames.
-pub fn run_cpu(source: &SourceImage, settings: &BlurSettings, planes: &mut cpu::Planes, out: &mut [u8]) {
-    let format = settings.format;
-    let (width, height) = (source.width as usize, source.height as usize);
-    let weights: Vec<f32> =
-        cpu::gaussian_weights(settings.sigma, settings.radius() as usize).iter().map(|&w| w as f32).collect();
-    let recursive;
-    let line = match settings.filter {
-        Filter::Naive => {
-            // The 2-D window reads around every pixel: it takes the whole float image.
-            let blurred = cpu::naive(&source.to_float_image(format), &weights);
-            return image::float_image_bytes(&blurred, format, out);
-        }
-        Filter::Separable => cpu::Line::Gaussian(&weights),
-        Filter::Box => cpu::Line::Boxes(cpu::box_radii(settings.sigma).0),
-        Filter::Recursive => {
-            recursive = cpu::RecursiveGaussian::new(settings.sigma);
-            cpu::Line::Recursive(&recursive)
-        }
-    };
-    let read = |y: usize, row: &mut [[f32; 4]]| source.read_row(format, y, row);
-    let write = |pixels: &[[f32; 4]], bytes: &mut [u8]| image::float_row_bytes(pixels, format, bytes);
-    cpu::blur_lines(width, height, line, read, planes, out, width * format.bytes_per_pixel(), write);
-}
-
 /// Host memory per pixel of an image the demo blurs on path `kind` in `format`, beyond the
 /// decoder's: the RGBA8 source and, at worst, its 16-bit copy (12); on the CPU, the filters'
 /// planes (32), the bytes uploaded, and the two textures and pixel buffer a software GL keeps in
@@ -616,50 +445,6 @@ impl Blur {
     /// Waits for the demo's GPU work.
     pub fn synchronize(&mut self) -> Result<()> {
         self.pipeline.transfer().synchronize()
-    }
-}
-
-impl LiveKernels for Blur {
-    fn kernel_info(&self) -> Option<KernelInfo> {
-        match &self.engine {
-            Engine::Cuda { kernels, .. } => {
-                let job = self.settings.job(self.size());
-                let launch = kernels.launches(&job)[0];
-                Some(KernelInfo {
-                    name: format!("blur {} ({})", self.settings.filter.name(), self.settings.format.name()),
-                    origin: kernels.origin.clone(),
-                    launch,
-                    attributes: *kernels.attributes(self.settings.filter, self.settings.sigma),
-                    occupancy: self
-                        .occupancy
-                        .get(kernels.first_function(self.settings.filter, self.settings.sigma), &launch),
-                })
-            }
-            Engine::Cpu { .. } | Engine::Compiling { .. } => None,
-        }
-    }
-
-    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
-        match &self.engine {
-            Engine::Cuda { .. } => {
-                vec![(KERNEL, BlurKernels::options(self.settings.format, self.settings.pixels_per_thread))]
-            }
-            Engine::Cpu { .. } | Engine::Compiling { .. } => Vec::new(),
-        }
-    }
-
-    fn swap_kernels(&mut self, _file: &str, _options: &[String], compiled: &CompiledModule) -> Result<()> {
-        let Some(cuda) = self.pipeline.cuda().cloned() else {
-            return Err(Error::Unavailable("the blur runs on the CPU: no kernel to replace".to_owned()));
-        };
-        let fresh = BlurKernels::from_compiled(&cuda, self.settings.format, self.settings.pixels_per_thread, compiled)?;
-        fresh.validate(&self.settings.job(self.size()))?;
-        self.synchronize()?;
-        let Engine::Cuda { kernels, .. } = &mut self.engine else { return Err(mismatch()) };
-        **kernels = fresh;
-        self.occupancy = OccupancyCache::default();
-        self.pass_us.clear();
-        Ok(())
     }
 }
 

@@ -4,16 +4,20 @@
 
 pub mod args;
 pub mod bench;
+mod buffers;
 mod changes;
 pub mod cpu;
 mod energy;
 mod engine;
 pub mod kernels;
+mod live;
 pub mod multi;
 mod panel;
 pub mod presets;
+mod readouts;
 mod settings;
 pub mod sim;
+mod start;
 pub mod state;
 pub mod tune;
 
@@ -22,23 +26,20 @@ pub use self::settings::{
     validate_params,
 };
 
-use std::collections::VecDeque;
-use std::time::Instant;
-
+use self::buffers::{every_buffer, make_buffers};
 use self::changes::Change;
 use self::cpu::Params;
 use self::engine::{Engine, cast, make_engine};
-use self::kernels::{Kernels, Precision, Variant};
-use self::multi::DeviceTimes;
+use self::kernels::Variant;
 use self::presets::{Bodies, Preset};
+use self::readouts::Readouts;
 use self::sim::StepBuffers;
-use self::state::SavedState;
+use self::start::{choose_variant, initial_state};
 use crate::camera::OrbitCamera;
-use crate::cuda::module::{CompiledModule, PendingCompile};
-use crate::demo_kit::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
-use crate::guard::Guard;
+use crate::demo_kit::{
+    Demo, DemoEnv, DemoSpec, Drawn, LiveKernels, OccupancyCache, Pipeline, SharedParts, View, ViewControls,
+};
 use crate::render::{Graphics, Scene, Sprites};
-use crate::sources::SourceFile;
 use crate::stats::StageTimes;
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
 use crate::{Error, Result};
@@ -47,26 +48,6 @@ pub use self::kernels::KERNEL;
 
 /// One body's float4 as GL holds it.
 pub type Float4 = [f32; 4];
-
-/// Recent measurements for the panel.
-#[derive(Default)]
-struct Readouts {
-    steps: VecDeque<Instant>,
-    forces_us: VecDeque<f64>,
-    initial_energy: Option<f64>,
-    energy: Option<(u64, f64, f64)>,
-    /// With `--devices`: recent GPU times of each step, per device.
-    devices: VecDeque<Vec<DeviceTimes>>,
-    /// With `--devices`: the forces kernel over all bodies on the first device alone, µs
-    /// (measured at each reset), the reference of the scaling efficiency.
-    one_device_forces_us: Option<f64>,
-}
-
-impl Readouts {
-    fn median_forces_us(&self) -> Option<f64> {
-        crate::stats::Percentiles::of(self.forces_us.iter().copied()).map(|p| p.median)
-    }
-}
 
 /// Editable copies of settings that are applied with a button (or validated before use).
 #[derive(Debug, Clone)]
@@ -107,6 +88,8 @@ pub struct NBody {
     tuned: Option<tune::Tuned>,
     /// Autotuning waits for the demo's own kernels, which are still compiling.
     tune_when_compiled: bool,
+    /// The bodies read before a switch between CUDA and the CPU, for the engine on the new path.
+    carried_bodies: Option<Bodies>,
 }
 
 impl NBody {
@@ -156,6 +139,7 @@ impl NBody {
             tuner: None,
             tuned,
             tune_when_compiled: start_tuner,
+            carried_bodies: None,
         };
         if matches!(demo.engine, Engine::Compiling(_)) {
             return Ok(demo); // the first frame shows the bodies; the rest starts with the kernels
@@ -188,83 +172,6 @@ impl NBody {
         self.params
     }
 
-    /// Starts autotuning when it was asked for and has not started.
-    fn start_tuner(&mut self) {
-        if let (true, Some(cuda)) = (std::mem::take(&mut self.tune_when_compiled), self.pipeline.cuda()) {
-            self.tuner = Some(tune::Tuner::start(cuda, self.settings.variant.precision));
-        }
-    }
-
-    /// Takes the background compile's result when it has arrived and builds the CUDA engine;
-    /// returns whether it runs. A failed compile is said in the panel and the bodies stay still.
-    fn finish_compile(&mut self, graphics: Graphics<'_>) -> Result<bool> {
-        let Engine::Compiling(compiling) = &mut self.engine else { return Ok(true) };
-        let Some(result) = compiling.pending.as_ref().and_then(PendingCompile::poll) else { return Ok(false) };
-        compiling.pending = None;
-        let (variant, slices) = (self.settings.variant, self.settings.slices);
-        let pipelined = self.settings.pipeline_depth > 1;
-        let built = result.and_then(|compiled| {
-            let cuda = self.pipeline.cuda().ok_or_else(mismatch)?;
-            log::info!("{} compiled in {:.2} s", KERNEL.name, compiled.compile_time.as_secs_f64());
-            let kernels = Kernels::from_compiled(cuda, variant, &compiled)?;
-            sim::Simulation::new(&cuda.context, kernels, &compiling.bodies, slices, pipelined)
-        });
-        match built {
-            Ok(simulation) => {
-                let compiled = std::collections::HashMap::new();
-                self.engine = Engine::Cuda { simulation: Box::new(simulation), compiled, multi: None };
-                self.initialise_accelerations(graphics)?;
-                self.start_tuner();
-                Ok(true)
-            }
-            Err(error) => {
-                self.message = Some(format!("the n-body kernels are not running: {error}"));
-                Ok(false)
-            }
-        }
-    }
-
-    /// While the kernels compile in the background: which file, and for how long so far.
-    pub fn compiling(&self) -> Option<(&str, std::time::Duration)> {
-        match &self.engine {
-            Engine::Compiling(compiling) => compiling.pending.as_ref().map(|p| (p.file(), p.elapsed())),
-            _ => None,
-        }
-    }
-
-    /// One step of autotuning, when it runs: the GPU is idle first, so the candidate's timing
-    /// does not share it with the demo's own kernels. The winner is switched to when all are timed.
-    fn advance_tuning(&mut self, graphics: Graphics<'_>) -> Result<()> {
-        if self.tuner.is_none() {
-            return Ok(());
-        }
-        let Some(cuda) = self.pipeline.cuda().cloned() else { return Ok(()) };
-        self.pipeline.transfer().synchronize()?;
-        let Some(tuner) = self.tuner.as_mut() else { return Ok(()) };
-        match tuner.advance(&cuda, false) {
-            Ok(None) => Ok(()),
-            Ok(Some(tuned)) => {
-                self.tuner = None;
-                if let Err(error) = self.set_variant(graphics, tuned.variant) {
-                    self.message = Some(format!("the tuned variant {} did not start: {error}", tuned.variant.label()));
-                }
-                self.edit.variant = self.settings.variant;
-                self.tuned = Some(tuned);
-                Ok(())
-            }
-            Err(error) => {
-                self.tuner = None;
-                self.message = Some(format!("autotuning stopped: {error}"));
-                Ok(())
-            }
-        }
-    }
-
-    /// Autotuning: candidates timed and how many (while it runs), and what it found.
-    pub fn tuning(&self) -> (Option<(usize, usize)>, Option<&tune::Tuned>) {
-        (self.tuner.as_ref().map(tune::Tuner::progress), self.tuned.as_ref())
-    }
-
     /// The forces kernel variant in use (CUDA).
     pub fn variant(&self) -> Option<Variant> {
         match &self.engine {
@@ -279,99 +186,6 @@ impl NBody {
             Engine::Cuda { simulation, .. } => Some(simulation.slices()),
             Engine::Cpu(_) | Engine::Compiling(_) => None,
         }
-    }
-
-    /// The velocity buffer drawn with `positions[index]`.
-    fn velocities_for(&self, index: usize) -> usize {
-        if self.velocities.len() > 1 { index } else { 0 }
-    }
-
-    /// Whether the GL buffers hold only float copies to draw, the state living elsewhere (the
-    /// device, or the CPU's f64 arrays): the step then writes them and never reads them.
-    fn display_only(&self) -> bool {
-        self.settings.variant.precision == Precision::F64
-            || matches!(&self.engine, Engine::Cuda { simulation, .. } if simulation.has_device_state())
-    }
-
-    /// Hands buffers mapped ahead for the next step back to GL (before GL reads or replaces them).
-    fn release_prepared(&mut self) -> Result<()> {
-        self.pipeline.transfer().release_prepared(&mut every_buffer(&mut self.positions, &mut self.velocities))
-    }
-
-    /// The current bodies in f64, read back from wherever the state lives.
-    pub fn read_bodies(&mut self, graphics: Graphics<'_>) -> Result<Bodies> {
-        self.release_prepared()?;
-        self.pipeline.transfer().synchronize()?;
-        let drawn_velocities = self.velocities_for(self.current);
-        let from_gl = |transfer: &mut dyn crate::transfer::Transfer,
-                       positions: &SharedBuffer,
-                       velocities: &SharedBuffer|
-         -> Result<Bodies> {
-            let p = transfer.read_buffer(graphics, positions)?;
-            let v = transfer.read_buffer(graphics, velocities)?;
-            let p: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&p);
-            let v: Vec<[f32; 4]> = bytemuck::pod_collect_to_vec(&v);
-            Ok(Bodies {
-                positions: p.iter().map(|p| p.map(f64::from)).collect(),
-                velocities: v.iter().map(|v| [f64::from(v[0]), f64::from(v[1]), f64::from(v[2])]).collect(),
-            })
-        };
-        match &self.engine {
-            Engine::Cuda { simulation, .. } => {
-                let stream = crate::cuda::Stream::new(simulation.context())?;
-                match simulation.read_device_state(&stream)? {
-                    Some(bodies) => Ok(bodies),
-                    None => from_gl(
-                        self.pipeline.transfer(),
-                        &self.positions[self.current],
-                        &self.velocities[drawn_velocities],
-                    ),
-                }
-            }
-            Engine::Cpu(engine) => match &engine.double {
-                Some(double) => Ok(Bodies {
-                    positions: double.positions[double.current].clone(),
-                    velocities: double.velocities.iter().map(|v| [v[0], v[1], v[2]]).collect(),
-                }),
-                None => {
-                    from_gl(self.pipeline.transfer(), &self.positions[self.current], &self.velocities[drawn_velocities])
-                }
-            },
-            Engine::Compiling(compiling) => Ok(compiling.bodies.clone()),
-        }
-    }
-
-    /// Refills the buffers the next step writes (never reads) with NaN, so a test can tell
-    /// written values from stale ones.
-    pub fn poison_next_output(&mut self, graphics: Graphics<'_>) -> Result<()> {
-        self.release_prepared()?;
-        self.pipeline.transfer().synchronize()?;
-        let poison = vec![f32::NAN; self.len() as usize * 4];
-        let next = 1 - self.current;
-        let buffer = self.pipeline.transfer().create_buffer(graphics, bytemuck::cast_slice(&poison))?;
-        std::mem::replace(&mut self.positions[next], buffer).destroy(graphics);
-        if self.display_only() {
-            let buffer = self.pipeline.transfer().create_buffer(graphics, bytemuck::cast_slice(&poison))?;
-            let index = self.velocities_for(next);
-            std::mem::replace(&mut self.velocities[index], buffer).destroy(graphics);
-        }
-        Ok(())
-    }
-
-    /// What the GL buffers hold now (float copies of the state in fp64 runs), for tests.
-    pub fn read_gl_buffers(&mut self, graphics: Graphics<'_>) -> Result<(Vec<Float4>, Vec<Float4>)> {
-        self.release_prepared()?;
-        self.pipeline.transfer().synchronize()?;
-        let drawn_velocities = self.velocities_for(self.current);
-        let positions = self.pipeline.transfer().read_buffer(graphics, &self.positions[self.current])?;
-        let velocities = self.pipeline.transfer().read_buffer(graphics, &self.velocities[drawn_velocities])?;
-        Ok((bytemuck::pod_collect_to_vec(&positions), bytemuck::pod_collect_to_vec(&velocities)))
-    }
-
-    /// Saves the current state.
-    pub fn save(&mut self, graphics: Graphics<'_>, path: &std::path::Path) -> Result<()> {
-        let bodies = self.read_bodies(graphics)?;
-        state::save(path, &SavedState { bodies, params: self.params, step: self.step })
     }
 
     /// a(x) of the current state, which the first kick of the next step needs.
@@ -427,68 +241,6 @@ impl NBody {
         }
         Ok(())
     }
-
-    /// Moves the timings the step left (kernel times, per-device times) into the panel's readouts.
-    fn collect_readouts(&mut self) -> Result<()> {
-        match &mut self.engine {
-            Engine::Cuda { simulation, multi: None, .. } => {
-                while let Some((_, microseconds)) = simulation.poll_force_time()? {
-                    self.readouts.forces_us.push_back(microseconds);
-                }
-            }
-            Engine::Cuda { simulation, multi: Some(multi), .. } => {
-                while let Some((_, microseconds)) = simulation.poll_force_time()? {
-                    self.readouts.one_device_forces_us = Some(microseconds);
-                }
-                while let Some((_, times)) = multi.poll_times()? {
-                    self.readouts.devices.push_back(times);
-                }
-                while self.readouts.devices.len() > 60 {
-                    self.readouts.devices.pop_front();
-                }
-            }
-            Engine::Cpu(engine) => {
-                if let Some(microseconds) = engine.forces_us.take() {
-                    self.readouts.forces_us.push_back(microseconds);
-                }
-            }
-            Engine::Compiling(_) => {}
-        }
-        while self.readouts.forces_us.len() > 60 {
-            self.readouts.forces_us.pop_front();
-        }
-        Ok(())
-    }
-
-    fn note_step(&mut self) {
-        let now = Instant::now();
-        self.readouts.steps.push_back(now);
-        while self.readouts.steps.front().is_some_and(|t| now.duration_since(*t).as_secs_f64() > 1.0) {
-            self.readouts.steps.pop_front();
-        }
-    }
-
-    /// Steps per second over the recent steps; `None` when none was taken in the last second
-    /// (paused), so a stale figure is not shown as current.
-    fn steps_per_second(&self) -> Option<f64> {
-        let steps = &self.readouts.steps;
-        match (steps.front(), steps.back()) {
-            (Some(_), Some(last)) if last.elapsed().as_secs_f64() > 1.0 => None,
-            (Some(first), Some(last)) if steps.len() > 1 => {
-                Some((steps.len() - 1) as f64 / last.duration_since(*first).as_secs_f64().max(1e-9))
-            }
-            _ => None,
-        }
-    }
-
-    fn peak_flops(&self) -> Option<f64> {
-        let cuda = self.pipeline.cuda()?;
-        let device = cuda.context.device();
-        match self.settings.variant.precision {
-            Precision::F32 => device.fp32_peak_flops(),
-            Precision::F64 => device.fp64_peak_flops(),
-        }
-    }
 }
 
 fn mismatch() -> Error {
@@ -503,94 +255,6 @@ fn camera_distance(preset: Preset) -> f32 {
         Preset::Cube | Preset::Expanding => 4.5,
         Preset::Shell => 3.5,
     }
-}
-
-/// The variant to start from. Chosen by hand: as given. Otherwise (`auto_variant`, on CUDA) the
-/// one tuned for this device; never tuned: the window begins with the fastest variant known and
-/// asks for a [`tune::Tuner`] (the `bool`), a headless run tunes now, with a bar on the terminal.
-fn choose_variant(env: &DemoEnv<'_>, mut settings: NBodySettings) -> (NBodySettings, bool, Option<tune::Tuned>) {
-    let Some(cuda) = env.cuda.as_deref() else { return (settings, false, None) };
-    if !settings.auto_variant || settings.devices.len() > 1 {
-        return (settings, false, None);
-    }
-    let precision = settings.variant.precision;
-    let (variant, known) = tune::starting_variant(cuda, precision);
-    settings.variant = variant;
-    if known.is_some() {
-        return (settings, false, known);
-    }
-    if cuda.background_compiles {
-        return (settings, true, None);
-    }
-    let candidates = tune::candidates(precision).len() as u64;
-    let progress = crate::progress::Progress::new("tuning n-body", candidates, &crate::stop::StopRequest::new());
-    match tune::tune_now(cuda, precision, &progress) {
-        Ok(tuned) => {
-            log::info!(
-                "tuned n-body on {}: {} ({:.3e} interactions/s at {} bodies)",
-                tuned.device,
-                tuned.variant.label(),
-                tuned.interactions_per_s,
-                tuned.bodies
-            );
-            settings.variant = tuned.variant;
-            (settings, false, Some(tuned))
-        }
-        Err(error) => {
-            log::warn!("n-body autotuning failed, starting from {}: {error}", variant.label());
-            (settings, false, None)
-        }
-    }
-}
-
-/// Bodies, parameters and step count to start from.
-fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bodies, Params, u64)> {
-    settings.variant.validate()?;
-    settings.validate_pipeline()?;
-    match &settings.load {
-        Some(path) => {
-            let saved = state::load(path)?;
-            validate_params(&saved.params)?;
-            Ok((saved.bodies, saved.params, saved.step))
-        }
-        None => {
-            let n = settings.body_count(cuda);
-            validate_bodies(n)?;
-            if !cuda {
-                // Before the bodies are made: 10 million of them take seconds to generate.
-                cpu::check_step_time(n as usize, settings.variant.precision == Precision::F64)?;
-            }
-            let params = settings.params();
-            validate_params(&params)?;
-            Ok((settings.preset.generate(n as usize, settings.seed), params, 0))
-        }
-    }
-}
-
-/// Every GL buffer of the demo: both positions and each velocity buffer.
-fn every_buffer<'a>(
-    positions: &'a mut [SharedBuffer; 2],
-    velocities: &'a mut [SharedBuffer],
-) -> Vec<&'a mut SharedBuffer> {
-    positions.iter_mut().chain(velocities.iter_mut()).collect()
-}
-
-/// The two position buffers and `depth` velocity buffers, filled with `bodies` (as float).
-fn make_buffers(
-    pipeline: &mut Pipeline,
-    graphics: Graphics<'_>,
-    bodies: &Bodies,
-    depth: usize,
-) -> Result<([SharedBuffer; 2], Vec<SharedBuffer>)> {
-    let positions: Vec<[f32; 4]> = bodies.positions.iter().map(|p| p.map(|v| v as f32)).collect();
-    let velocities: Vec<[f32; 4]> =
-        bodies.velocities.iter().map(|v| [v[0] as f32, v[1] as f32, v[2] as f32, 0.0]).collect();
-    let transfer = pipeline.transfer();
-    let release = |buffer: SharedBuffer| buffer.destroy(graphics);
-    let first = Guard::new(transfer.create_buffer(graphics, bytemuck::cast_slice(&positions))?, release);
-    let second = Guard::new(transfer.create_buffer(graphics, bytemuck::cast_slice(&positions))?, release);
-    let velocities = transfer.create_buffers(graphics, bytemuck::cast_slice(&velocities), depth)?;
-    Ok(([first.keep(), second.keep()], velocities))
 }
 
 impl Demo for NBody {
@@ -614,30 +278,28 @@ impl Demo for NBody {
         &self.pipeline
     }
 
-    fn pipeline_mut(&mut self) -> &mut Pipeline {
-        &mut self.pipeline
-    }
-
-    fn use_while_mapped(&mut self) -> Result<String> {
-        self.release_prepared()?;
-        self.pipeline.transfer().use_while_mapped(&mut self.positions[self.current])
-    }
-
-    fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
-        self.release_prepared()?;
-        let previous = self.pipeline.kind();
-        if previous.uses_cuda() == kind.uses_cuda() {
-            return self.pipeline.switch(graphics, kind, &mut every_buffer(&mut self.positions, &mut self.velocities));
+    fn shared(&mut self) -> SharedParts<'_> {
+        SharedParts {
+            pipeline: &mut self.pipeline,
+            carried: every_buffer(&mut self.positions, &mut self.velocities),
+            drawn: Drawn::Carried(self.current),
         }
-        // Between CUDA and the CPU the engine changes too: carry the bodies over.
-        let bodies = self.read_bodies(graphics)?;
-        self.pipeline.switch(graphics, kind, &mut every_buffer(&mut self.positions, &mut self.velocities))?;
-        let (settings, params, step) = (self.settings.clone(), self.params, self.step);
-        if let Err(error) = self.rebuild(graphics, settings, bodies, params, step) {
-            self.pipeline.switch(graphics, previous, &mut every_buffer(&mut self.positions, &mut self.velocities))?;
-            return Err(error);
+    }
+
+    /// Between CUDA and the CPU the engine changes too: the bodies are read while the old one
+    /// holds them, and carried over.
+    fn before_path_change(&mut self, graphics: Graphics<'_>, next: TransferKind) -> Result<()> {
+        self.carried_bodies = None;
+        if self.pipeline.kind().uses_cuda() != next.uses_cuda() {
+            self.carried_bodies = Some(self.read_bodies(graphics)?);
         }
         Ok(())
+    }
+
+    fn path_changed(&mut self, graphics: Graphics<'_>, _previous: TransferKind) -> Result<()> {
+        let Some(bodies) = self.carried_bodies.take() else { return Ok(()) };
+        let (settings, params, step) = (self.settings.clone(), self.params, self.step);
+        self.rebuild(graphics, settings, bodies, params, step)
     }
 
     fn step(&mut self, graphics: Graphics<'_>, frame: u64, _dt: f32) -> Result<StageTimes> {
@@ -760,62 +422,5 @@ impl Demo for NBody {
         for buffer in [p0, p1].into_iter().chain(velocities) {
             buffer.destroy(graphics);
         }
-    }
-}
-
-impl NBody {
-    /// Waits for the demo's GPU work.
-    pub fn synchronize(&mut self) -> Result<()> {
-        self.pipeline.transfer().synchronize()
-    }
-}
-
-impl LiveKernels for NBody {
-    fn kernel_info(&self) -> Option<KernelInfo> {
-        match &self.engine {
-            Engine::Cuda { simulation, .. } => {
-                let kernels = simulation.kernels();
-                let launch = kernels.forces_config(
-                    simulation.len(),
-                    sim::slice_length(simulation.len(), simulation.slices(), kernels.variant.tile_size),
-                );
-                Some(KernelInfo {
-                    name: format!("nbody_forces ({})", kernels.variant.label()),
-                    origin: kernels.origin.clone(),
-                    launch,
-                    attributes: *kernels.forces_attributes(),
-                    occupancy: self.occupancy.get(kernels.forces_function(), &launch),
-                })
-            }
-            Engine::Cpu(_) | Engine::Compiling(_) => None,
-        }
-    }
-
-    fn kernel_builds(&self) -> Vec<(SourceFile, Vec<String>)> {
-        match &self.engine {
-            Engine::Cuda { simulation, .. } => vec![(KERNEL, simulation.kernels().variant.options())],
-            Engine::Cpu(_) | Engine::Compiling(_) => Vec::new(),
-        }
-    }
-
-    fn swap_kernels(&mut self, _file: &str, _options: &[String], compiled: &CompiledModule) -> Result<()> {
-        let Some(cuda) = self.pipeline.cuda().cloned() else {
-            return Err(Error::Unavailable("n-body runs on the CPU: no kernel to replace".to_owned()));
-        };
-        self.synchronize()?;
-        let Engine::Cuda { simulation, compiled: variants, multi } = &mut self.engine else { return Err(mismatch()) };
-        if multi.is_some() {
-            return Err(Error::Unavailable(
-                "live kernel edits apply to one device: restart without --devices to try them, or restart with \
-                 --kernels DIR to split the edited kernels across devices"
-                    .to_owned(),
-            ));
-        }
-        let kernels = Kernels::from_compiled(&cuda, simulation.kernels().variant, compiled)?;
-        simulation.set_kernels(kernels)?;
-        // Other variants were built from the old source.
-        variants.clear();
-        self.occupancy = OccupancyCache::default();
-        Ok(())
     }
 }

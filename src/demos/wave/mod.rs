@@ -14,7 +14,9 @@ pub use self::settings::{DrawMode, WaveSettings};
 use crate::camera::OrbitCamera;
 use crate::cuda::module::CompiledModule;
 use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module};
-use crate::demo_kit::{Demo, DemoEnv, DemoSpec, KernelInfo, LiveKernels, OccupancyCache, Pipeline, View, ViewControls};
+use crate::demo_kit::{
+    Demo, DemoEnv, DemoSpec, Drawn, KernelInfo, LiveKernels, OccupancyCache, Pipeline, SharedParts, View, ViewControls,
+};
 use crate::render::{Graphics, Grid, Scene};
 use crate::sources::SourceFile;
 use crate::stats::StageTimes;
@@ -114,8 +116,8 @@ impl Wave {
 
     /// Hands buffers mapped ahead for the next frame back to GL (before GL reads or replaces them).
     fn release_prepared(&mut self) -> Result<()> {
-        let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().collect();
-        self.pipeline.transfer().release_prepared(&mut all)
+        let SharedParts { pipeline, mut carried, .. } = self.shared();
+        pipeline.transfer().release_prepared(&mut carried)
     }
 
     /// Sets the phase directly (tests use it to compare with the reference at a known phase).
@@ -196,20 +198,16 @@ impl Demo for Wave {
         &self.pipeline
     }
 
-    fn pipeline_mut(&mut self) -> &mut Pipeline {
-        &mut self.pipeline
+    fn shared(&mut self) -> SharedParts<'_> {
+        SharedParts {
+            pipeline: &mut self.pipeline,
+            carried: self.positions.iter_mut().collect(),
+            drawn: Drawn::Carried(self.slot),
+        }
     }
 
-    fn use_while_mapped(&mut self) -> Result<String> {
-        self.release_prepared()?;
-        self.pipeline.transfer().use_while_mapped(&mut self.positions[self.slot])
-    }
-
-    fn set_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
-        self.release_prepared()?;
-        let previous = self.pipeline.kind();
-        let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().collect();
-        self.pipeline.switch(graphics, kind, &mut all)?;
+    fn path_changed(&mut self, _graphics: Graphics<'_>, _previous: TransferKind) -> Result<()> {
+        let kind = self.pipeline.kind();
         // The CPU path runs no kernel: the wave lets it go, and loads it again on the way back to
         // CUDA, from the kernel folder, so an edit made meanwhile is what runs there.
         if !kind.uses_cuda() {
@@ -218,20 +216,13 @@ impl Demo for Wave {
         }
         if self.kernel.is_none() && kind.uses_cuda() {
             let launch = self.launch;
-            let loaded = load_kernel(&self.pipeline).and_then(|kernel| {
+            let kernel = load_kernel(&self.pipeline).and_then(|kernel| {
                 if let Some(kernel) = &kernel {
                     launch.validate(&kernel.limits, kernel.function.attributes())?;
                 }
                 Ok(kernel)
-            });
-            match loaded {
-                Ok(kernel) => self.kernel = kernel,
-                Err(error) => {
-                    let mut all: Vec<&mut SharedBuffer> = self.positions.iter_mut().collect();
-                    self.pipeline.switch(graphics, previous, &mut all)?;
-                    return Err(error);
-                }
-            }
+            })?;
+            self.kernel = kernel;
         }
         Ok(())
     }

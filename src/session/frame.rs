@@ -1,0 +1,265 @@
+//! One frame: step the demo (the first frames watched for a stalling driver), lay out the panel,
+//! draw the scene and the panel, present or read back, keep the pixels asked for, and collect the
+//! GPU times that arrived late.
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::{FrameInput, FrameReport, Session, stall_advice};
+use crate::demo_kit::{DemoTransfer, View};
+use crate::renderer::PanelPaint;
+use crate::stats::{FrameSample, Stage, StageTimes};
+use crate::transfer::TransferKind;
+use crate::ui::{self, PanelAction, PanelFacts, PanelInput};
+use crate::{Error, Result};
+
+/// The first frames are watched for stalls (first map, first wait on GL).
+const FRAMES_WATCHED: u64 = 3;
+
+/// `INTEROP_LAB_SIMULATE_STALL_MS`: the first GL-interop frame waits that long inside the watched
+/// section, as a stalled driver would; for the tests of the watchdog, and to see what the app does.
+fn simulate_stall(kind: TransferKind) {
+    let Some(ms) = std::env::var("INTEROP_LAB_SIMULATE_STALL_MS").ok().and_then(|v| v.parse::<u64>().ok()) else {
+        return;
+    };
+    if kind == TransferKind::Interop {
+        log::warn!("simulating a driver stall of {ms} ms (INTEROP_LAB_SIMULATE_STALL_MS)");
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+impl Session {
+    /// One frame: step the demo (unless paused), lay out the panel, draw the scene right of it,
+    /// present or read back, collect what arrived. Errors go to the panel and the report; a
+    /// failing step pauses the demo on its last good frame.
+    pub fn frame(&mut self, input: FrameInput<'_>) -> FrameReport {
+        let mut report = FrameReport::default();
+        let started = Instant::now();
+        let frame_us = self.last_frame_start.map_or(f64::NAN, |t| (started - t).as_secs_f64() * 1e6);
+        self.last_frame_start = Some(started);
+        self.first_frame_at.get_or_insert(started);
+        let frame = self.frame;
+        self.frame += 1;
+        let Some(demo) = self.demo.as_deref_mut() else { return report };
+        if let Some(watcher) = &mut self.watcher {
+            watcher.poll(demo);
+        }
+
+        let mut stages = StageTimes::default();
+        let run = !self.state.paused || std::mem::take(&mut self.state.step_once);
+        // The first frames map and wait for the first time: where a stalling driver shows.
+        let advice = stall_advice(demo.pipeline().kind()).filter(|_| frame < FRAMES_WATCHED);
+        let watch = advice.map(|advice| self.watchdog.watch("the first frames (map, kernel, draw)", advice));
+        if frame == 0 {
+            simulate_stall(demo.pipeline().kind());
+        }
+        if run {
+            match demo.step(self.renderer.graphics(), frame, input.dt) {
+                Ok(times) => stages = times,
+                Err(error) if error.is_context_lost() => {
+                    drop(watch);
+                    return self.recover(&error);
+                }
+                Err(error) => {
+                    self.state.paused = true;
+                    let message = format!("paused: {error}");
+                    report.error(&message);
+                    self.push_message(message);
+                }
+            }
+        }
+
+        // The panel first: the demo is drawn right of it.
+        let panel_started = Instant::now();
+        let (actions, panel) = match input.panel {
+            Some(raw) => self.lay_out_panel(raw, &mut report),
+            None => (Vec::new(), None),
+        };
+        let panel_us = panel_started.elapsed().as_secs_f64() * 1e6;
+        let [width, height] = self.renderer.size();
+        let panel_px = self.panel_width().min(width.saturating_sub(1));
+        let view = View { origin: [panel_px, 0], size: [width - panel_px, height] };
+
+        let capture = input.capture || input.screenshot.is_some() || self.recorder.is_some();
+        let laid_out = panel.is_some();
+        let drawn = self.draw(frame, &view, panel, capture);
+        if watch.is_some() {
+            drop(watch);
+            self.leave_a_stalled_path(&mut report);
+        }
+        match drawn {
+            Ok(Some(end)) => {
+                report.drawn = true;
+                if laid_out {
+                    stages.set_host(Stage::Panel, panel_us + end.paint_us);
+                }
+                // A window presents; offscreen, ending the frame is submitting its drawing.
+                if self.renderer.info().window {
+                    stages.set_host(Stage::Draw, end.draw_us);
+                    stages.set_host(Stage::Present, end.present_us);
+                } else {
+                    stages.set_host(Stage::Draw, end.draw_us + end.present_us);
+                }
+                if let Some(pixels) = end.pixels {
+                    self.keep_pixels(&pixels, input.screenshot, &mut report);
+                    report.pixels = Some(pixels);
+                }
+            }
+            Ok(None) => {}
+            Err(error) if error.is_context_lost() => return self.recover(&error),
+            Err(error) => {
+                report.error(&error);
+                self.push_message(error.to_string());
+            }
+        }
+
+        self.history.push(FrameSample { frame, frame_us, stages });
+        if frame == 0
+            && let Some(age) = crate::stats::since_process_start()
+        {
+            log::info!("first frame drawn {:.2} s after the process started", age.as_secs_f64());
+        }
+        if let Some(error) = self.collect_late_times(false) {
+            return self.recover(&error);
+        }
+        let late_errors = match &self.selection.cuda {
+            Some(cuda) => {
+                cuda.context.trace().end_frame(); // the frame's calls, the submission included
+                cuda.context.take_errors()
+            }
+            None => Vec::new(),
+        };
+        for error in late_errors {
+            report.error(&error);
+            self.push_message(error.to_string());
+        }
+        for action in actions {
+            report.merge(self.act(action));
+        }
+        report
+    }
+
+    /// Lays the panel out for this frame; returns what the user asked for and what to paint.
+    fn lay_out_panel(
+        &mut self,
+        raw: egui::RawInput,
+        report: &mut FrameReport,
+    ) -> (Vec<PanelAction>, Option<(Vec<egui::ClippedPrimitive>, f32)>) {
+        let Some(demo) = self.demo.as_deref_mut() else { return (Vec::new(), None) };
+        let recording = self.recorder.as_ref().map(|recorder| {
+            let (frames, dropped) = recorder.counts();
+            (recorder.dir(), frames, dropped)
+        });
+        let facts = PanelFacts {
+            paused: self.state.paused,
+            vsync: self.renderer.vsync(),
+            window: self.renderer.info().window,
+            recording,
+            messages: &self.state.messages,
+            notices: &self.state.notices,
+            what_if: self.state.what_if,
+        };
+        let (selection, history, renderer, watcher) =
+            (&self.selection, &self.history, self.renderer.info(), self.watcher.as_ref());
+        let view = &mut self.view;
+        let mut actions = Vec::new();
+        let output = self.egui.run_ui(raw, |ui| {
+            let input = PanelInput { demo: &mut *demo, selection, history, renderer, watcher, facts };
+            actions = ui::side_panel(ui, input, view);
+        });
+        self.textures.append(output.textures_delta);
+        let primitives = self.egui.tessellate(output.shapes, output.pixels_per_point);
+        report.platform_output = Some(output.platform_output);
+        (actions, Some((primitives, output.pixels_per_point)))
+    }
+
+    /// Draws the frame (scene, then panel) and ends it; `None`: nothing was drawn this time.
+    fn draw(
+        &mut self,
+        frame: u64,
+        view: &View,
+        panel: Option<(Vec<egui::ClippedPrimitive>, f32)>,
+        capture: bool,
+    ) -> Result<Option<FrameEnd>> {
+        let started = Instant::now();
+        if !self.renderer.begin_frame(frame)? {
+            return Ok(None);
+        }
+        let demo = self.demo.as_deref_mut().ok_or_else(|| Error::Unavailable("no demo is running".to_owned()))?;
+        let drawn = self.renderer.draw(&demo.scene(view), view);
+        let painting = Instant::now();
+        let painted = match &panel {
+            Some((primitives, pixels_per_point)) => self.renderer.paint_panel(PanelPaint {
+                primitives,
+                textures: &mut self.textures,
+                pixels_per_point: *pixels_per_point,
+            }),
+            None => Ok(()),
+        };
+        // The frame is ended whatever happened in it, so that the next one can begin.
+        let presenting = Instant::now();
+        let pixels = self.renderer.end_frame(capture);
+        let micros = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e6;
+        let end = FrameEnd {
+            pixels: None,
+            draw_us: micros(started, painting),
+            paint_us: micros(painting, presenting),
+            present_us: micros(presenting, Instant::now()),
+        };
+        drawn?;
+        painted?;
+        Ok(Some(FrameEnd { pixels: pixels?, ..end }))
+    }
+
+    /// The frame's pixels to the screenshot and the recording.
+    fn keep_pixels(&mut self, pixels: &[u8], screenshot: Option<&Path>, report: &mut FrameReport) {
+        let size = self.renderer.size();
+        if let Some(path) = screenshot
+            && let Err(error) = crate::output::write_rgba8(path, size, pixels)
+        {
+            report.error(&error);
+            self.push_message(error.to_string());
+        }
+        if let Some(recorder) = self.recorder.as_mut() {
+            recorder.frame(size, pixels.to_vec());
+        }
+    }
+
+    /// Moves GPU times that have arrived into the history (with `all`, waits for every frame
+    /// first). Returns the error if the CUDA context turned out to be lost.
+    pub(super) fn collect_late_times(&mut self, all: bool) -> Option<Error> {
+        let mut lost = None;
+        if let Some(demo) = self.demo.as_deref_mut() {
+            loop {
+                match demo.pipeline_mut().transfer().poll_gpu_times() {
+                    Ok(Some(late)) => self.history.add_late(late),
+                    Ok(None) => break,
+                    Err(error) if error.is_context_lost() => {
+                        lost = Some(error);
+                        break;
+                    }
+                    Err(error) => {
+                        self.push_message(error.to_string());
+                        break;
+                    }
+                }
+            }
+        }
+        match self.renderer.gpu_times(all) {
+            Ok(times) => times.into_iter().for_each(|late| self.history.add_late(late)),
+            Err(error) => self.push_message(error.to_string()),
+        }
+        lost
+    }
+}
+
+/// How a frame ended, and the host time of each part of it.
+struct FrameEnd {
+    pixels: Option<Vec<u8>>,
+    /// Beginning the frame and drawing the scene.
+    draw_us: f64,
+    /// Painting the panel.
+    paint_us: f64,
+    /// Presenting or submitting it (and reading it back when asked).
+    present_us: f64,
+}
