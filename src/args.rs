@@ -162,7 +162,9 @@ pub struct CudaArgs {
     /// Compute backend: CUDA when it works (auto), CUDA, or the CPU.
     #[arg(long, value_enum, default_value_t = BackendRequest::Auto)]
     pub backend: BackendRequest,
-    /// How results reach GL: interop when possible (auto), GL interop, or a copy through host memory.
+    /// How results reach the graphics API: its fastest path (auto: GL interop, or on Vulkan memory
+    /// CUDA imports), a GL-only path (interop, external, external-semaphores), or a copy through
+    /// host memory.
     #[arg(long, value_enum, default_value_t = TransferRequest::Auto)]
     pub transfer: TransferRequest,
     /// CUDA device to compute on (default: the one running the GL context, else 0).

@@ -36,7 +36,8 @@ pub enum BackendRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TransferRequest {
-    /// Interop when possible, else host copy.
+    /// The API's fastest path that works here (GL interop, Vulkan's imported memory), else a host
+    /// copy.
     #[default]
     Auto,
     /// GL interop (map / unmap).

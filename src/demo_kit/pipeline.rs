@@ -1,5 +1,5 @@
-//! A demo's route to GL: its CUDA stream (one per demo) and its transfer path, which can be
-//! switched live with the buffers' contents kept.
+//! A demo's route to the graphics API (GL or Vulkan): its CUDA stream (one per demo) and its
+//! transfer path, which can be switched live with the buffers' contents kept.
 
 use std::rc::Rc;
 
@@ -10,7 +10,7 @@ use crate::render::Graphics;
 use crate::runtime::{CudaRuntime, create_transfer};
 use crate::transfer::{SharedBuffer, Transfer, TransferKind, WhatIf};
 
-/// A demo's route to GL: its CUDA stream (one per demo) and its transfer path.
+/// A demo's route to the graphics API: its CUDA stream (one per demo) and its transfer path.
 pub struct Pipeline {
     cuda: Option<Rc<CudaRuntime>>,
     stream: Option<Rc<Stream>>,
@@ -56,7 +56,7 @@ impl Pipeline {
             return Ok(());
         }
         let mut next = create_transfer(self.cuda.as_deref(), self.stream.as_ref(), kind)?;
-        // Buffers mapped ahead for a next frame go back to GL first: GL reads them below.
+        // Buffers mapped ahead for a next frame go back to the graphics API first: it reads them below.
         self.transfer.release_prepared(buffers)?;
         self.transfer.synchronize()?;
         let mut replacements = Guard::new(Vec::with_capacity(buffers.len()), |made: Vec<SharedBuffer>| {

@@ -1,5 +1,6 @@
 //! The demos the app knows, one folder each behind the [`Demo`](crate::demo_kit::Demo) trait. A demo
-//! owns its kernels, its GL objects, its panel and its CPU twin; this registry is the one place
+//! owns its kernels, its buffers and images (made through the renderer in use), its panel and its
+//! CPU twin; this registry is the one place
 //! that names them all, so adding a demo touches this file and its own folder.
 
 pub mod blur;

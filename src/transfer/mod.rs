@@ -53,7 +53,8 @@ use crate::{Error, Result};
 pub enum TransferKind {
     /// CUDA writes the GL buffer in place (register once, map / unmap each frame).
     Interop,
-    /// CUDA writes device memory; it is copied through pinned host memory into GL.
+    /// CUDA writes device memory; it is copied through pinned host memory into the graphics API's
+    /// buffer (GL or Vulkan).
     HostCopy,
     /// As `HostCopy`, through ordinary (pageable) host memory: what a naive copy costs.
     HostCopyPageable,
@@ -349,7 +350,7 @@ pub enum Target<'a> {
 /// The compute step of one frame: writes a [`Target`].
 pub type Compute<'c> = dyn FnMut(Target<'_>) -> Result<()> + 'c;
 
-/// One way of getting compute results into GL buffers.
+/// One way of getting compute results into the buffers and images the renderer draws (GL or Vulkan).
 pub trait Transfer {
     /// Which path this is.
     fn kind(&self) -> TransferKind;

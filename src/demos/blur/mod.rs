@@ -1,7 +1,9 @@
-//! `blur`: Gaussian blur written by CUDA into GL, two ways. Through a pixel-buffer object (a GL
-//! buffer registered with `cuGraphicsGLRegisterBuffer`, then `glTexSubImage2D` into the texture
-//! shown — cuda-samples' way), or into the texture itself (registered with
-//! `cuGraphicsGLRegisterImage` and written through a surface object: no copy at all).
+//! `blur`: Gaussian blur written by CUDA into the image the renderer draws, two ways. Through a
+//! pixel buffer (on GL a buffer registered with `cuGraphicsGLRegisterBuffer`, then
+//! `glTexSubImage2D` into the texture shown — cuda-samples' way; on Vulkan a buffer CUDA imports,
+//! copied into the image), or into the image itself through a surface object, no copy at all (a
+//! GL texture registered with `cuGraphicsGLRegisterImage`, or a Vulkan image CUDA imports). On
+//! the CPU path the filter runs on the host and the result is uploaded.
 
 pub mod args;
 pub mod bench;

@@ -1,6 +1,7 @@
-//! `nbody`: all-pairs gravity, integrated by CUDA straight in the GL vertex buffers it is drawn
-//! from. Positions and masses are float4 in two GL buffers used ping-pong (the one read this step
-//! mapped read-only, the one written mapped write-discard), velocities in a third.
+//! `nbody`: all-pairs gravity, integrated by CUDA straight in the vertex buffers it is drawn from
+//! (GL buffers registered with CUDA, or Vulkan buffers CUDA imports). Positions and masses are
+//! float4 in two buffers used ping-pong (on GL interop the one read this step mapped read-only,
+//! the one written mapped write-discard), velocities in a third.
 
 pub mod args;
 pub mod bench;
