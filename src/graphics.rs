@@ -45,13 +45,21 @@ pub enum Graphics<'a> {
 }
 
 impl<'a> Graphics<'a> {
+    /// Which API this is.
+    pub fn api(self) -> GraphicsApi {
+        match self {
+            Graphics::Gl(_) => GraphicsApi::Gl,
+            Graphics::Vulkan(_) => GraphicsApi::Vulkan,
+        }
+    }
+
     /// The GL context, for the GL implementations of the transfer paths and of drawing.
     pub fn gl(self) -> Result<&'a glow::Context> {
         match self {
             Graphics::Gl(gl) => Ok(gl),
             Graphics::Vulkan(_) => Err(Error::Unavailable(
-                "this needs OpenGL, and the frame is drawn with Vulkan, which runs the CPU path only so far: use \
-                 --renderer gl"
+                "this needs OpenGL, and the frame is drawn with Vulkan: use --renderer gl, or a path Vulkan \
+                 offers (--transfer auto, copy or pageable)"
                     .to_owned(),
             )),
         }

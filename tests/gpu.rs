@@ -1,6 +1,7 @@
 //! Tests that need an NVIDIA GPU: the interop round trip (register → map → kernel writes → unmap →
 //! GL reads back what the CPU reference computes), the host-copy path, switching between them,
-//! re-registration on re-allocation without leaks, and headless renders through interop.
+//! re-registration on re-allocation without leaks, and headless renders through interop; path
+//! switching and pipelined frames on both renderers.
 //!
 //! Run on the GPU machine with `--include-ignored --test-threads=1` (the leak check reads the
 //! device's free memory, which other tests running at the same time would disturb).
@@ -42,17 +43,17 @@ fn random_settings(random: &mut common::Random, width: u32, height: u32, block: 
 
 /// Poisons the buffer, steps once at a random phase, reads the buffer back through GL (interop) or
 /// the path's own read, and compares with the reference.
-fn step_and_compare(gl: &glow::Context, wave: &mut Wave, random: &mut common::Random) -> Vec<[f32; 4]> {
+fn step_and_compare(graphics: Graphics<'_>, wave: &mut Wave, random: &mut common::Random) -> Vec<[f32; 4]> {
     let phase = random.range(0.0, std::f64::consts::TAU);
-    step_at_phase(gl, wave, phase)
+    step_at_phase(graphics, wave, phase)
 }
 
 /// As [`step_and_compare`], at a given phase.
-fn step_at_phase(gl: &glow::Context, wave: &mut Wave, phase: f64) -> Vec<[f32; 4]> {
-    wave.poison_positions(Graphics::Gl(gl)).expect("poison");
+fn step_at_phase(graphics: Graphics<'_>, wave: &mut Wave, phase: f64) -> Vec<[f32; 4]> {
+    wave.poison_positions(graphics).expect("poison");
     wave.set_phase(phase);
-    wave.step(Graphics::Gl(gl), 0, 0.0).expect("step");
-    let out = wave.read_positions(Graphics::Gl(gl)).expect("read back");
+    wave.step(graphics, 0, 0.0).expect("step");
+    let out = wave.read_positions(graphics).expect("read back");
     let s = wave.settings().clone();
     let frame = WaveFrame {
         width: s.width,
@@ -165,7 +166,7 @@ fn interop_and_copy_paths_write_the_reference_values() {
             let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
             let mut wave = Wave::new(&env, settings.clone()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
             assert_eq!(wave.pipeline().kind(), transfer);
-            outputs.push((wave.launch_config(), step_at_phase(&gl, &mut wave, phase)));
+            outputs.push((wave.launch_config(), step_at_phase(Graphics::Gl(&gl), &mut wave, phase)));
             Box::new(wave).destroy(Graphics::Gl(&gl));
         }
         assert!(outputs.iter().all(|o| o.0 == outputs[0].0), "same launch on every path");
@@ -178,25 +179,46 @@ fn interop_and_copy_paths_write_the_reference_values() {
 fn switching_paths_keeps_the_buffer_contents() {
     let (context, selection) = common::gpu_setup(&cuda_options());
     let gl = context.gl().clone();
-    let mut random = common::Random::new();
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
-    let mut wave = Wave::new(&env, random_settings(&mut random, 300, 200, [16, 16])).expect("wave");
-    let written = step_and_compare(&gl, &mut wave, &mut random);
-    for transfer in [
+    let path = [
         TransferKind::HostCopy,
         TransferKind::External,
         TransferKind::ExternalSemaphores,
         TransferKind::Cpu,
         TransferKind::HostCopyPageable,
         TransferKind::Interop,
-    ] {
-        wave.switch_transfer(Graphics::Gl(&gl), transfer).expect("switch");
+    ];
+    switch_every_path(Graphics::Gl(&gl), selection.cuda.clone(), TransferKind::Interop, &path);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn switching_paths_on_vulkan_keeps_the_buffer_contents() {
+    let (vulkan, cuda) = common::vulkan_cuda_setup([64, 64]);
+    let path = [TransferKind::HostCopy, TransferKind::Cpu, TransferKind::HostCopyPageable, TransferKind::Vulkan];
+    switch_every_path(Graphics::Vulkan(&vulkan), Some(cuda), TransferKind::Vulkan, &path);
+}
+
+/// Starts a wave on `start`, writes it, switches along `path` checking after each switch that the
+/// contents were carried over, then steps on the last path against the reference.
+fn switch_every_path(
+    graphics: Graphics<'_>,
+    cuda: Option<std::rc::Rc<interop_lab::runtime::CudaRuntime>>,
+    start: TransferKind,
+    path: &[TransferKind],
+) {
+    let mut random = common::Random::new();
+    let env = DemoEnv { graphics, cuda, transfer: start };
+    let mut wave = Wave::new(&env, random_settings(&mut random, 300, 200, [16, 16])).expect("wave");
+    assert_eq!(wave.pipeline().kind(), start);
+    let written = step_and_compare(graphics, &mut wave, &mut random);
+    for &transfer in path {
+        wave.switch_transfer(graphics, transfer).unwrap_or_else(|e| panic!("switch to {transfer}: {e}"));
         assert_eq!(wave.pipeline().kind(), transfer);
-        let carried = wave.read_positions(Graphics::Gl(&gl)).expect("read");
+        let carried = wave.read_positions(graphics).expect("read");
         assert!(carried == written, "contents survive the switch to {transfer}");
     }
-    step_and_compare(&gl, &mut wave, &mut random);
-    Box::new(wave).destroy(Graphics::Gl(&gl));
+    step_and_compare(graphics, &mut wave, &mut random);
+    Box::new(wave).destroy(graphics);
 }
 
 #[test]
@@ -209,7 +231,7 @@ fn reallocation_reregisters_and_leaks_no_device_memory() {
     for transfer in [TransferKind::Interop, TransferKind::HostCopy, TransferKind::ExternalSemaphores] {
         let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer };
         let mut wave = Wave::new(&env, random_settings(&mut random, 256, 256, [16, 16])).expect("wave");
-        step_and_compare(&gl, &mut wave, &mut random);
+        step_and_compare(Graphics::Gl(&gl), &mut wave, &mut random);
         let sizes = [[1024u32, 1024u32], [100, 700], [2048, 512], [256, 256]];
         let reallocate = |wave: &mut Wave, rounds: u64| {
             for round in 0..rounds {
@@ -228,7 +250,7 @@ fn reallocation_reregisters_and_leaks_no_device_memory() {
         reallocate(&mut wave, 25);
         assert_eq!((wave.settings().width, wave.settings().height), (256, 256));
         let (free_after, _) = cuda.context.memory_info().expect("cuMemGetInfo");
-        step_and_compare(&gl, &mut wave, &mut random);
+        step_and_compare(Graphics::Gl(&gl), &mut wave, &mut random);
         let lost = free_before as i64 - free_after as i64;
         eprintln!(
             "{transfer}: 100 re-allocations, device memory free before {free_before}, after {free_after} ({lost} bytes lost)"
@@ -412,7 +434,7 @@ fn semaphores_order_many_frames_without_a_host_wait() {
     };
     let mut wave = Wave::new(&env, settings.clone()).expect("wave");
     let started = std::time::Instant::now();
-    frames_then_compare(&gl, &mut wave, &settings, &mut random, 200, "external + semaphores");
+    frames_then_compare(Graphics::Gl(&gl), &mut wave, &settings, &mut random, 200, "external + semaphores");
     eprintln!("200 frames ordered by semaphores, read back, in {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
     Box::new(wave).destroy(Graphics::Gl(&gl));
 }
@@ -420,21 +442,21 @@ fn semaphores_order_many_frames_without_a_host_wait() {
 /// Poisons the wave's buffers, runs `frames` steps back to back at random phases, reads the
 /// positions back and compares them with the reference at the last phase.
 fn frames_then_compare(
-    gl: &glow::Context,
+    graphics: Graphics<'_>,
     wave: &mut Wave,
     settings: &WaveSettings,
     random: &mut common::Random,
     frames: u32,
     label: &str,
 ) {
-    wave.poison_positions(Graphics::Gl(gl)).expect("poison");
+    wave.poison_positions(graphics).expect("poison");
     let mut phase = 0.0;
     for frame in 0..frames {
         phase = random.range(0.0, std::f64::consts::TAU);
         wave.set_phase(phase);
-        wave.step(Graphics::Gl(gl), u64::from(frame), 0.0).expect("step");
+        wave.step(graphics, u64::from(frame), 0.0).expect("step");
     }
-    let out = wave.read_positions(Graphics::Gl(gl)).expect("read back");
+    let out = wave.read_positions(graphics).expect("read back");
     assert!(out.iter().flatten().all(|v| v.is_finite()), "{label}: every vertex written");
     let frame = WaveFrame {
         width: settings.width,
@@ -511,7 +533,7 @@ fn a_saved_kernel_edit_reloads_and_a_broken_one_keeps_the_old_kernel() {
         }
         other => panic!("a broken edit must fail: {other:?}"),
     }
-    step_and_compare(&gl, &mut wave, &mut random); // the old kernel still runs, still right
+    step_and_compare(Graphics::Gl(&gl), &mut wave, &mut random); // the old kernel still runs, still right
 
     let doubled = KERNEL.embedded.replace("const float h = amplitude *", "const float h = 2.0f * amplitude *");
     assert_ne!(doubled, KERNEL.embedded, "the edit applies");
@@ -549,14 +571,14 @@ fn what_if_switches_do_what_the_panel_says() {
     // Drawing while mapped: the driver refuses the second map, and the buffer is usable after.
     let answer = wave.use_while_mapped().expect("the demonstration itself works");
     assert!(answer.contains("ALREADY_MAPPED"), "driver's answer: {answer}");
-    step_and_compare(&gl, &mut wave, &mut random);
+    step_and_compare(Graphics::Gl(&gl), &mut wave, &mut random);
 
     // Registering every frame: the frame's trace shows register and unregister, results stay right.
     wave.pipeline_mut().set_what_if(WhatIf { register_every_frame: true, ..WhatIf::default() });
     let trace = cuda.context.trace();
     trace.end_frame();
     trace.set_per_frame(true);
-    step_and_compare(&gl, &mut wave, &mut random);
+    step_and_compare(Graphics::Gl(&gl), &mut wave, &mut random);
     trace.end_frame();
     let calls: Vec<&str> = trace.last_frame().iter().map(|e| e.call).collect();
     let register = calls.iter().position(|c| *c == "cuGraphicsGLRegisterBuffer").expect("registered in the frame");
@@ -576,7 +598,7 @@ fn what_if_switches_do_what_the_panel_says() {
     let report = wave.pipeline().what_if_report().expect("report on the host-copy path");
     assert!(report.contains(&format!("of {steps} frames")), "{report}");
     wave.pipeline_mut().set_what_if(WhatIf::default());
-    step_and_compare(&gl, &mut wave, &mut random);
+    step_and_compare(Graphics::Gl(&gl), &mut wave, &mut random);
     assert!(cuda.context.take_errors().is_empty(), "no deferred errors");
     Box::new(wave).destroy(Graphics::Gl(&gl));
 }
@@ -590,19 +612,38 @@ fn a_pipeline_of_buffers_draws_each_frame_what_its_own_kernel_wrote() {
     // must hold the last phase, not an older frame's (stale) nor the poison (unwritten).
     let (context, selection) = common::gpu_setup(&cuda_options());
     let gl = context.gl().clone();
+    let paths =
+        [TransferKind::Interop, TransferKind::External, TransferKind::ExternalSemaphores, TransferKind::HostCopy];
+    pipelined_frames_match(Graphics::Gl(&gl), selection.cuda.clone(), &paths);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_pipeline_of_vulkan_buffers_draws_each_frame_what_its_own_kernel_wrote() {
+    // As on GL: on the Vulkan path each frame slot has its own buffer and timeline value.
+    let (vulkan, cuda) = common::vulkan_cuda_setup([64, 64]);
+    pipelined_frames_match(Graphics::Vulkan(&vulkan), Some(cuda), &[TransferKind::Vulkan, TransferKind::HostCopy]);
+}
+
+/// Runs the wave at pipeline depths 1 to 3 on each path, frames back to back, and checks the last
+/// frame's buffer against the reference.
+fn pipelined_frames_match(
+    graphics: Graphics<'_>,
+    cuda: Option<std::rc::Rc<interop_lab::runtime::CudaRuntime>>,
+    paths: &[TransferKind],
+) {
     let mut random = common::Random::new();
-    for transfer in
-        [TransferKind::Interop, TransferKind::External, TransferKind::ExternalSemaphores, TransferKind::HostCopy]
-    {
+    for &transfer in paths {
         for depth in 1..=3u32 {
             let settings = WaveSettings { pipeline_depth: depth, ..random_settings(&mut random, 301, 77, [32, 8]) };
-            let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
+            let env = DemoEnv { graphics, cuda: cuda.clone(), transfer };
             let mut wave = Wave::new(&env, settings.clone()).expect("wave");
+            assert_eq!(wave.pipeline().kind(), transfer);
             for frames in depth..depth + 3 {
-                let label = format!("{transfer} depth {depth}");
-                frames_then_compare(&gl, &mut wave, &settings, &mut random, frames, &label);
+                let label = format!("{} {transfer} depth {depth}", graphics.api().label());
+                frames_then_compare(graphics, &mut wave, &settings, &mut random, frames, &label);
             }
-            Box::new(wave).destroy(Graphics::Gl(&gl));
+            Box::new(wave).destroy(graphics);
         }
     }
 }

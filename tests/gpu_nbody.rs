@@ -1,6 +1,6 @@
 //! n-body on the GPU against the f64 CPU reference: one step and 100 steps through GL interop,
 //! every kernel variant, fp32 and fp64, momentum, a two-body orbit, energy, state files, and bad
-//! launch configurations. Run with `--include-ignored --test-threads=1` on the GPU machine.
+//! launch configurations; path switching and pipelined steps on both renderers. Run with `--include-ignored --test-threads=1` on the GPU machine.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
 
@@ -31,7 +31,7 @@ fn run(graphics: Graphics<'_>, nbody: &mut NBody, steps: u64) {
         nbody.poison_next_output(graphics).expect("poison");
         nbody.step(graphics, frame, 0.0).expect("step");
     }
-    let (positions, velocities) = nbody.read_gl_buffers(graphics).expect("read the drawn buffers");
+    let (positions, velocities) = nbody.read_drawn_buffers(graphics).expect("read the drawn buffers");
     assert!(positions.iter().flatten().all(|v| v.is_finite()), "every position written");
     assert!(velocities.iter().flatten().all(|v| v.is_finite()), "every velocity written");
 }
@@ -257,6 +257,33 @@ fn a_launch_the_device_cannot_run_is_refused_by_name() {
 fn the_simulation_carries_over_between_every_path() {
     let (context, selection) = setup();
     let gl = context.gl().clone();
+    let path = [
+        TransferKind::External,
+        TransferKind::ExternalSemaphores,
+        TransferKind::Cpu,
+        TransferKind::HostCopyPageable,
+        TransferKind::HostCopy,
+        TransferKind::Interop,
+    ];
+    carry_over(Graphics::Gl(&gl), selection.cuda.clone(), TransferKind::Interop, &path);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn on_vulkan_the_simulation_carries_over_between_every_path() {
+    let (vulkan, cuda) = common::vulkan_cuda_setup([64, 64]);
+    let path = [TransferKind::HostCopy, TransferKind::Cpu, TransferKind::HostCopyPageable, TransferKind::Vulkan];
+    carry_over(Graphics::Vulkan(&vulkan), Some(cuda), TransferKind::Vulkan, &path);
+}
+
+/// Steps once on each path of `path` (starting on `start`), checking that each switch keeps the
+/// bodies, then once more; the state must be the f64 reference's after that many steps.
+fn carry_over(
+    graphics: Graphics<'_>,
+    cuda: Option<std::rc::Rc<interop_lab::runtime::CudaRuntime>>,
+    start: TransferKind,
+    path: &[TransferKind],
+) {
     let n = 1024;
     let settings = NBodySettings {
         bodies: Some(n),
@@ -266,30 +293,21 @@ fn the_simulation_carries_over_between_every_path() {
         ..NBodySettings::default()
     };
     let initial = Preset::Plummer.generate(n as usize, 21);
-    let mut nbody = demo(&gl, &selection, TransferKind::Interop, settings.clone());
-    let path = [
-        TransferKind::External,
-        TransferKind::ExternalSemaphores,
-        TransferKind::Cpu,
-        TransferKind::HostCopyPageable,
-        TransferKind::HostCopy,
-        TransferKind::Interop,
-    ];
-    for (frame, transfer) in path.into_iter().enumerate() {
-        nbody.step(Graphics::Gl(&gl), frame as u64, 0.0).expect("step");
-        let before = nbody.read_bodies(Graphics::Gl(&gl)).expect("read");
-        nbody.switch_transfer(Graphics::Gl(&gl), transfer).unwrap_or_else(|e| panic!("switch to {transfer}: {e}"));
+    let env = DemoEnv { graphics, cuda, transfer: start };
+    let mut nbody = NBody::new(&env, settings.clone()).expect("n-body demo");
+    assert_eq!(nbody.pipeline().kind(), start);
+    for (frame, &transfer) in path.iter().enumerate() {
+        nbody.step(graphics, frame as u64, 0.0).expect("step");
+        let before = nbody.read_bodies(graphics).expect("read");
+        nbody.switch_transfer(graphics, transfer).unwrap_or_else(|e| panic!("switch to {transfer}: {e}"));
         assert_eq!(nbody.pipeline().kind(), transfer);
-        assert!(
-            nbody.read_bodies(Graphics::Gl(&gl)).expect("read") == before,
-            "the bodies survive the switch to {transfer}"
-        );
+        assert!(nbody.read_bodies(graphics).expect("read") == before, "the bodies survive the switch to {transfer}");
     }
-    nbody.step(Graphics::Gl(&gl), 99, 0.0).expect("step");
+    nbody.step(graphics, 99, 0.0).expect("step");
     let reference = cpu::reference_steps(&initial, &settings.params(), path.len() + 1);
-    let (position_error, velocity_error) = errors(&nbody.read_bodies(Graphics::Gl(&gl)).expect("read"), &reference);
+    let (position_error, velocity_error) = errors(&nbody.read_bodies(graphics).expect("read"), &reference);
     assert!(position_error < 1e-6 && velocity_error < 1e-5, "{position_error:e} {velocity_error:e}");
-    Box::new(nbody).destroy(Graphics::Gl(&gl));
+    Box::new(nbody).destroy(graphics);
 }
 
 #[test]
@@ -375,11 +393,28 @@ fn a_pipeline_keeps_the_state_on_the_device_and_draws_each_step_as_it_is() {
     // state (a pair left from two steps ago, or a copy not fully written, would differ).
     let (context, selection) = setup();
     let gl = context.gl().clone();
+    let paths =
+        [TransferKind::Interop, TransferKind::External, TransferKind::ExternalSemaphores, TransferKind::HostCopy];
+    pipelined_steps_match(Graphics::Gl(&gl), selection.cuda.clone(), &paths);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn on_vulkan_a_pipeline_keeps_the_state_on_the_device_and_draws_each_step_as_it_is() {
+    let (vulkan, cuda) = common::vulkan_cuda_setup([64, 64]);
+    pipelined_steps_match(Graphics::Vulkan(&vulkan), Some(cuda), &[TransferKind::Vulkan, TransferKind::HostCopy]);
+}
+
+/// Steps at pipeline depth 2 on each path, fp32 and fp64; the state must match the f64 reference and
+/// the drawn copy must be the current state.
+fn pipelined_steps_match(
+    graphics: Graphics<'_>,
+    cuda: Option<std::rc::Rc<interop_lab::runtime::CudaRuntime>>,
+    paths: &[TransferKind],
+) {
     let mut random = common::Random::new();
     for precision in [Precision::F32, Precision::F64] {
-        for transfer in
-            [TransferKind::Interop, TransferKind::External, TransferKind::ExternalSemaphores, TransferKind::HostCopy]
-        {
+        for &transfer in paths {
             let seed = random.next_u64();
             let n = 2048;
             let settings = NBodySettings {
@@ -393,26 +428,29 @@ fn a_pipeline_keeps_the_state_on_the_device_and_draws_each_step_as_it_is() {
             };
             let params = settings.params();
             let initial = Preset::Plummer.generate(n as usize, seed);
-            let mut nbody = demo(&gl, &selection, transfer, settings);
+            let env = DemoEnv { graphics, cuda: cuda.clone(), transfer };
+            let mut nbody = NBody::new(&env, settings).expect("n-body demo");
+            assert_eq!(nbody.pipeline().kind(), transfer);
             let steps = 11;
             for frame in 0..steps {
-                nbody.step(Graphics::Gl(&gl), frame, 0.0).expect("step");
+                nbody.step(graphics, frame, 0.0).expect("step");
             }
-            let result = nbody.read_bodies(Graphics::Gl(&gl)).expect("read bodies");
+            let result = nbody.read_bodies(graphics).expect("read bodies");
             let (position_error, velocity_error) =
                 errors(&result, &cpu::reference_steps(&initial, &params, steps as usize));
             let (position_bound, velocity_bound) =
                 if precision == Precision::F32 { (1e-5, 1e-4) } else { (1e-12, 1e-11) };
-            eprintln!("{precision:?} {transfer}: position error {position_error:e}, velocity error {velocity_error:e}");
-            assert!(position_error < position_bound && velocity_error < velocity_bound, "{precision:?} {transfer}");
-            let (positions, velocities) = nbody.read_gl_buffers(Graphics::Gl(&gl)).expect("read GL buffers");
+            let label = format!("{} {precision:?} {transfer}", graphics.api().label());
+            eprintln!("{label}: position error {position_error:e}, velocity error {velocity_error:e}");
+            assert!(position_error < position_bound && velocity_error < velocity_bound, "{label}");
+            let (positions, velocities) = nbody.read_drawn_buffers(graphics).expect("read the drawn buffers");
             for (i, (drawn, state)) in positions.iter().zip(&result.positions).enumerate() {
-                assert_eq!(*drawn, state.map(|v| v as f32), "{precision:?} {transfer}: body {i}'s drawn position");
+                assert_eq!(*drawn, state.map(|v| v as f32), "{label}: body {i}'s drawn position");
             }
             for (i, (drawn, state)) in velocities.iter().zip(&result.velocities).enumerate() {
-                assert_eq!(drawn[..3], state.map(|v| v as f32), "{precision:?} {transfer}: body {i}'s drawn velocity");
+                assert_eq!(drawn[..3], state.map(|v| v as f32), "{label}: body {i}'s drawn velocity");
             }
-            Box::new(nbody).destroy(Graphics::Gl(&gl));
+            Box::new(nbody).destroy(graphics);
         }
     }
 }

@@ -90,8 +90,8 @@ impl NBody {
         Ok(())
     }
 
-    /// What the GL buffers hold now (float copies of the state in fp64 runs), for tests.
-    pub fn read_gl_buffers(&mut self, graphics: Graphics<'_>) -> Result<(Vec<Float4>, Vec<Float4>)> {
+    /// What the drawn buffers hold now (float copies of the state in fp64 runs), for tests.
+    pub fn read_drawn_buffers(&mut self, graphics: Graphics<'_>) -> Result<(Vec<Float4>, Vec<Float4>)> {
         self.release_prepared()?;
         self.pipeline.transfer().synchronize()?;
         let drawn_velocities = self.velocities_for(self.current);
