@@ -295,7 +295,19 @@ fn no_display_and_empty_or_truncated_images_get_a_message() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn a_kernel_file_that_faults_is_survived_and_said() {
-    let dir = temp_dir("fault");
+    fault_is_survived("gl");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_kernel_file_that_faults_on_vulkan_is_survived_and_said() {
+    fault_is_survived("vulkan");
+}
+
+/// Runs the wave offscreen on `renderer` with a kernel whose store lands 2⁴⁰ elements past its
+/// buffer: the context is lost, the run goes on on the CPU path, says so and exits 0.
+fn fault_is_survived(renderer: &str) {
+    let dir = temp_dir(&format!("fault-{renderer}"));
     // Embedded: the test executable also runs on machines without this checkout.
     let wave = include_str!("../kernels/wave.cu");
     let store = "positions[(size_t)y * width + x] =";
@@ -304,7 +316,7 @@ fn a_kernel_file_that_faults_is_survived_and_said() {
         .expect("write");
     let stats = dir.join("stats.json");
     let output = binary()
-        .args(["wave", "--headless", "--frames", "30", "--size", "160x100", "--kernels"])
+        .args(["wave", "--headless", "--frames", "30", "--size", "160x100", "--renderer", renderer, "--kernels"])
         .arg(&dir)
         .arg("--stats")
         .arg(&stats)
@@ -312,11 +324,13 @@ fn a_kernel_file_that_faults_is_survived_and_said() {
         .output()
         .expect("run");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "the run completes after recovering: {stderr}");
-    assert!(stderr.contains("CUDA context lost") && stderr.contains("relaunch"), "{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{renderer}: the run completes after recovering: {stderr}");
+    assert!(stderr.contains("CUDA context lost") && stderr.contains("relaunch"), "{renderer}: {stderr}");
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
-    assert_eq!(report["backend"], "cpu", "the demo went on, on the CPU: {report:#}");
-    assert_eq!(report["recoveries"].as_array().map(Vec::len), Some(1), "{report:#}");
+    assert_eq!(report["renderer"], renderer, "{report:#}");
+    assert_eq!(report["backend"], "cpu", "{renderer}: the demo went on, on the CPU: {report:#}");
+    assert_eq!(report["transfer"], "cpu", "{renderer}: {report:#}");
+    assert_eq!(report["recoveries"].as_array().map(Vec::len), Some(1), "{renderer}: {report:#}");
 }
 
 /// Runs `args` in a private mount namespace whose linker cache lists every folder of the system's
