@@ -26,7 +26,7 @@ const PRIME_FIX: &str = "on a laptop with an integrated GPU, start the app on th
 
 /// Examines the machine. `window_check` opens an invisible window when a display is present;
 /// `headless_elsewhere`, when given, probes the headless context for a CUDA device in another
-/// process (used when the window is probed too: see [`headless_in_child`](super::headless::headless_in_child)).
+/// process (used when the window is probed too: see `headless::headless_in_child`).
 pub fn examine(
     options: &CudaOptions,
     window_check: Option<&dyn Fn() -> GlCheck>,

@@ -26,7 +26,7 @@ pub enum DeviceChoice {
 }
 
 /// A logical device, its queue and what the app asks of its physical device. Waits for the device
-/// to go idle and destroys it when the last `Rc` goes (the instance stays: [`Instance::shared`]).
+/// to go idle and destroys it when the last `Rc` goes (the instance stays: `Instance::shared`).
 pub struct VulkanContext {
     // Drop destroys the device, then the surface; the instance is the process's and stays.
     window: Option<WindowSurface>,

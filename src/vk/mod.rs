@@ -86,7 +86,7 @@ impl VulkanDevice {
 }
 
 /// A Vulkan instance with the loader it came from. Instances are shared by the whole process and
-/// never destroyed: [`Instance::shared`].
+/// never destroyed: `Instance::shared`.
 pub(crate) struct Instance {
     pub(crate) instance: ash::Instance,
     pub(crate) version: u32,

@@ -60,7 +60,7 @@ pub fn smallest_recursive_segment(format: PixelFormat) -> u32 {
 /// blur.cu splits a segment into two halves of whole RECURSIVE_CHUNK-row chunks and finds a
 /// pixel's row with a bit mask, so it must be a power of two of at least two chunks (32 rows for
 /// RGBA8, 16 for RGBA32F). Whether it fits in shared memory depends on the block and the device:
-/// [`validate_job`] checks that.
+/// [`validate_job`](super::kernels::validate_job) checks that.
 pub fn check_recursive_segment(format: PixelFormat, segment: u32) -> Result<()> {
     let smallest = smallest_recursive_segment(format);
     if segment == 0 || !segment.is_power_of_two() || segment < smallest {

@@ -81,7 +81,7 @@ const LANES: usize = 8;
 /// Bodies per rayon task.
 const CHUNK: usize = 32;
 
-/// Positions as separate arrays, padded with massless bodies to a multiple of [`LANES`].
+/// Positions as separate arrays, padded with massless bodies to a multiple of `LANES` (8).
 #[derive(Debug, Clone)]
 pub struct Scratch<T> {
     x: Vec<T>,

@@ -125,8 +125,8 @@ impl RecursiveGaussian {
     /// (anything the input range allows) moves the output by at most `tolerance` × the input range.
     ///
     /// A walker that starts from the steady state of the pixel it first reads and walks `L` steps
-    /// is off by Σ_{k≥1} d_k h[L + k] at its first output, where d_k (within ± the range) are the
-    /// differences between that pixel and the ones before it: at most Σ_{n>L} |h[n]| of the
+    /// is off by `Σ_{k≥1} d_k h[L + k]` at its first output, where d_k (within ± the range) are the
+    /// differences between that pixel and the ones before it: at most `Σ_{n>L} |h[n]|` of the
     /// range, and exactly that for the worst input. That tail is summed here, down from a point
     /// where the modes' geometric bounds add up to 1 % of the tolerance and stand in for the rest
     /// (a few µs at σ = 100: it runs for every launch).
