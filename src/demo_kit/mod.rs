@@ -207,7 +207,8 @@ impl<D: Demo + ?Sized> DemoTransfer for D {
     }
 
     fn switch_transfer(&mut self, graphics: Graphics<'_>, kind: TransferKind) -> Result<()> {
-        // Frames mapped ahead go back to GL first: the switch (and the hooks) read the buffers.
+        // Frames mapped ahead go back to the graphics API first: the switch (and the hooks) read
+        // the buffers.
         let SharedParts { pipeline, mut carried, .. } = self.shared();
         pipeline.transfer().release_prepared(&mut carried)?;
         let previous = pipeline.kind();
