@@ -4,6 +4,7 @@
 
 use super::{FrameReport, Session, create_demo};
 use crate::Error;
+use crate::demo_kit::DemoTransfer;
 use crate::transfer::TransferKind;
 
 impl Session {
@@ -15,7 +16,10 @@ impl Session {
     pub(super) fn recover(&mut self, error: &Error) -> FrameReport {
         let mut report = FrameReport::default();
         let frame = self.frame;
-        let Some(demo) = self.demo.take() else { return report };
+        let Some(mut demo) = self.demo.take() else { return report };
+        // What the graphics API waits for from CUDA never comes now: released first, so tearing
+        // the demo down (which waits for the API's frames) does not wait for it.
+        demo.pipeline_mut().transfer().cuda_lost();
         let spec = demo.spec().on_cpu();
         demo.destroy(self.renderer.graphics());
         self.watcher = None;

@@ -403,6 +403,11 @@ pub trait Transfer {
     /// Applies the learners' switches (paths they do not concern ignore them).
     fn set_what_if(&mut self, _what_if: WhatIf) {}
 
+    /// CUDA's context is lost (a kernel fault): whatever the graphics API was told to wait for
+    /// from CUDA will never come. A path whose graphics work waits on CUDA's signals releases
+    /// those waits here, so the frames drawn after the recovery are not held behind them.
+    fn cuda_lost(&mut self) {}
+
     /// What the switches in effect did so far, in a sentence (`None` when none concerns this path).
     fn what_if_report(&self) -> Option<String> {
         None

@@ -316,6 +316,15 @@ impl Transfer for VulkanPath {
         }
     }
 
+    fn cuda_lost(&mut self) {
+        let Some(share) = &self.share else { return };
+        match share.timeline().release_cuda_waits() {
+            Ok(Some(value)) => log::info!("CUDA is lost: Vulkan's wait for its signal {value} released from the host"),
+            Ok(None) => {}
+            Err(error) => log::warn!("releasing Vulkan's waits for the lost CUDA context: {error}"),
+        }
+    }
+
     fn set_what_if(&mut self, what_if: super::WhatIf) {
         self.skip_wait = what_if.skip_semaphore_wait;
         if let Some(share) = &self.share {

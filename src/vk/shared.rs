@@ -203,6 +203,19 @@ impl SharedTimeline {
         Ok(read)
     }
 
+    /// CUDA's context is lost (a kernel fault): what it was asked to signal on `written` never
+    /// comes, and every submission waiting for it would hold the queue for good. Signals it from
+    /// the host instead (values only grow; no Vulkan submission signals `written`), so the queue
+    /// drains and the frames after it run. Returns the value signalled, if one was owed.
+    pub fn release_cuda_waits(&self) -> Result<Option<u64>> {
+        let owed = self.written_value.get();
+        if self.written.value()? >= owed {
+            return Ok(None);
+        }
+        self.written.signal(owed)?;
+        Ok(Some(owed))
+    }
+
     /// Waits on the host, at most `timeout`, until the submission that signals `value` is done;
     /// `Ok(false)` when the time ran out.
     pub fn wait_read(&self, value: u64, timeout: Duration) -> Result<bool> {
@@ -272,6 +285,32 @@ mod tests {
         timeline.set_skip_wait(false);
         assert_eq!(timeline.skipped_waits(), None);
         assert_eq!(submissions.get(), 2, "the observer heard of each submission");
+        assert!(ring.wait_all(Duration::from_secs(10)).unwrap());
+    }
+
+    #[test]
+    fn after_cuda_is_lost_its_owed_signal_comes_from_the_host_and_the_queue_drains() {
+        let context = match VulkanContext::new(&DeviceChoice::Any) {
+            Ok(context) => context,
+            Err(error) if std::env::var_os("INTEROP_LAB_REQUIRE_VULKAN").is_some() => panic!("Vulkan: {error}"),
+            Err(error) => return eprintln!("skipped: no Vulkan device here ({error})"),
+        };
+        let timeline = local_timeline(&context);
+        let mut ring = CommandRing::new(&context, 3).unwrap();
+        let stage = vk::PipelineStageFlags::ALL_COMMANDS;
+        assert_eq!(timeline.release_cuda_waits().unwrap(), None, "nothing owed yet");
+        // CUDA was asked for values 1 and 2 (a kernel fault: neither will come); two submissions wait.
+        timeline.written_signalled(1);
+        let first = timeline.submit(&mut ring, stage, |_| Ok(())).unwrap();
+        timeline.written_signalled(2);
+        let second = timeline.submit(&mut ring, stage, |_| Ok(())).unwrap();
+        assert!(!timeline.wait_read(first, Duration::from_millis(200)).unwrap(), "the queue waits for CUDA");
+        assert_eq!(timeline.release_cuda_waits().unwrap(), Some(2), "the highest value owed is signalled");
+        assert!(timeline.wait_read(second, Duration::from_secs(10)).unwrap(), "and both submissions ran");
+        assert_eq!(timeline.release_cuda_waits().unwrap(), None, "owed once");
+        // Later frames (the CPU path after the recovery) submit and finish as before.
+        let third = timeline.submit(&mut ring, stage, |_| Ok(())).unwrap();
+        assert!(timeline.wait_read(third, Duration::from_secs(10)).unwrap());
         assert!(ring.wait_all(Duration::from_secs(10)).unwrap());
     }
 }
