@@ -9,7 +9,7 @@ use crate::demo_kit::DemoSpec;
 use crate::graphics::GraphicsApi;
 use crate::record::RecordReport;
 use crate::renderer::{self, Target};
-use crate::runtime::CudaOptions;
+use crate::runtime::{BackendRequest, CudaOptions};
 use crate::session::{FrameInput, FrameReport, Request, RunFacts, Session, SessionOptions};
 use crate::stats::Summary;
 use crate::stop::StopRequest;
@@ -153,8 +153,19 @@ fn render(session: &mut Session, options: &HeadlessOptions) -> Result<HeadlessRe
         };
         let report: FrameReport = session.frame(input);
         errors.extend(report.errors);
-        if report.requests.contains(&Request::Relaunch) {
-            errors.push("a relaunch was asked for, which a headless run cannot do".to_owned());
+        for request in &report.requests {
+            match request {
+                Request::Relaunch => errors.push("a relaunch was asked for, which a headless run cannot do".to_owned()),
+                Request::ReopenRenderer(api) => {
+                    if let Err(error) = reopen(session, *api, options) {
+                        errors.push(format!(
+                            "after the kernel fault, {} could not be opened again: {error}",
+                            api.label()
+                        ));
+                    }
+                }
+                Request::SwitchRenderer(_) => {} // the panel's switch: offscreen runs get no clicks
+            }
         }
         if let Some(frame) = report.pixels {
             pixels = Some(frame);
@@ -194,6 +205,15 @@ fn render(session: &mut Session, options: &HeadlessOptions) -> Result<HeadlessRe
         frames,
         recording: None,
     })
+}
+
+/// Opens `api` offscreen again without CUDA and hands it to the session, which restarts the demo
+/// there (after a kernel fault that took the graphics device with it).
+fn reopen(session: &mut Session, api: GraphicsApi, options: &HeadlessOptions) -> Result<()> {
+    let cpu = CudaOptions { backend: BackendRequest::Cpu, ..options.cuda.clone() };
+    let target = Target::Offscreen { size: options.size };
+    let (renderer, selection) = renderer::open(api, target, &cpu, options.shaders_dir.as_deref())?;
+    session.switch_renderer(renderer, selection)
 }
 
 /// The panel's input offscreen: the whole target, one point per pixel, no events.

@@ -163,12 +163,12 @@ impl App {
         cuda.background_compiles = true;
         self.options.cuda = cuda;
         let api = self.options.renderer;
-        let (renderer, selection, fallback) = match self.open_renderer(event_loop, api) {
+        let (renderer, selection, fallback) = match self.open_renderer(event_loop, api, false) {
             Ok((renderer, selection)) => (renderer, selection, None),
             Err(error) if api == GraphicsApi::Vulkan => {
                 let note = format!("the Vulkan window could not start ({error}); drawing with OpenGL instead");
                 log::warn!("{note}");
-                let (renderer, selection) = self.open_renderer(event_loop, GraphicsApi::Gl)?;
+                let (renderer, selection) = self.open_renderer(event_loop, GraphicsApi::Gl, false)?;
                 (renderer, selection, Some(note))
             }
             Err(error) => return Err(error),
@@ -204,13 +204,21 @@ impl App {
         &self,
         event_loop: &ActiveEventLoop,
         api: GraphicsApi,
+        without_cuda: bool,
     ) -> Result<(Box<dyn renderer::Renderer>, crate::runtime::Selection)> {
         let title = match api {
             GraphicsApi::Gl => format!("interop-lab — {}", self.options.spec.name()),
             GraphicsApi::Vulkan => format!("interop-lab — {} (Vulkan)", self.options.spec.name()),
         };
         let target = Target::Window { event_loop, title: &title, size: self.options.size, vsync: self.options.vsync };
-        renderer::open(api, target, &self.options.cuda, self.options.shaders_dir.as_deref())
+        let cuda = match without_cuda {
+            true => crate::runtime::CudaOptions {
+                backend: crate::runtime::BackendRequest::Cpu,
+                ..self.options.cuda.clone()
+            },
+            false => self.options.cuda.clone(),
+        };
+        renderer::open(api, target, &cuda, self.options.shaders_dir.as_deref())
     }
 
     /// Whether the frame about to be drawn is the last: `--frames` reached, a stop asked for
@@ -237,28 +245,30 @@ impl App {
         for error in &report.errors {
             log::error!("{error}");
         }
-        if !report.drawn {
-            return;
-        }
-        self.report.frames += 1;
-        for request in report.requests {
-            match request {
+        for request in &report.requests {
+            match *request {
                 Request::Relaunch => {
                     self.report.relaunch = true;
                     return self.close(event_loop);
                 }
-                Request::SwitchRenderer(api) => self.switch_renderer(event_loop, api),
+                Request::SwitchRenderer(api) => self.switch_renderer(event_loop, api, false),
+                Request::ReopenRenderer(api) => self.switch_renderer(event_loop, api, true),
             }
         }
+        if !report.drawn {
+            return;
+        }
+        self.report.frames += 1;
         if last {
             self.close(event_loop);
         }
     }
 
     /// Draws with `api` from now on, the demo's state carried over; where it cannot open, the
-    /// window goes on as it was and the panel says why.
-    fn switch_renderer(&mut self, event_loop: &ActiveEventLoop, api: GraphicsApi) {
-        let opened = self.open_renderer(event_loop, api);
+    /// window goes on as it was and the panel says why. `without_cuda`: opened with the CPU
+    /// backend (after a kernel fault, when the session restarts its demo on a new device).
+    fn switch_renderer(&mut self, event_loop: &ActiveEventLoop, api: GraphicsApi, without_cuda: bool) {
+        let opened = self.open_renderer(event_loop, api, without_cuda);
         let Some(running) = self.running.as_mut() else { return };
         let switched = opened.and_then(|(renderer, selection)| running.session.switch_renderer(renderer, selection));
         match switched {

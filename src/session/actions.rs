@@ -109,6 +109,9 @@ impl Session {
     /// selection chose. If it cannot start there, it starts again where it was and the new
     /// renderer is let go; the error says why.
     pub fn switch_renderer(&mut self, mut renderer: Box<dyn Renderer>, selection: Selection) -> Result<()> {
+        if let Some(spec) = self.restart.take() {
+            return self.restart_on(renderer, spec);
+        }
         self.renderer.make_current()?;
         let graphics = self.renderer.graphics();
         let demo = self.demo.as_deref_mut().ok_or_else(|| Error::Unavailable("no demo is running".to_owned()))?;
@@ -124,13 +127,9 @@ impl Session {
             Ok(demo) => {
                 let api = renderer.info().api;
                 self.demo = Some(demo);
-                self.renderer = renderer; // the old one (its window, context, device) goes here
                 self.selection = selection;
                 self.watcher = super::watcher_for(&self.selection);
-                self.history = FrameHistory::new(HISTORY_FRAMES);
-                // The new painter has none of egui's textures: a new context sends them all.
-                self.egui = egui::Context::default();
-                self.textures = egui::TexturesDelta::default();
+                self.adopt(renderer);
                 log::info!("drawing with {} from now on", api.label());
                 self.say_start();
                 Ok(())
@@ -150,6 +149,35 @@ impl Session {
                 Err(Error::Unavailable(format!("the demo could not start on the other renderer: {error}")))
             }
         }
+    }
+
+    /// After a kernel fault that took the graphics device with it: starts the demo `spec` on
+    /// `renderer` (opened without CUDA), on the CPU path; the selection stays the one that says
+    /// CUDA was lost. On failure the demo stays to be restarted on the next renderer handed over.
+    fn restart_on(&mut self, mut renderer: Box<dyn Renderer>, spec: DemoSpec) -> Result<()> {
+        renderer.make_current()?;
+        match create_demo(renderer.as_mut(), None, &spec, TransferKind::Cpu, self.state.what_if) {
+            Ok(demo) => {
+                self.demo = Some(demo);
+                self.adopt(renderer);
+                log::info!("the demo goes on, on the CPU, with a new {} device", self.renderer.info().api.label());
+                Ok(())
+            }
+            Err(error) => {
+                self.restart = Some(spec);
+                Err(error)
+            }
+        }
+    }
+
+    /// Draws with `renderer` from now on: the old one (its window, context, device) goes, and
+    /// a new history and panel painter state start.
+    fn adopt(&mut self, renderer: Box<dyn Renderer>) {
+        self.renderer = renderer;
+        self.history = FrameHistory::new(HISTORY_FRAMES);
+        // The new painter has none of egui's textures: a new context sends them all.
+        self.egui = egui::Context::default();
+        self.textures = egui::TexturesDelta::default();
     }
 
     /// Starts a recording into a new folder of the working directory, or ends the one running.

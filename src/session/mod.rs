@@ -78,6 +78,11 @@ pub enum Request {
     Relaunch,
     /// Open a renderer of this API and hand it to [`Session::switch_renderer`].
     SwitchRenderer(GraphicsApi),
+    /// After a kernel fault: the graphics device waited for the lost CUDA context and cannot be
+    /// trusted. Open a renderer of this API again, without CUDA (`--backend cpu`: CUDA cannot run
+    /// again in this process), and hand it to [`Session::switch_renderer`], which restarts the
+    /// demo there.
+    ReopenRenderer(GraphicsApi),
 }
 
 /// What one frame (or one action) did.
@@ -131,6 +136,9 @@ pub struct Session {
     // Field order is drop order; the demo is released explicitly first (it needs the renderer's
     // context), the renderer after everything that holds graphics objects.
     demo: Option<Box<dyn Demo>>,
+    /// A demo to start again on the next renderer handed over (after a kernel fault that took
+    /// the graphics device with it: [`Request::ReopenRenderer`]).
+    restart: Option<DemoSpec>,
     selection: Selection,
     history: FrameHistory,
     frame: u64,
@@ -208,6 +216,7 @@ impl Session {
         let mut session = Self {
             watcher: watcher_for(&selection),
             demo: Some(demo),
+            restart: None,
             selection,
             history: FrameHistory::new(HISTORY_FRAMES),
             frame: 0,

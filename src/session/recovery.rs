@@ -2,7 +2,7 @@
 //! starts again on the CPU, said), and a driver that stalled in the first frames on GL interop
 //! (the demo moves to a copy through host memory, said).
 
-use super::{FrameReport, Session, create_demo};
+use super::{FrameReport, Request, Session, create_demo};
 use crate::Error;
 use crate::demo_kit::DemoTransfer;
 use crate::transfer::TransferKind;
@@ -19,7 +19,7 @@ impl Session {
         let Some(mut demo) = self.demo.take() else { return report };
         // What the graphics API waits for from CUDA never comes now: released first, so tearing
         // the demo down (which waits for the API's frames) does not wait for it.
-        demo.pipeline_mut().transfer().cuda_lost();
+        let device_held = demo.pipeline_mut().transfer().cuda_lost();
         let spec = demo.spec().on_cpu();
         demo.destroy(self.renderer.graphics());
         self.watcher = None;
@@ -29,9 +29,22 @@ impl Session {
                            the CPU backend; relaunch the app to use CUDA again (after fixing the kernel if it was \
                            edited)"
             .to_owned();
-        match create_demo(self.renderer.as_mut(), None, &spec, TransferKind::Cpu, self.state.what_if) {
-            Ok(demo) => self.demo = Some(demo),
-            Err(start) => outcome = format!("{outcome}; but the demo failed to start on the CPU: {start}"),
+        if device_held {
+            // The device's queue waited for signals of the lost context: a new device is opened
+            // by the caller and the demo starts there (Session::switch_renderer).
+            let api = self.renderer.info().api;
+            outcome = format!(
+                "{outcome}; the {} device, whose frames waited for the lost context's signals, is opened again \
+                 for it",
+                api.label()
+            );
+            self.restart = Some(spec);
+            report.requests.push(Request::ReopenRenderer(api));
+        } else {
+            match create_demo(self.renderer.as_mut(), None, &spec, TransferKind::Cpu, self.state.what_if) {
+                Ok(demo) => self.demo = Some(demo),
+                Err(start) => outcome = format!("{outcome}; but the demo failed to start on the CPU: {start}"),
+            }
         }
         let message = format!("CUDA context lost at frame {frame}: {error}. Recovery: {outcome}.");
         log::warn!("{message}");

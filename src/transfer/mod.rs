@@ -405,8 +405,11 @@ pub trait Transfer {
 
     /// CUDA's context is lost (a kernel fault): whatever the graphics API was told to wait for
     /// from CUDA will never come. A path whose graphics work waits on CUDA's signals releases
-    /// those waits here, so the frames drawn after the recovery are not held behind them.
-    fn cuda_lost(&mut self) {}
+    /// what it can of those waits here and answers `true`: the graphics device may be held by
+    /// them for good (NVIDIA's Vulkan driver: measured), so the caller replaces it.
+    fn cuda_lost(&mut self) -> bool {
+        false
+    }
 
     /// What the switches in effect did so far, in a sentence (`None` when none concerns this path).
     fn what_if_report(&self) -> Option<String> {

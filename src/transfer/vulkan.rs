@@ -316,13 +316,14 @@ impl Transfer for VulkanPath {
         }
     }
 
-    fn cuda_lost(&mut self) {
-        let Some(share) = &self.share else { return };
+    fn cuda_lost(&mut self) -> bool {
+        let Some(share) = &self.share else { return false };
         match share.timeline().release_cuda_waits() {
             Ok(Some(value)) => log::info!("CUDA is lost: Vulkan's wait for its signal {value} released from the host"),
             Ok(None) => {}
             Err(error) => log::warn!("releasing Vulkan's waits for the lost CUDA context: {error}"),
         }
+        true
     }
 
     fn set_what_if(&mut self, what_if: super::WhatIf) {
