@@ -9,7 +9,7 @@ use crate::demo_kit::DemoSpec;
 use crate::graphics::GraphicsApi;
 use crate::record::RecordReport;
 use crate::renderer::{self, Target};
-use crate::runtime::{BackendRequest, CudaOptions};
+use crate::runtime::CudaOptions;
 use crate::session::{FrameInput, FrameReport, Request, RunFacts, Session, SessionOptions};
 use crate::stats::Summary;
 use crate::stop::StopRequest;
@@ -210,9 +210,8 @@ fn render(session: &mut Session, options: &HeadlessOptions) -> Result<HeadlessRe
 /// Opens `api` offscreen again without CUDA and hands it to the session, which restarts the demo
 /// there (after a kernel fault that took the graphics device with it).
 fn reopen(session: &mut Session, api: GraphicsApi, options: &HeadlessOptions) -> Result<()> {
-    let cpu = CudaOptions { backend: BackendRequest::Cpu, ..options.cuda.clone() };
     let target = Target::Offscreen { size: options.size };
-    let (renderer, selection) = renderer::open(api, target, &cpu, options.shaders_dir.as_deref())?;
+    let (renderer, selection) = renderer::open(api, target, &options.cuda.on_cpu(), options.shaders_dir.as_deref())?;
     session.switch_renderer(renderer, selection)
 }
 

@@ -73,6 +73,14 @@ pub struct CudaOptions {
     pub background_compiles: bool,
 }
 
+impl CudaOptions {
+    /// The same options with the CPU backend: no CUDA is set up (after a kernel fault CUDA cannot
+    /// run again in the process; a CPU row of a bench).
+    pub fn on_cpu(&self) -> Self {
+        Self { backend: BackendRequest::Cpu, ..self.clone() }
+    }
+}
+
 /// CUDA, set up: the context of the device the app computes on, the kernel compiler, and the GL
 /// entry points when the GL context runs on that device.
 pub struct CudaRuntime {

@@ -211,13 +211,7 @@ impl App {
             GraphicsApi::Vulkan => format!("interop-lab — {} (Vulkan)", self.options.spec.name()),
         };
         let target = Target::Window { event_loop, title: &title, size: self.options.size, vsync: self.options.vsync };
-        let cuda = match without_cuda {
-            true => crate::runtime::CudaOptions {
-                backend: crate::runtime::BackendRequest::Cpu,
-                ..self.options.cuda.clone()
-            },
-            false => self.options.cuda.clone(),
-        };
+        let cuda = if without_cuda { self.options.cuda.on_cpu() } else { self.options.cuda.clone() };
         renderer::open(api, target, &cuda, self.options.shaders_dir.as_deref())
     }
 

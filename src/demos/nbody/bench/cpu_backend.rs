@@ -14,7 +14,6 @@ use super::frames::frame_run;
 use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::progress::Progress;
-use crate::runtime::{BackendRequest, CudaOptions};
 use crate::stats::Percentiles;
 use crate::{Error, Result};
 
@@ -85,8 +84,7 @@ pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result
                     energy_every: 0,
                     ..NBodySettings::default()
                 };
-                let cpu = CudaOptions { backend: BackendRequest::Cpu, ..options.cuda.clone() };
-                let measured = frame_run(options, n, DemoSpec::new(settings), cpu, false, frames);
+                let measured = frame_run(options, n, DemoSpec::new(settings), options.cuda.on_cpu(), false, frames);
                 Some(measured.unwrap_or_else(|e| json!({ "error": e.to_string() })))
             }
             (None, false) => None,
