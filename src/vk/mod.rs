@@ -245,6 +245,20 @@ pub(crate) fn vk_error(call: &'static str, result: vk::Result) -> Error {
     Error::Vulkan { call, result: format!("{result}"), hint }
 }
 
+/// For unit tests: a Vulkan device, or `None` (said, "skipped") where there is none and
+/// `INTEROP_LAB_REQUIRE_VULKAN` does not ask for one.
+#[cfg(test)]
+pub(crate) fn test_context() -> Option<std::rc::Rc<device::VulkanContext>> {
+    match device::VulkanContext::new(&device::DeviceChoice::Any) {
+        Ok(context) => Some(context),
+        Err(error) if std::env::var_os("INTEROP_LAB_REQUIRE_VULKAN").is_some() => panic!("Vulkan: {error}"),
+        Err(error) => {
+            eprintln!("skipped: no Vulkan device here ({error})");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,11 +267,7 @@ mod tests {
     fn every_device_opened_shares_one_instance_that_outlives_it() {
         // Devices come and go (every path switch); the instance stays, since destroying one
         // terminates the process's EGL displays on NVIDIA's driver.
-        let first = match device::VulkanContext::new(&device::DeviceChoice::Any) {
-            Ok(context) => context,
-            Err(error) if std::env::var_os("INTEROP_LAB_REQUIRE_VULKAN").is_some() => panic!("Vulkan: {error}"),
-            Err(error) => return eprintln!("skipped: no Vulkan device here ({error})"),
-        };
+        let Some(first) = test_context() else { return };
         let handle = first.instance_and_physical().0.handle();
         drop(first);
         let second = device::VulkanContext::new(&device::DeviceChoice::Any).expect("a second device");

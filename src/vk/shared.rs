@@ -228,7 +228,6 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
 
     use super::*;
-    use crate::vk::device::DeviceChoice;
 
     /// The pair without export (software drivers cannot export semaphores); the host plays CUDA.
     fn local_timeline(context: &Rc<VulkanContext>) -> SharedTimeline {
@@ -245,11 +244,7 @@ mod tests {
 
     #[test]
     fn a_submission_waits_for_cuda_marks_what_it_reads_and_a_skipped_wait_is_counted() {
-        let context = match VulkanContext::new(&DeviceChoice::Any) {
-            Ok(context) => context,
-            Err(error) if std::env::var_os("INTEROP_LAB_REQUIRE_VULKAN").is_some() => panic!("Vulkan: {error}"),
-            Err(error) => return eprintln!("skipped: no Vulkan device here ({error})"),
-        };
+        let Some(context) = crate::vk::test_context() else { return };
         let timeline = local_timeline(&context);
         let mut ring = CommandRing::new(&context, 3).unwrap();
         let stage = vk::PipelineStageFlags::ALL_COMMANDS;
@@ -290,11 +285,7 @@ mod tests {
 
     #[test]
     fn after_cuda_is_lost_its_owed_signal_comes_from_the_host_and_the_queue_drains() {
-        let context = match VulkanContext::new(&DeviceChoice::Any) {
-            Ok(context) => context,
-            Err(error) if std::env::var_os("INTEROP_LAB_REQUIRE_VULKAN").is_some() => panic!("Vulkan: {error}"),
-            Err(error) => return eprintln!("skipped: no Vulkan device here ({error})"),
-        };
+        let Some(context) = crate::vk::test_context() else { return };
         let timeline = local_timeline(&context);
         let mut ring = CommandRing::new(&context, 3).unwrap();
         let stage = vk::PipelineStageFlags::ALL_COMMANDS;
