@@ -57,6 +57,7 @@ enum BenchCommand {
 }
 
 fn main() -> ExitCode {
+    interop_lab::stats::mark_program_start();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn,interop_lab=info")).init();
     let cli = Cli::parse();
     let stop = StopRequest::new();

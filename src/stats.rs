@@ -253,10 +253,27 @@ impl Summary {
     }
 }
 
-/// Time since this process started, from the kernel's own records (`/proc/self/stat` start
-/// time against `/proc/uptime`; 10 ms resolution): how long a start took, without a clock that
-/// must be set first thing in `main`.
-pub fn since_process_start() -> Option<std::time::Duration> {
+/// When `main` began, if the program marked it ([`mark_program_start`]).
+static PROGRAM_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Notes that the program starts now (first thing in `main`). A process can be older than the
+/// program it runs: `cargo run` builds, then execs the app in its own process, whose start time
+/// would count the build.
+pub fn mark_program_start() {
+    PROGRAM_START.get_or_init(std::time::Instant::now);
+}
+
+/// Time since the program started: since [`mark_program_start`], or where nothing marked it (the
+/// library in a test) since the process started, from the kernel's records (`/proc/self/stat`
+/// start time against `/proc/uptime`; 10 ms resolution). How long a start took.
+pub fn since_program_start() -> Option<std::time::Duration> {
+    match PROGRAM_START.get() {
+        Some(start) => Some(start.elapsed()),
+        None => since_process_start(),
+    }
+}
+
+fn since_process_start() -> Option<std::time::Duration> {
     const CLOCK_TICKS_PER_SECOND: f64 = 100.0; // USER_HZ: 100 on every Linux the app targets
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // Field 22 (starttime); fields after the command name, which is in parentheses and may hold spaces.
@@ -270,7 +287,7 @@ pub fn since_process_start() -> Option<std::time::Duration> {
 /// started: `RUST_LOG=interop_lab=debug` shows where a slow start goes.
 pub fn log_start_phase(phase: &str) {
     if log::log_enabled!(log::Level::Debug)
-        && let Some(age) = since_process_start()
+        && let Some(age) = since_program_start()
     {
         log::debug!("start: {phase} at {:.2} s", age.as_secs_f64());
     }

@@ -115,9 +115,9 @@ impl Session {
 
         self.history.push(FrameSample { frame, frame_us, stages });
         if frame == 0
-            && let Some(age) = crate::stats::since_process_start()
+            && let Some(age) = crate::stats::since_program_start()
         {
-            log::info!("first frame drawn {:.2} s after the process started", age.as_secs_f64());
+            log::info!("first frame drawn {:.2} s after the program started", age.as_secs_f64());
         }
         if let Some(error) = self.collect_late_times(false) {
             return self.recover(&error);
