@@ -305,7 +305,8 @@ fn a_kernel_file_that_faults_on_vulkan_is_survived_and_said() {
 }
 
 /// Runs the wave offscreen on `renderer` with a kernel whose store lands 2⁴⁰ elements past its
-/// buffer: the context is lost, the run goes on on the CPU path, says so and exits 0.
+/// buffer: the context is lost, the run goes on on the CPU path, drawn with OpenGL, says so and
+/// exits 0.
 fn fault_is_survived(renderer: &str) {
     let dir = temp_dir(&format!("fault-{renderer}"));
     // Embedded: the test executable also runs on machines without this checkout.
@@ -326,8 +327,13 @@ fn fault_is_survived(renderer: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{renderer}: the run completes after recovering: {stderr}");
     assert!(stderr.contains("CUDA context lost") && stderr.contains("relaunch"), "{renderer}: {stderr}");
+    if renderer == "vulkan" {
+        assert!(stderr.contains("goes on drawn with OpenGL"), "the recovery says where it draws: {stderr}");
+    }
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
-    assert_eq!(report["renderer"], renderer, "{report:#}");
+    // After a fault on the Vulkan path no Vulkan device of the process makes progress on
+    // NVIDIA's driver: the demo goes on drawn with OpenGL (docs/vulkan.md).
+    assert_eq!(report["renderer"], "gl", "{renderer}: {report:#}");
     assert_eq!(report["backend"], "cpu", "{renderer}: the demo went on, on the CPU: {report:#}");
     assert_eq!(report["transfer"], "cpu", "{renderer}: {report:#}");
     assert_eq!(report["recoveries"].as_array().map(Vec::len), Some(1), "{renderer}: {report:#}");

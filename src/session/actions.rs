@@ -129,7 +129,7 @@ impl Session {
                 self.demo = Some(demo);
                 self.selection = selection;
                 self.watcher = super::watcher_for(&self.selection);
-                self.adopt(renderer);
+                drop(self.adopt(renderer));
                 log::info!("drawing with {} from now on", api.label());
                 self.say_start();
                 Ok(())
@@ -159,8 +159,9 @@ impl Session {
         match create_demo(renderer.as_mut(), None, &spec, TransferKind::Cpu, self.state.what_if) {
             Ok(demo) => {
                 self.demo = Some(demo);
-                self.adopt(renderer);
-                log::info!("the demo goes on, on the CPU, with a new {} device", self.renderer.info().api.label());
+                let old = self.adopt(renderer);
+                self.stranded.renderer(old);
+                log::info!("the demo goes on, on the CPU, drawn with {}", self.renderer.info().api.label());
                 Ok(())
             }
             Err(error) => {
@@ -172,12 +173,14 @@ impl Session {
 
     /// Draws with `renderer` from now on: the old one (its window, context, device) goes, and
     /// a new history and panel painter state start.
-    fn adopt(&mut self, renderer: Box<dyn Renderer>) {
-        self.renderer = renderer;
+    /// Draws with `renderer` from now on; returns the one it replaces.
+    fn adopt(&mut self, renderer: Box<dyn Renderer>) -> Box<dyn Renderer> {
+        let old = std::mem::replace(&mut self.renderer, renderer);
         self.history = FrameHistory::new(HISTORY_FRAMES);
         // The new painter has none of egui's textures: a new context sends them all.
         self.egui = egui::Context::default();
         self.textures = egui::TexturesDelta::default();
+        old
     }
 
     /// Starts a recording into a new folder of the working directory, or ends the one running.

@@ -79,9 +79,9 @@ pub enum Request {
     /// Open a renderer of this API and hand it to [`Session::switch_renderer`].
     SwitchRenderer(GraphicsApi),
     /// After a kernel fault: the graphics device waited for the lost CUDA context and cannot be
-    /// trusted. Open a renderer of this API again, without CUDA (`--backend cpu`: CUDA cannot run
-    /// again in this process), and hand it to [`Session::switch_renderer`], which restarts the
-    /// demo there.
+    /// trusted. Open a renderer of this API (OpenGL: no Vulkan device makes progress after it on
+    /// NVIDIA's driver), without CUDA (`--backend cpu`: CUDA cannot run again in this process),
+    /// and hand it to [`Session::switch_renderer`], which restarts the demo there.
     ReopenRenderer(GraphicsApi),
 }
 
@@ -139,6 +139,9 @@ pub struct Session {
     /// A demo to start again on the next renderer handed over (after a kernel fault that took
     /// the graphics device with it: [`Request::ReopenRenderer`]).
     restart: Option<DemoSpec>,
+    /// What a lost CUDA context left on a graphics device whose queue waits for it: never used
+    /// or released again ([`recovery::Stranded`]).
+    stranded: recovery::Stranded,
     selection: Selection,
     history: FrameHistory,
     frame: u64,
@@ -217,6 +220,7 @@ impl Session {
             watcher: watcher_for(&selection),
             demo: Some(demo),
             restart: None,
+            stranded: recovery::Stranded::default(),
             selection,
             history: FrameHistory::new(HISTORY_FRAMES),
             frame: 0,

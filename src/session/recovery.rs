@@ -2,10 +2,40 @@
 //! starts again on the CPU, said), and a driver that stalled in the first frames on GL interop
 //! (the demo moves to a copy through host memory, said).
 
+use std::mem::ManuallyDrop;
+
 use super::{FrameReport, Request, Session, create_demo};
 use crate::Error;
-use crate::demo_kit::DemoTransfer;
+use crate::demo_kit::{Demo, DemoTransfer};
+use crate::graphics::GraphicsApi;
+use crate::renderer::Renderer;
 use crate::transfer::TransferKind;
+
+/// The demo and the renderer a kernel fault left behind on a graphics device whose queue waits
+/// for signals of the lost CUDA context. On NVIDIA's driver (580, measured) that queue never
+/// drains, not even when the owed value is signalled from the host, and a Vulkan device opened
+/// after it makes no progress either: releasing the objects would wait for it (10 s per bounded
+/// wait, forever in `vkDeviceWaitIdle`) or free what it still reads. So they are never used or
+/// released again; the process's exit returns them.
+#[derive(Default)]
+pub(super) struct Stranded {
+    demos: Vec<ManuallyDrop<Box<dyn Demo>>>,
+    renderers: Vec<ManuallyDrop<Box<dyn Renderer>>>,
+}
+
+impl Stranded {
+    pub(super) fn demo(&mut self, demo: Box<dyn Demo>) {
+        self.demos.push(ManuallyDrop::new(demo));
+    }
+
+    /// Keeps `renderer`, its window (if any) hidden.
+    pub(super) fn renderer(&mut self, renderer: Box<dyn Renderer>) {
+        if let Some(window) = renderer.window() {
+            window.set_visible(false);
+        }
+        self.renderers.push(ManuallyDrop::new(renderer));
+    }
+}
 
 impl Session {
     /// A kernel fault lost the CUDA context (`error` says how). The driver reports the fault to
@@ -17,29 +47,37 @@ impl Session {
         let mut report = FrameReport::default();
         let frame = self.frame;
         let Some(mut demo) = self.demo.take() else { return report };
-        // What the graphics API waits for from CUDA never comes now: released first, so tearing
-        // the demo down (which waits for the API's frames) does not wait for it.
+        // What the graphics API waits for from CUDA never comes now: signalled from the host, and
+        // where the API's queue waited for it (Vulkan), the demo is left on it, not torn down.
         let device_held = demo.pipeline_mut().transfer().cuda_lost();
         let spec = demo.spec().on_cpu();
-        demo.destroy(self.renderer.graphics());
+        if device_held {
+            self.stranded.demo(demo);
+        } else {
+            demo.destroy(self.renderer.graphics());
+        }
         self.watcher = None;
         self.selection.lose_cuda(format!("CPU backend after a kernel fault: {error}"));
-        let mut outcome = "CUDA cannot run again in this process (the driver reports the fault to every later \
-                           call), so every CUDA object was released and the demo restarted with its settings on \
-                           the CPU backend; relaunch the app to use CUDA again (after fixing the kernel if it was \
-                           edited)"
-            .to_owned();
+        let released = if device_held { "left" } else { "released" };
+        let mut outcome = format!(
+            "CUDA cannot run again in this process (the driver reports the fault to every later call), so every \
+             CUDA object was {released} and the demo restarted with its settings on the CPU backend; relaunch the \
+             app to use CUDA again (after fixing the kernel if it was edited)"
+        );
         if device_held {
-            // The device's queue waited for signals of the lost context: a new device is opened
-            // by the caller and the demo starts there (Session::switch_renderer).
+            // The device's queue waited for signals of the lost context, and on NVIDIA's driver
+            // no Vulkan device of the process makes progress after it (a new one included;
+            // OpenGL does): the caller opens OpenGL and the demo starts there
+            // (Session::switch_renderer).
             let api = self.renderer.info().api;
             outcome = format!(
-                "{outcome}; the {} device, whose frames waited for the lost context's signals, is opened again \
-                 for it",
+                "{outcome}; the {} device, whose frames waited for the lost context's signals (no Vulkan device \
+                 of this process makes progress after that on NVIDIA's driver), is left as it is and the demo \
+                 goes on drawn with OpenGL",
                 api.label()
             );
             self.restart = Some(spec);
-            report.requests.push(Request::ReopenRenderer(api));
+            report.requests.push(Request::ReopenRenderer(GraphicsApi::Gl));
         } else {
             match create_demo(self.renderer.as_mut(), None, &spec, TransferKind::Cpu, self.state.what_if) {
                 Ok(demo) => self.demo = Some(demo),
