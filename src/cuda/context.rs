@@ -34,6 +34,9 @@ pub struct Context {
     driver: Driver,
     /// Errors from `Drop` impls, which must not panic; the app shows them on the next frame.
     deferred_errors: RefCell<Vec<Error>>,
+    /// Releases that failed because a kernel fault lost the context: the first is logged as an
+    /// error, the rest (every event, stream and module fails the same way) at debug level.
+    lost_releases: std::cell::Cell<u32>,
     /// The driver calls made through this context.
     trace: Trace,
 }
@@ -82,6 +85,7 @@ impl Context {
             info,
             driver,
             deferred_errors: RefCell::new(Vec::new()),
+            lost_releases: std::cell::Cell::new(0),
             trace,
         });
         context.make_current()?;
@@ -128,6 +132,7 @@ impl Context {
             info,
             driver,
             deferred_errors: RefCell::new(Vec::new()),
+            lost_releases: std::cell::Cell::new(0),
             trace,
         });
         popped_result?;
@@ -213,7 +218,15 @@ impl Context {
 
     /// Keeps an error raised where it could not be returned (a `Drop`), for [`Self::take_errors`].
     pub fn defer_error(&self, error: Error) {
-        log::error!("{error}");
+        if error.is_context_lost() {
+            let earlier = self.lost_releases.replace(self.lost_releases.get() + 1);
+            match earlier {
+                0 => log::error!("{error} (later releases in the lost context fail the same way; logged at debug level)"),
+                _ => log::debug!("{error}"),
+            }
+        } else {
+            log::error!("{error}");
+        }
         self.deferred_errors.borrow_mut().push(error);
     }
 
