@@ -23,6 +23,18 @@ pub enum PanelSection {
     Trace,
     /// Device attributes.
     Device,
+    /// The frame anatomy: host, CUDA and graphics work as lanes on one clock (opening it records
+    /// every frame's calls).
+    Anatomy,
+}
+
+/// A Chrome trace of the frames' anatomy to write when a run ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceRequest {
+    /// Where.
+    pub path: PathBuf,
+    /// The last this many frames.
+    pub frames: usize,
 }
 
 /// Options shared by every demo.
@@ -44,6 +56,14 @@ pub struct RunArgs {
     /// Write per-stage timings (median / p90, µs) as JSON when the run ends.
     #[arg(long, value_name = "FILE.json")]
     pub stats: Option<PathBuf>,
+    /// Write the frames' anatomy as a Chrome trace when the run ends (open it in
+    /// https://ui.perfetto.dev or chrome://tracing): host, CUDA and graphics work as lanes on one
+    /// clock, with the edges that order them. Records every frame's calls.
+    #[arg(long, value_name = "FILE.json")]
+    pub trace_json: Option<PathBuf>,
+    /// Frames --trace-json keeps: the last N.
+    #[arg(long, value_name = "N", default_value_t = 120, value_parser = parse_frame_count)]
+    pub trace_frames: u32,
     /// Record every frame into this folder as a numbered PNG sequence (window or headless); the
     /// run prints the ffmpeg line that makes a video of it. The panel's record button does the
     /// same in the window.
@@ -59,7 +79,7 @@ pub struct RunArgs {
     /// skip-semaphore-wait (Vulkan).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub what_if: Vec<WhatIfSwitch>,
-    /// Panel sections to show open: what-if, inspector, sources, trace, device.
+    /// Panel sections to show open: what-if, inspector, sources, trace, device, anatomy.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub panel_open: Vec<PanelSection>,
     /// Graphics API to draw with: OpenGL, or Vulkan (CUDA writes memory Vulkan allocated), in a
@@ -138,12 +158,20 @@ pub enum WhatIfSwitch {
 }
 
 impl RunArgs {
-    /// Checks the files the run will write (`--screenshot`, `--stats`) before it starts.
+    /// Checks the files the run will write (`--screenshot`, `--stats`, `--trace-json`) before it
+    /// starts.
     pub fn check_outputs(&self) -> crate::Result<()> {
         use crate::output::{OutputKind, check_optional};
         check_optional(&self.screenshot, OutputKind::Image, "--screenshot")?;
         check_optional(&self.record, OutputKind::Folder, "--record")?;
-        check_optional(&self.stats, OutputKind::Data, "--stats")
+        check_optional(&self.stats, OutputKind::Data, "--stats")?;
+        check_optional(&self.trace_json, OutputKind::Data, "--trace-json")
+    }
+
+    /// What `--trace-json` and `--trace-frames` ask for.
+    pub fn trace(&self) -> Option<TraceRequest> {
+        let path = self.trace_json.clone()?;
+        Some(TraceRequest { path, frames: self.trace_frames as usize })
     }
 
     /// The switches as the transfer paths take them.

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::args::PathFlag;
+use crate::args::{PathFlag, TraceRequest};
 use crate::demo_kit::DemoSpec;
 use crate::graphics::GraphicsApi;
 use crate::record::RecordReport;
@@ -33,6 +33,8 @@ pub struct HeadlessOptions {
     pub screenshot: Option<PathBuf>,
     /// Where to write the timings as JSON.
     pub stats: Option<PathBuf>,
+    /// The frames' anatomy to write as a Chrome trace.
+    pub trace: Option<TraceRequest>,
     /// Draw the side panel into the frames too.
     pub panel: bool,
     /// Backend and transfer choices.
@@ -63,6 +65,7 @@ impl HeadlessOptions {
             dt: 1.0 / 60.0,
             screenshot: None,
             stats: None,
+            trace: None,
             panel: false,
             cuda,
             shaders_dir: None,
@@ -127,6 +130,9 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
         record: options.record.clone(),
     };
     let mut session = Session::new(renderer, selection, session_options)?;
+    if options.trace.is_some() {
+        session.record_anatomy(true);
+    }
     let result = render(&mut session, options);
     let (recordings, failure) = session.close();
     let mut report = result?;
@@ -173,6 +179,9 @@ fn render(session: &mut Session, options: &HeadlessOptions) -> Result<HeadlessRe
     }
     session.finish()?;
     let wall = started.elapsed().as_secs_f64();
+    if let Some(trace) = &options.trace {
+        session.write_trace(trace)?;
+    }
     // A recovery from a lost CUDA context is reported (log, JSON) but is not a failed run: the
     // frames were rendered, on the state the recovery made.
     if let Some(message) = errors.first() {

@@ -7,6 +7,7 @@
 //! [`renderer`], in a window ([`app`]) or headless ([`headless`]), one frame loop for all
 //! ([`session`]), with [`doctor`] explaining what runs and why. docs/architecture.md is the map.
 
+pub mod anatomy;
 pub mod app;
 pub mod args;
 pub mod bench;

@@ -148,6 +148,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
             dt: run.frame_time,
             screenshot: run.screenshot.clone(),
             stats: run.stats.clone(),
+            trace: run.trace(),
             panel: run.panel,
             cuda: run.cuda.options(),
             shaders_dir: run.cuda.shaders.clone(),
@@ -177,6 +178,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
         stop: stop.clone(),
         record: run.record.clone(),
         stats: run.stats.clone(),
+        trace: run.trace(),
         renderer: run.renderer,
         path_flags: run.path_flags.clone(),
     })?;

@@ -1,6 +1,7 @@
 //! Per-frame stage timings and their summaries (median, p90), for the panel and `--stats`.
 
 use std::collections::VecDeque;
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -66,18 +67,70 @@ impl Stage {
     }
 }
 
+/// Where a stage's work ran, for the frame anatomy: the host thread, the CUDA stream, or the
+/// graphics API's queue (OpenGL or Vulkan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lane {
+    /// The thread that runs the frame: driver calls, graphics calls, host waits.
+    Host,
+    /// The demo's CUDA stream (times from CUDA events).
+    Cuda,
+    /// The graphics API's queue (GL timestamp queries, Vulkan timestamps).
+    Graphics,
+}
+
 /// Host and GPU microseconds of each stage in one frame; `None` where a stage did not run or its
-/// GPU time is not known (yet).
+/// GPU time is not known (yet). Where known, each also has its start on the one clock of
+/// [`clock_us`] (the frame anatomy's time axis).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StageTimes {
     host_us: [Option<f64>; Stage::ALL.len()],
     gpu_us: [Option<f64>; Stage::ALL.len()],
+    host_span: [Option<(f64, f64)>; Stage::ALL.len()],
+    gpu_at: [Option<(Lane, f64)>; Stage::ALL.len()],
 }
 
 impl StageTimes {
     /// Sets the host time of `stage`.
     pub fn set_host(&mut self, stage: Stage, microseconds: f64) {
         self.host_us[stage.index()] = Some(microseconds);
+    }
+
+    /// Sets the host time of `stage` from `started` until now, and its span.
+    pub fn set_host_since(&mut self, stage: Stage, started: Instant) {
+        let microseconds = started.elapsed().as_secs_f64() * 1e6;
+        self.host_us[stage.index()] = Some(microseconds);
+        self.host_span[stage.index()] = Some((clock_us(started), microseconds));
+    }
+
+    /// Sets where the host part of `stage` lies on [`clock_us`]'s clock (start and length, µs)
+    /// for the frame anatomy, without changing its time: a stage made of two separate parts
+    /// shows its main one.
+    pub fn set_host_span(&mut self, stage: Stage, start_us: f64, microseconds: f64) {
+        self.host_span[stage.index()] = Some((start_us, microseconds));
+    }
+
+    /// Sets the GPU time of `stage`, measured on `lane`, and its start on [`clock_us`]'s clock
+    /// (a calibrated GPU timestamp). A time that is not finite leaves the stage unknown; a start
+    /// that is not finite, without a position.
+    pub fn set_gpu_at(&mut self, stage: Stage, lane: Lane, start_us: f64, microseconds: f64) {
+        if microseconds.is_finite() {
+            self.gpu_us[stage.index()] = Some(microseconds);
+            if start_us.is_finite() {
+                self.gpu_at[stage.index()] = Some((lane, start_us));
+            }
+        }
+    }
+
+    /// Where the host part of `stage` lies: start on [`clock_us`]'s clock and length, µs.
+    pub fn host_span(&self, stage: Stage) -> Option<(f64, f64)> {
+        self.host_span[stage.index()]
+    }
+
+    /// Where and when the GPU part of `stage` started.
+    pub fn gpu_start(&self, stage: Stage) -> Option<(Lane, f64)> {
+        self.gpu_at[stage.index()]
     }
 
     /// Sets the GPU time of `stage`; a value that is not finite (an interval whose events were
@@ -106,6 +159,12 @@ impl StageTimes {
             }
             if other.gpu_us[i].is_some() {
                 self.gpu_us[i] = other.gpu_us[i];
+            }
+            if other.host_span[i].is_some() {
+                self.host_span[i] = other.host_span[i];
+            }
+            if other.gpu_at[i].is_some() {
+                self.gpu_at[i] = other.gpu_at[i];
             }
         }
     }
@@ -255,6 +314,17 @@ impl Summary {
 
 /// When `main` began, if the program marked it ([`mark_program_start`]).
 static PROGRAM_START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Microseconds from the program's start ([`mark_program_start`]; where nothing marked it, the
+/// first call) to `at`: the one clock host times and calibrated GPU timestamps are put on.
+pub fn clock_us(at: Instant) -> f64 {
+    static UNMARKED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let start = *PROGRAM_START.get().unwrap_or_else(|| UNMARKED.get_or_init(Instant::now));
+    match at.checked_duration_since(start) {
+        Some(after) => after.as_secs_f64() * 1e6,
+        None => -((start - at).as_secs_f64() * 1e6),
+    }
+}
 
 /// Notes that the program starts now (first thing in `main`). A process can be older than the
 /// program it runs: `cargo run` builds, then execs the app in its own process, whose start time

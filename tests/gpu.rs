@@ -276,6 +276,7 @@ fn headless_interop_and_copy_render_the_same_picture() {
             dt: 1.0 / 60.0,
             screenshot: None,
             stats: None,
+            trace: None,
             panel: false,
             cuda: CudaOptions { transfer, ..cuda_options() },
             shaders_dir: None,

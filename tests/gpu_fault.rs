@@ -30,6 +30,7 @@ fn a_kernel_fault_loses_the_context_and_the_demo_goes_on_on_the_cpu() {
             dt: 0.0,
             screenshot: None,
             stats: None,
+            trace: None,
             panel: false,
             cuda,
             shaders_dir: None,

@@ -15,7 +15,7 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::window::WindowId;
 
 use self::input::Input;
-use crate::args::PathFlag;
+use crate::args::{PathFlag, TraceRequest};
 use crate::demo_kit::DemoSpec;
 use crate::gl::context::window::{catch_window_panics, winit_error_text};
 use crate::graphics::GraphicsApi;
@@ -53,6 +53,8 @@ pub struct WindowOptions {
     pub record: Option<PathBuf>,
     /// Write per-stage timings (present included) as JSON when closing.
     pub stats: Option<PathBuf>,
+    /// The frames' anatomy to write as a Chrome trace when closing.
+    pub trace: Option<TraceRequest>,
     /// The graphics API to draw with (a Vulkan window that cannot present goes on with OpenGL).
     pub renderer: GraphicsApi,
     /// Demo flags that only some paths use (the panel says when its path ignores them).
@@ -183,6 +185,9 @@ impl App {
             record: self.options.record.clone(),
         };
         let mut session = Session::new(renderer, selection, options)?;
+        if self.options.trace.is_some() {
+            session.record_anatomy(true);
+        }
         if let Some(note) = fallback {
             session.act(crate::ui::PanelAction::Say(note));
         }
@@ -314,6 +319,9 @@ impl App {
         if let Some(path) = &self.options.stats {
             let facts = RunFacts { frames: running.session.frames(), frames_asked: None };
             failure = failure.or(running.session.write_stats(path, &facts).err());
+        }
+        if let Some(trace) = &self.options.trace {
+            failure = failure.or(running.session.write_trace(trace).err());
         }
         let (recordings, closed) = running.session.close();
         self.report.recordings.extend(recordings);

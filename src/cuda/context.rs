@@ -51,7 +51,8 @@ impl Context {
     /// Retains device `ordinal`'s primary context (the one the runtime API would use too) and makes
     /// it current on this thread.
     pub fn new(driver: Driver, ordinal: i32) -> Result<Rc<Self>> {
-        let note = |call, detail: String, host_us| TraceEntry { call, detail, host_us, error: None };
+        let note =
+            |call, detail: String, host_us| TraceEntry { call, detail, host_us, start_us: f64::NAN, error: None };
         let mut setup = vec![
             note("cuInit", "flags 0".to_owned(), driver.init_us[0]),
             note("cuDriverGetVersion", format!("CUDA {}.{}", driver.version.0, driver.version.1), driver.init_us[1]),
@@ -221,7 +222,9 @@ impl Context {
         if error.is_context_lost() {
             let earlier = self.lost_releases.replace(self.lost_releases.get() + 1);
             match earlier {
-                0 => log::error!("{error} (later releases in the lost context fail the same way; logged at debug level)"),
+                0 => {
+                    log::error!("{error} (later releases in the lost context fail the same way; logged at debug level)")
+                }
                 _ => log::debug!("{error}"),
             }
         } else {

@@ -4,9 +4,15 @@
 //! When the host runs more frames ahead of the GPU than the ring is deep (a heavy kernel, no vsync),
 //! the next set is still in flight; that frame then goes untimed rather than overwriting a set
 //! whose times are yet to be read, so GPU times keep arriving, for every few frames.
+//!
+//! While the driver-call trace records every frame (the frame anatomy is shown or written), the
+//! marks are also put on the host clock: an epoch event is recorded on the idle stream between
+//! two host clock reads ([`EventRing::begin_calibrated`], every 2 s), and each mark's time is the
+//! epoch's plus the events' elapsed time.
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use super::context::Context;
 use super::stream::{Event, Stream};
@@ -26,6 +32,24 @@ pub struct EventRing {
     tags: Vec<Option<u64>>,
     next: usize,
     untimed: bool,
+    /// An event whose time on the host clock is known, while calibrating.
+    epoch: Option<Epoch>,
+    /// The marks of the set [`Self::poll`] read last, µs on the host clock (NaN: not known).
+    marks_us: Vec<f64>,
+    context: Rc<Context>,
+}
+
+/// How often the epoch is taken again (the GPU's and the host's clocks drift apart slowly, and
+/// `cuEventElapsedTime`'s float milliseconds lose precision with distance).
+const RECALIBRATE: Duration = Duration::from_secs(2);
+
+struct Epoch {
+    event: Event,
+    /// The event's time on the host clock, µs.
+    host_us: f64,
+    /// Half the host time between recording it and seeing it complete, µs.
+    error_us: f64,
+    at: Instant,
 }
 
 /// The events of one set, to record as the stages of a frame end (none when the frame goes
@@ -55,7 +79,51 @@ impl EventRing {
         }
         let depth = sets.len();
         let recorded = sets.iter().map(|set| set.iter().map(|_| Cell::new(false)).collect()).collect();
-        Ok(Self { sets, recorded, tags: vec![None; depth], next: 0, untimed: false })
+        Ok(Self {
+            sets,
+            recorded,
+            tags: vec![None; depth],
+            next: 0,
+            untimed: false,
+            epoch: None,
+            marks_us: Vec::new(),
+            context: context.clone(),
+        })
+    }
+
+    /// As [`Self::begin`]; first, while the trace records every frame and the epoch is older than
+    /// 2 s, takes a new one: waits for `stream` to go idle, then records an event on it between
+    /// two host clock reads and waits for it. Costs that host wait, every 2 s, only then.
+    pub fn begin_calibrated(&mut self, stream: &Stream) -> Result<Marks<'_>> {
+        let due = self.epoch.as_ref().is_none_or(|epoch| epoch.at.elapsed() > RECALIBRATE);
+        if due && self.context.trace().per_frame() {
+            stream.synchronize()?;
+            let event = Event::new(&self.context)?;
+            let before = Instant::now();
+            event.record(stream)?;
+            event.synchronize()?;
+            let after = Instant::now();
+            let half = (after - before) / 2;
+            self.epoch = Some(Epoch {
+                event,
+                host_us: crate::stats::clock_us(before + half),
+                error_us: half.as_secs_f64() * 1e6,
+                at: after,
+            });
+        }
+        Ok(self.begin())
+    }
+
+    /// Half the width of the last epoch's host interval, µs: how far the marks' host times can
+    /// be off; `None` before the first epoch.
+    pub fn clock_error_us(&self) -> Option<f64> {
+        self.epoch.as_ref().map(|epoch| epoch.error_us)
+    }
+
+    /// The host-clock times (µs) of the marks of the set [`Self::poll`] read last; NaN where a
+    /// mark was not recorded or no epoch was taken.
+    pub fn marks_us(&self) -> &[f64] {
+        &self.marks_us
     }
 
     /// The next set. If the GPU has not yet passed all of it, this frame goes untimed (the set's
@@ -105,6 +173,14 @@ impl EventRing {
                 } else {
                     f64::NAN
                 };
+            }
+            self.marks_us.clear();
+            for (event, flag) in events.iter().zip(recorded).take(used) {
+                let at = match &self.epoch {
+                    Some(epoch) if flag.get() => epoch.host_us + f64::from(event.elapsed_ms_since(&epoch.event)?) * 1e3,
+                    _ => f64::NAN,
+                };
+                self.marks_us.push(at);
             }
             self.tags[slot] = None;
             return Ok(Some(tag));

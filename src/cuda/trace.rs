@@ -20,6 +20,8 @@ pub struct TraceEntry {
     pub detail: String,
     /// Host time spent in the call, µs.
     pub host_us: f64,
+    /// When the call began, µs on the frame anatomy's clock ([`crate::stats::clock_us`]).
+    pub start_us: f64,
     /// The error name, when it failed.
     pub error: Option<String>,
 }
@@ -87,7 +89,8 @@ impl Trace {
         };
         let mut list = list.borrow_mut();
         if list.len() < MAX_ENTRIES {
-            list.push(TraceEntry { call, detail: detail(), host_us, error: None });
+            let start_us = crate::stats::clock_us(Instant::now()) - host_us;
+            list.push(TraceEntry { call, detail: detail(), host_us, start_us, error: None });
         }
     }
 
@@ -135,6 +138,7 @@ pub fn entry(call: &'static str, detail: String, started: Instant, status: sys::
         call,
         detail,
         host_us: started.elapsed().as_secs_f64() * 1e6,
+        start_us: crate::stats::clock_us(started),
         error: (status != sys::CUresult::CUDA_SUCCESS).then(|| format!("{status:?}")),
     }
 }

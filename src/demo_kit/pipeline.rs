@@ -39,6 +39,11 @@ impl Pipeline {
         self.transfer.as_mut()
     }
 
+    /// The transfer path, to read.
+    pub fn transfer_ref(&self) -> &dyn Transfer {
+        self.transfer.as_ref()
+    }
+
     /// The path in use.
     pub fn kind(&self) -> TransferKind {
         self.transfer.kind()

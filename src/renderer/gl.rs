@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{PanelPaint, Renderer, RendererInfo, Target};
+use crate::anatomy::Calibration;
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::context::window::WindowGl;
 use crate::gl::{self, Framebuffer, GlInfo, TimerQueries};
@@ -13,7 +14,7 @@ use crate::graphics::{Graphics, GraphicsApi};
 use crate::render::gl::GlScenes;
 use crate::render::{Scene, SceneDrawer, View};
 use crate::runtime::{self, CudaOptions, Selection};
-use crate::stats::{LateGpuTimes, Stage, StageTimes};
+use crate::stats::{Lane, LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
 
 /// What the GL context draws into.
@@ -214,13 +215,37 @@ impl Renderer for GlRenderer {
         }
         let mut late = Vec::new();
         for (timer, stage) in [(&mut self.draw_timer, Stage::Draw), (&mut self.panel_timer, Stage::Panel)] {
-            while let Some((frame, microseconds)) = timer.poll(&self.gl) {
+            while let Some(time) = timer.poll(&self.gl) {
                 let mut times = StageTimes::default();
-                times.set_gpu(stage, microseconds);
-                late.push(LateGpuTimes { frame, times });
+                match time.start_us {
+                    Some(start_us) => times.set_gpu_at(stage, Lane::Graphics, start_us, time.microseconds),
+                    None => times.set_gpu(stage, time.microseconds),
+                }
+                late.push(LateGpuTimes { frame: time.tag, times });
             }
         }
         Ok(late)
+    }
+
+    fn calibration(&self) -> Calibration {
+        let name = "OpenGL".to_owned();
+        match self.draw_timer.clock() {
+            Some(clock) => Calibration {
+                lane: Lane::Graphics,
+                name,
+                error_us: Some(clock.error_us),
+                note: "glQueryCounter timestamps; glGetInteger64v(GL_TIMESTAMP) read between two host clock \
+                       reads, every 2 s"
+                    .to_owned(),
+            },
+            None => Calibration {
+                lane: Lane::Graphics,
+                name,
+                error_us: None,
+                note: "glGetInteger64v(GL_TIMESTAMP) gave no time on this driver: GPU times without positions"
+                    .to_owned(),
+            },
+        }
     }
 
     fn resized(&mut self) {

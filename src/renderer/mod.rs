@@ -17,6 +17,7 @@ pub mod vulkan;
 use winit::event_loop::ActiveEventLoop;
 
 use crate::Result;
+use crate::anatomy::Calibration;
 use crate::graphics::Graphics;
 pub use crate::graphics::GraphicsApi;
 use crate::render::{Scene, View};
@@ -121,6 +122,10 @@ pub trait Renderer {
     /// GPU times of finished frames (draw, panel) that arrived since the last call; with `all`,
     /// waits for every frame first.
     fn gpu_times(&mut self, all: bool) -> Result<Vec<LateGpuTimes>>;
+
+    /// How its GPU times are put on the host clock (the frame anatomy's graphics lane), or why
+    /// they are not.
+    fn calibration(&self) -> Calibration;
 
     /// The window was resized: what is drawn into follows at the next frame.
     fn resized(&mut self);

@@ -6,11 +6,12 @@ use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use winit::window::Window;
 
 use super::{PanelPaint, Renderer, RendererInfo, Target};
+use crate::anatomy::Calibration;
 use crate::graphics::{Graphics, GraphicsApi};
 use crate::render::vulkan::VulkanScenes;
 use crate::render::{Scene, SceneDrawer, View};
 use crate::runtime::{self, CudaOptions, Selection};
-use crate::stats::{LateGpuTimes, Stage, StageTimes};
+use crate::stats::{Lane, LateGpuTimes, Stage, StageTimes};
 use crate::vk::device::WindowHandles;
 use crate::vk::frame::VulkanGraphics;
 use crate::vk::panel::PanelPainter;
@@ -176,12 +177,35 @@ impl Renderer for VulkanRenderer {
             .vulkan
             .take_gpu_times(all)?
             .into_iter()
-            .map(|(frame, microseconds)| {
+            .map(|time| {
                 let mut times = StageTimes::default();
-                times.set_gpu(Stage::Draw, microseconds);
-                LateGpuTimes { frame, times }
+                match time.start_us {
+                    Some(start_us) => times.set_gpu_at(Stage::Draw, Lane::Graphics, start_us, time.microseconds),
+                    None => times.set_gpu(Stage::Draw, time.microseconds),
+                }
+                LateGpuTimes { frame: time.frame, times }
             })
             .collect())
+    }
+
+    fn calibration(&self) -> Calibration {
+        let (error_us, note) = match self.vulkan.gpu_clock() {
+            Some(reading) => (
+                Some(reading.error_us),
+                "vkCmdWriteTimestamp around each frame's commands; vkGetCalibratedTimestamps (device domain) read \
+                 between two host clock reads, every 2 s"
+                    .to_owned(),
+            ),
+            None => (
+                None,
+                format!(
+                    "{} offers no VK_KHR_calibrated_timestamps or VK_EXT_calibrated_timestamps (or writes no \
+                     timestamps): GPU times without positions",
+                    self.info.device
+                ),
+            ),
+        };
+        Calibration { lane: Lane::Graphics, name: "Vulkan".to_owned(), error_us, note }
     }
 
     fn resized(&mut self) {

@@ -101,6 +101,7 @@ impl Session {
             previous.destroy(self.renderer.graphics());
         }
         self.history = FrameHistory::new(HISTORY_FRAMES);
+        self.anatomy.clear();
         Ok(())
     }
 
@@ -177,6 +178,7 @@ impl Session {
     fn adopt(&mut self, renderer: Box<dyn Renderer>) -> Box<dyn Renderer> {
         let old = std::mem::replace(&mut self.renderer, renderer);
         self.history = FrameHistory::new(HISTORY_FRAMES);
+        self.anatomy.clear();
         // The new painter has none of egui's textures: a new context sends them all.
         self.egui = egui::Context::default();
         self.textures = egui::TexturesDelta::default();

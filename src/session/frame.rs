@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::{FrameInput, FrameReport, Session, stall_advice};
+use super::{FrameInput, FrameReport, Session, anatomy, stall_advice};
 use crate::demo_kit::{DemoTransfer, View};
 use crate::renderer::PanelPaint;
-use crate::stats::{FrameSample, Stage, StageTimes};
+use crate::stats::{FrameSample, Stage, StageTimes, clock_us};
 use crate::transfer::TransferKind;
 use crate::ui::{self, PanelAction, PanelFacts, PanelInput};
 use crate::{Error, Result};
@@ -40,6 +40,12 @@ impl Session {
         self.first_frame_at.get_or_insert(started);
         let frame = self.frame;
         self.frame += 1;
+        if self.anatomy.recording()
+            && let Some(cuda) = &self.selection.cuda
+        {
+            // Also after a renderer switch, which brings a new selection.
+            cuda.context.trace().set_per_frame(true);
+        }
         let Some(demo) = self.demo.as_deref_mut() else { return report };
         if let Some(watcher) = &mut self.watcher {
             watcher.poll(demo);
@@ -80,6 +86,8 @@ impl Session {
         let panel_px = self.panel_width().min(width.saturating_sub(1));
         let view = View { origin: [panel_px, 0], size: [width - panel_px, height] };
 
+        // The frame loop's own parts, for the anatomy (kept only while it is recorded).
+        let mut parts = Vec::new();
         let capture = input.capture || input.screenshot.is_some() || self.recorder.is_some();
         let laid_out = panel.is_some();
         let drawn = self.draw(frame, &view, panel, capture);
@@ -90,15 +98,22 @@ impl Session {
         match drawn {
             Ok(Some(end)) => {
                 report.drawn = true;
+                let (draw_us, paint_us, present_us) = end.micros();
+                stages.set_host_span(Stage::Draw, clock_us(end.started), draw_us);
                 if laid_out {
-                    stages.set_host(Stage::Panel, panel_us + end.paint_us);
+                    stages.set_host(Stage::Panel, panel_us + paint_us);
+                    // The panel's span is its layout; its paint, after the draw, is a part of its own.
+                    stages.set_host_span(Stage::Panel, clock_us(panel_started), panel_us);
+                    parts.push(anatomy::host_part("panel paint", end.painting, end.presenting));
                 }
                 // A window presents; offscreen, ending the frame is submitting its drawing.
                 if self.renderer.info().window {
-                    stages.set_host(Stage::Draw, end.draw_us);
-                    stages.set_host(Stage::Present, end.present_us);
+                    stages.set_host(Stage::Draw, draw_us);
+                    stages.set_host(Stage::Present, present_us);
+                    stages.set_host_span(Stage::Present, clock_us(end.presenting), present_us);
                 } else {
-                    stages.set_host(Stage::Draw, end.draw_us + end.present_us);
+                    stages.set_host(Stage::Draw, draw_us + present_us);
+                    parts.push(anatomy::host_part("submit", end.presenting, end.ended));
                 }
                 if let Some(pixels) = end.pixels {
                     self.keep_pixels(&pixels, input.screenshot, &mut report);
@@ -124,11 +139,17 @@ impl Session {
         }
         let late_errors = match &self.selection.cuda {
             Some(cuda) => {
-                cuda.context.trace().end_frame(); // the frame's calls, the submission included
+                let trace = cuda.context.trace();
+                trace.end_frame(); // the frame's calls, the submission included
+                if self.anatomy.recording() {
+                    parts.extend(anatomy::call_spans(trace.last_frame()));
+                }
                 cuda.context.take_errors()
             }
             None => Vec::new(),
         };
+        let rules = self.demo.as_deref().map_or(&[][..], |demo| demo.pipeline().kind().edges());
+        self.anatomy.push(frame, started, rules, parts);
         for error in late_errors {
             report.error(&error);
             self.push_message(error.to_string());
@@ -199,13 +220,7 @@ impl Session {
         // The frame is ended whatever happened in it, so that the next one can begin.
         let presenting = Instant::now();
         let pixels = self.renderer.end_frame(capture);
-        let micros = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e6;
-        let end = FrameEnd {
-            pixels: None,
-            draw_us: micros(started, painting),
-            paint_us: micros(painting, presenting),
-            present_us: micros(presenting, Instant::now()),
-        };
+        let end = FrameEnd { pixels: None, started, painting, presenting, ended: Instant::now() };
         drawn?;
         painted?;
         Ok(Some(FrameEnd { pixels: pixels?, ..end }))
@@ -253,13 +268,27 @@ impl Session {
     }
 }
 
-/// How a frame ended, and the host time of each part of it.
+/// How a frame ended, and when each part of it began.
 struct FrameEnd {
     pixels: Option<Vec<u8>>,
     /// Beginning the frame and drawing the scene.
-    draw_us: f64,
+    started: Instant,
     /// Painting the panel.
-    paint_us: f64,
+    painting: Instant,
     /// Presenting or submitting it (and reading it back when asked).
-    present_us: f64,
+    presenting: Instant,
+    /// Done.
+    ended: Instant,
+}
+
+impl FrameEnd {
+    /// Host µs of the draw, the panel's paint, and the present or submit.
+    fn micros(&self) -> (f64, f64, f64) {
+        let micros = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e6;
+        (
+            micros(self.started, self.painting),
+            micros(self.painting, self.presenting),
+            micros(self.presenting, self.ended),
+        )
+    }
 }

@@ -13,6 +13,7 @@
 //! ```
 
 mod actions;
+mod anatomy;
 mod frame;
 mod recovery;
 mod stats_json;
@@ -144,6 +145,8 @@ pub struct Session {
     stranded: recovery::Stranded,
     selection: Selection,
     history: FrameHistory,
+    /// What each frame's anatomy needs besides its stage times.
+    anatomy: anatomy::AnatomyLog,
     frame: u64,
     last_frame_start: Option<Instant>,
     /// When the first frame started (the wall clock `--stats` reports).
@@ -223,6 +226,7 @@ impl Session {
             stranded: recovery::Stranded::default(),
             selection,
             history: FrameHistory::new(HISTORY_FRAMES),
+            anatomy: anatomy::AnatomyLog::new(false),
             frame: 0,
             last_frame_start: None,
             first_frame_at: None,
@@ -241,6 +245,9 @@ impl Session {
             && let Some(cuda) = &session.selection.cuda
         {
             cuda.context.trace().set_per_frame(true);
+        }
+        if options.open_sections.contains(&PanelSection::Anatomy) {
+            session.record_anatomy(true);
         }
         session.say_start();
         Ok(session)

@@ -3,8 +3,8 @@
 
 use std::time::Instant;
 
+use super::mismatch;
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
-use super::{micros_since, mismatch};
 use crate::Result;
 use crate::gl;
 use crate::graphics::Graphics;
@@ -79,14 +79,14 @@ impl Transfer for CpuPath {
             }
             compute(Target::Host { buffers: &mut slices })?;
         }
-        times.set_host(Stage::Kernel, micros_since(started));
+        times.set_host_since(Stage::Kernel, started);
 
         if let Graphics::Vulkan(vulkan) = graphics {
             // Vulkan draws from the very memory written next: wait for the frames that read it
             // (a stage of its own, so the upload below is the copy alone).
             let started = Instant::now();
             vulkan.wait_idle()?;
-            times.set_host(Stage::Sync, micros_since(started));
+            times.set_host_since(Stage::Sync, started);
         }
         let started = Instant::now();
         for (buffer, access) in buffers.iter_mut() {
@@ -99,7 +99,7 @@ impl Transfer for CpuPath {
                 }
             }
         }
-        times.set_host(Stage::Upload, micros_since(started));
+        times.set_host_since(Stage::Upload, started);
         Ok(times)
     }
 

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind, WhatIf};
-use super::{DeviceSpans, micros_since, mismatch, poll_stages};
+use super::{DeviceSpans, mismatch, poll_stages};
 use crate::Result;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceBuffer, PinnedBuffer, Stream};
@@ -59,6 +59,10 @@ impl Transfer for HostCopy {
         if self.pinned { TransferKind::HostCopy } else { TransferKind::HostCopyPageable }
     }
 
+    fn calibration(&self) -> Option<crate::anatomy::Calibration> {
+        super::cuda_calibration(&self.events)
+    }
+
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
         let mut device = DeviceBuffer::new(&self.context, initial.len())?;
         device.upload(&self.stream, initial)?;
@@ -99,13 +103,13 @@ impl Transfer for HostCopy {
             Link::HostCopy { device, .. } => Some(device.span()),
             _ => None,
         })?;
-        let timing = self.events.begin();
+        let timing = self.events.begin_calibrated(stream)?;
 
         let started = Instant::now();
         timing.mark(0, stream)?;
         compute(Target::Device { buffers: spans.as_slice(), stream })?;
         timing.mark(1, stream)?;
-        times.set_host(Stage::Kernel, micros_since(started));
+        times.set_host_since(Stage::Kernel, started);
 
         let started = Instant::now();
         for (buffer, access) in buffers.iter_mut() {
@@ -130,14 +134,14 @@ impl Transfer for HostCopy {
             stream.synchronize()?;
             false
         };
-        times.set_host(Stage::Download, micros_since(started));
+        times.set_host_since(Stage::Download, started);
 
         if let Graphics::Vulkan(vulkan) = graphics {
             // Vulkan draws from the very memory written next: wait for the frames that read it
             // (a stage of its own, as on the CPU path).
             let started = Instant::now();
             vulkan.wait_idle()?;
-            times.set_host(Stage::Sync, micros_since(started));
+            times.set_host_since(Stage::Sync, started);
         }
         let started = Instant::now();
         for (buffer, access) in buffers.iter_mut() {
@@ -156,7 +160,7 @@ impl Transfer for HostCopy {
                 }
             }
         }
-        times.set_host(Stage::Upload, micros_since(started));
+        times.set_host_since(Stage::Upload, started);
         Ok(times)
     }
 

@@ -288,6 +288,11 @@ impl dyn Transfer + '_ {
                 }
                 let upload = times.host(Stage::Upload).unwrap_or(0.0) + started.elapsed().as_secs_f64() * 1e6;
                 times.set_host(Stage::Upload, upload);
+                times.set_host_span(
+                    Stage::Upload,
+                    crate::stats::clock_us(started),
+                    started.elapsed().as_secs_f64() * 1e6,
+                );
                 Ok(times)
             }
         }

@@ -17,7 +17,7 @@ use crate::cuda::{Context, DeviceSpan, Stream};
 use crate::gl;
 use crate::graphics::Graphics;
 use crate::guard::Guard;
-use crate::stats::{LateGpuTimes, Stage, StageTimes};
+use crate::stats::{Lane, LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
 
 /// The interop path.
@@ -46,6 +46,10 @@ impl Interop {
 impl Transfer for Interop {
     fn kind(&self) -> TransferKind {
         TransferKind::Interop
+    }
+
+    fn calibration(&self) -> Option<crate::anatomy::Calibration> {
+        super::cuda_calibration(&self.events)
     }
 
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
@@ -106,9 +110,16 @@ impl Transfer for Interop {
         let mut intervals = [0.0; 4];
         let Some(frame) = self.events.poll(&mut intervals)? else { return Ok(None) };
         let mut times = StageTimes::default();
+        // On the host clock (while calibrated): the map's span is its part before the kernel.
+        let marks = self.events.marks_us();
+        for (index, stage) in [Stage::Map, Stage::Kernel, Stage::Unmap].into_iter().enumerate() {
+            match marks.get(index) {
+                Some(&start) => times.set_gpu_at(stage, Lane::Cuda, start, intervals[index]),
+                None => times.set_gpu(stage, intervals[index]),
+            }
+        }
+        // The map's time counts the maps made ahead for the next frame too.
         times.set_gpu(Stage::Map, intervals[0] + intervals[3]);
-        times.set_gpu(Stage::Kernel, intervals[1]);
-        times.set_gpu(Stage::Unmap, intervals[2]);
         Ok(Some(LateGpuTimes { frame, times }))
     }
 
@@ -167,9 +178,10 @@ impl Interop {
         }
         let mut times = StageTimes::default();
         let stream = self.stream.clone();
-        let timing = self.events.begin();
+        let timing = self.events.begin_calibrated(&stream)?;
         timing.mark(0, &stream)?;
         let started = Instant::now();
+        let map_started = started;
         let mapped = if fresh.is_empty() { None } else { Some(interop::map(&stream, &mut fresh)?) };
         let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
         if let Some(mapped) = &mapped {
@@ -182,11 +194,12 @@ impl Interop {
         }
         timing.mark(1, &stream)?;
         let mut map_us = micros_since(started);
+        times.set_host_span(Stage::Map, crate::stats::clock_us(map_started), map_us);
 
         let started = Instant::now();
         compute(Target::Device { buffers: &spans[..count], stream: &stream })?;
         timing.mark(2, &stream)?;
-        times.set_host(Stage::Kernel, micros_since(started));
+        times.set_host_since(Stage::Kernel, started);
 
         let started = Instant::now();
         if let Some(mapped) = mapped {
@@ -196,7 +209,7 @@ impl Interop {
             resource.release_held()?;
         }
         timing.mark(3, &stream)?;
-        times.set_host(Stage::Unmap, micros_since(started));
+        times.set_host_since(Stage::Unmap, started);
 
         // After the unmap, before GL is given this frame: the next frame's map then waits only
         // for GL's earlier frames, and its wait for GL overlaps GL's wait for this unmap (halves
@@ -212,11 +225,11 @@ impl Interop {
         }
         timing.mark(4, &stream)?;
         map_us += micros_since(started);
+        if self.register_every_frame {
+            map_us += register_us;
+        }
         times.set_host(Stage::Map, map_us);
         self.events.commit(frame);
-        if self.register_every_frame {
-            times.set_host(Stage::Map, times.host(Stage::Map).unwrap_or(0.0) + register_us);
-        }
         Ok(times)
     }
 }
@@ -279,19 +292,19 @@ impl Interop {
     ) -> Result<StageTimes> {
         let mut times = StageTimes::default();
         let stream = &*self.stream;
-        let timing = self.events.begin();
+        let timing = self.events.begin_calibrated(stream)?;
 
         let started = Instant::now();
         timing.mark(0, stream)?;
         let mapped = interop::map(stream, resources)?;
         let prepared = prepare(&mapped)?;
         timing.mark(1, stream)?;
-        times.set_host(Stage::Map, micros_since(started));
+        times.set_host_since(Stage::Map, started);
 
         let started = Instant::now();
         compute(prepared, stream)?;
         timing.mark(2, stream)?;
-        times.set_host(Stage::Kernel, micros_since(started));
+        times.set_host_since(Stage::Kernel, started);
 
         let started = Instant::now();
         mapped.unmap()?;
@@ -299,7 +312,7 @@ impl Interop {
         // No maps ahead on this route: the fifth mark closes an empty interval, so every set
         // this path polls has all its marks recorded.
         timing.mark(4, stream)?;
-        times.set_host(Stage::Unmap, micros_since(started));
+        times.set_host_since(Stage::Unmap, started);
         self.events.commit(frame);
         Ok(times)
     }

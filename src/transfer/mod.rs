@@ -37,6 +37,7 @@ use self::external::External;
 use self::host_copy::{HostCopy, Staging};
 pub use self::image::{ImageSharing, ImageTarget, SharedImage, TextureMemory};
 use self::interop::Interop;
+use crate::anatomy::{Calibration, EdgeRule};
 use crate::cuda::external::ExportableMemory;
 use crate::cuda::interop::{GlEntryPoints, GraphicsResource, MapAccess};
 use crate::cuda::timing::EventRing;
@@ -44,7 +45,7 @@ use crate::cuda::{Context, DeviceBuffer, DeviceSpan, Stream};
 use crate::gl;
 use crate::gl::external::{GlMemoryObjects, GlSemaphores};
 use crate::graphics::Graphics;
-use crate::stats::{LateGpuTimes, Stage, StageTimes};
+use crate::stats::{Lane, LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
 
 /// Which path a frame's data takes.
@@ -70,6 +71,42 @@ pub enum TransferKind {
 }
 
 impl TransferKind {
+    /// How this path orders a frame's stages across the APIs: the frame anatomy's edges.
+    pub fn edges(self) -> &'static [EdgeRule] {
+        const fn rule(from: Stage, to: Stage, label: &'static str) -> EdgeRule {
+            EdgeRule { from, to, label }
+        }
+        const INTEROP: &[EdgeRule] = &[
+            rule(Stage::Map, Stage::Kernel, "mapped: the kernel may write"),
+            rule(Stage::Unmap, Stage::Draw, "unmapped: the draw may read"),
+        ];
+        const HOST_COPY: &[EdgeRule] = &[
+            rule(Stage::Kernel, Stage::Download, "stream order: then the copy"),
+            rule(Stage::Download, Stage::Upload, "the host holds the copy: upload"),
+            rule(Stage::Upload, Stage::Draw, "uploaded: the draw may read"),
+        ];
+        const HOST_WAITS: &[EdgeRule] = &[
+            rule(Stage::Kernel, Stage::Sync, "the host waits for the stream"),
+            rule(Stage::Sync, Stage::Draw, "waited: the draw may read"),
+        ];
+        const SEMAPHORES: &[EdgeRule] =
+            &[rule(Stage::Kernel, Stage::Draw, "CUDA signals the semaphore the draw waits for")];
+        const VULKAN: &[EdgeRule] =
+            &[rule(Stage::Kernel, Stage::Draw, "CUDA signals the timeline value the draw waits for")];
+        const CPU: &[EdgeRule] = &[
+            rule(Stage::Kernel, Stage::Upload, "computed: upload"),
+            rule(Stage::Upload, Stage::Draw, "uploaded: the draw may read"),
+        ];
+        match self {
+            Self::Interop => INTEROP,
+            Self::HostCopy | Self::HostCopyPageable => HOST_COPY,
+            Self::External => HOST_WAITS,
+            Self::ExternalSemaphores => SEMAPHORES,
+            Self::Vulkan => VULKAN,
+            Self::Cpu => CPU,
+        }
+    }
+
     /// A short label for the panel.
     pub fn label(self) -> &'static str {
         match self {
@@ -355,6 +392,12 @@ pub trait Transfer {
     /// Which path this is.
     fn kind(&self) -> TransferKind;
 
+    /// How the GPU times of its CUDA work are put on the host clock (the frame anatomy's CUDA
+    /// lane), or why they are not; `None`: the path runs no CUDA work.
+    fn calibration(&self) -> Option<Calibration> {
+        None
+    }
+
     /// Creates a GL buffer holding `initial`, set up for this path (registered with CUDA on the
     /// interop path, mirrored in device memory on the host-copy path).
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer>;
@@ -601,8 +644,25 @@ pub(crate) fn poll_stages(events: &mut EventRing, stages: &[Stage]) -> Result<Op
         return Ok(None);
     };
     let mut times = StageTimes::default();
-    for (&stage, &microseconds) in stages.iter().zip(intervals.iter()) {
+    for (index, (&stage, &microseconds)) in stages.iter().zip(intervals.iter()).enumerate() {
         times.set_gpu(stage, microseconds);
+        // Placed on the host clock where the ring was calibrated (NaN starts are ignored).
+        if let Some(&start) = events.marks_us().get(index) {
+            times.set_gpu_at(stage, Lane::Cuda, start, microseconds);
+        }
     }
     Ok(Some(LateGpuTimes { frame, times }))
+}
+
+/// The CUDA lane's calibration for a path whose GPU times come from `events`.
+pub(crate) fn cuda_calibration(events: &EventRing) -> Option<Calibration> {
+    let (error_us, note) = match events.clock_error_us() {
+        Some(error) => (
+            Some(error),
+            "CUDA events; an epoch event recorded on the idle stream between two host clock reads, every 2 s"
+                .to_owned(),
+        ),
+        None => (None, "not calibrated yet: calibration runs while the anatomy is recorded".to_owned()),
+    };
+    Some(Calibration { lane: Lane::Cuda, name: "CUDA stream".to_owned(), error_us, note })
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use ash::vk as raw;
 
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
-use super::{DeviceSpans, micros_since, mismatch};
+use super::{DeviceSpans, mismatch};
 use super::{ImageSharing, ImageTarget, SharedImage};
 use crate::cuda::import::{ChannelType, ImportedImage, ImportedMemory, ImportedSemaphore};
 use crate::cuda::memory::{copy_from_device, copy_to_device};
@@ -144,7 +144,7 @@ impl VulkanShare {
     /// `written`. Every Vulkan submission from now on waits for that signal.
     pub fn cuda_step(&mut self, frame: u64, released: u64, compute: impl FnOnce(&Stream) -> Result<()>) -> Result<()> {
         let stream = &*self.stream;
-        let marks = self.events.begin();
+        let marks = self.events.begin_calibrated(stream)?;
         marks.mark(0, stream)?;
         if released > 0 {
             self.cuda_read.wait_async(stream, released)?;
@@ -251,6 +251,10 @@ impl Transfer for VulkanPath {
         TransferKind::Vulkan
     }
 
+    fn calibration(&self) -> Option<crate::anatomy::Calibration> {
+        super::cuda_calibration(&self.share.as_ref()?.events)
+    }
+
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
         let stream = self.stream.clone();
         let VulkanBuffer { cuda, vulkan, mark } =
@@ -298,7 +302,7 @@ impl Transfer for VulkanPath {
             .cuda_step(frame, released, |stream| compute(Target::Device { buffers: spans, stream }))?;
         let mut times = StageTimes::default();
         // The host only enqueued: the semaphore wait, the kernel and the signal.
-        times.set_host(Stage::Kernel, micros_since(started));
+        times.set_host_since(Stage::Kernel, started);
         Ok(times)
     }
 
@@ -382,7 +386,7 @@ impl ImageSharing for VulkanPath {
         self.share(graphics)?
             .cuda_step(frame, released, |stream| compute(ImageTarget::Surface { surface, size, stream }))?;
         let mut times = StageTimes::default();
-        times.set_host(Stage::Kernel, micros_since(started));
+        times.set_host_since(Stage::Kernel, started);
         Ok(times)
     }
 

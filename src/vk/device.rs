@@ -37,6 +37,8 @@ pub struct VulkanContext {
     queue_family: u32,
     memory: vk::PhysicalDeviceMemoryProperties,
     timestamp_period_ns: f32,
+    /// Reads the device's timestamp clock from the host (`VK_KHR/EXT_calibrated_timestamps`).
+    gpu_clock: Option<GpuClock>,
     max_image_size: u32,
     /// Whether the queue writes timestamps.
     timestamps: bool,
@@ -46,6 +48,23 @@ pub struct VulkanContext {
     description: VulkanDevice,
     physical: vk::PhysicalDevice,
     instance: std::sync::Arc<Instance>,
+}
+
+/// `vkGetCalibratedTimestamps*`, from whichever extension the device offers.
+enum GpuClock {
+    Khr(ash::khr::calibrated_timestamps::Device),
+    Ext(ash::ext::calibrated_timestamps::Device),
+}
+
+/// The device's timestamp clock read from the host.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuClockReading {
+    /// Host time at the middle of the read, µs on [`crate::stats::clock_us`]'s clock.
+    pub host_us: f64,
+    /// The device's timestamp then, in µs (ticks × the timestamp period).
+    pub device_us: f64,
+    /// Half the host time the read took plus the driver's stated deviation, µs.
+    pub error_us: f64,
 }
 
 /// A window's surface and the functions that present to it (the device has `VK_KHR_swapchain`).
@@ -163,6 +182,13 @@ impl VulkanContext {
         if surface_guard.is_some() {
             extensions.push(ash::khr::swapchain::NAME);
         }
+        // SAFETY: a device of this live instance.
+        let offered = unsafe { instance.instance.enumerate_device_extension_properties(physical) }.unwrap_or_default();
+        let offers = |name: &CStr| offered.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+        let clock_extension = [ash::khr::calibrated_timestamps::NAME, ash::ext::calibrated_timestamps::NAME]
+            .into_iter()
+            .find(|&name| offers(name));
+        extensions.extend(clock_extension);
         let extension_names: Vec<*const std::ffi::c_char> = extensions.iter().map(|e| e.as_ptr()).collect();
         // Dynamic rendering (1.3) lets the renderer draw without render pass objects; large points
         // let point sprites be wider than a pixel. Both are asked for where the device has them.
@@ -204,6 +230,13 @@ impl VulkanContext {
         let external_semaphore = description
             .external_semaphore_fd
             .then(|| ash::khr::external_semaphore_fd::Device::new(&instance.instance, &device));
+        let gpu_clock = clock_extension.map(|name| {
+            if name == ash::khr::calibrated_timestamps::NAME {
+                GpuClock::Khr(ash::khr::calibrated_timestamps::Device::new(&instance.instance, &device))
+            } else {
+                GpuClock::Ext(ash::ext::calibrated_timestamps::Device::new(&instance.instance, &device))
+            }
+        });
         log::debug!("Vulkan device: {} ({}), queue family {queue_family}", description.name, description.driver);
         let window = surface_guard.keep().map(|surface| WindowSurface {
             surface,
@@ -219,6 +252,7 @@ impl VulkanContext {
             queue_family,
             memory,
             timestamp_period_ns: limits.timestamp_period,
+            gpu_clock,
             max_image_size: limits.max_image_dimension2_d,
             timestamps: families[queue_family as usize].timestamp_valid_bits > 0 && limits.timestamp_period > 0.0,
             filter_float,
@@ -279,6 +313,35 @@ impl VulkanContext {
     /// Whether the queue writes timestamps (GPU times of Vulkan work).
     pub fn timestamps(&self) -> bool {
         self.timestamps
+    }
+
+    /// Reads the device's timestamp clock between two host clock reads; `None` where the device
+    /// offers no calibrated timestamps (or the read failed).
+    pub fn read_gpu_clock(&self) -> Option<GpuClockReading> {
+        let clock = self.gpu_clock.as_ref()?;
+        let info = [vk::CalibratedTimestampInfoKHR::default().time_domain(vk::TimeDomainKHR::DEVICE)];
+        let before = std::time::Instant::now();
+        // SAFETY: the extension is enabled on this device; one valid info, one result.
+        let read = unsafe {
+            match clock {
+                GpuClock::Khr(device) => device.get_calibrated_timestamps(&info),
+                GpuClock::Ext(device) => device.get_calibrated_timestamps(&info),
+            }
+        };
+        let after = std::time::Instant::now();
+        let (stamps, deviation_ns) = match read {
+            Ok(read) => read,
+            Err(error) => {
+                log::debug!("vkGetCalibratedTimestamps failed: {error}");
+                return None;
+            }
+        };
+        let half = (after - before) / 2;
+        Some(GpuClockReading {
+            host_us: crate::stats::clock_us(before + half),
+            device_us: *stamps.first()? as f64 * f64::from(self.timestamp_period_ns) / 1e3,
+            error_us: half.as_secs_f64() * 1e6 + deviation_ns as f64 / 1e3,
+        })
     }
 
     /// Nanoseconds per timestamp tick.

@@ -10,6 +10,7 @@ use std::time::Duration;
 use ash::vk;
 
 use super::commands::{CommandRing, Recorder};
+use super::device::GpuClockReading;
 use super::device::{DeviceChoice, VulkanContext};
 use super::memory::{Buffer, MemoryKind};
 use super::shared::{ReadMark, SharedTimeline};
@@ -17,7 +18,7 @@ use super::swapchain::{Acquired, Swapchain};
 use super::sync::{Signal, Wait};
 use super::target::OffscreenTarget;
 use super::texture::Texture;
-use super::timing::FrameTimer;
+use super::timing::{FrameTimer, VkTime};
 use crate::pixel::PixelFormat;
 use crate::{Error, Result};
 
@@ -30,8 +31,8 @@ pub struct VulkanGraphics {
     commands: RefCell<CommandRing>,
     /// Timestamps around each frame's commands, where the queue writes them.
     timer: RefCell<Option<FrameTimer>>,
-    /// GPU times (frame, µs) read and not yet taken.
-    gpu_times: RefCell<Vec<(u64, f64)>>,
+    /// GPU times read and not yet taken.
+    gpu_times: RefCell<Vec<VkTime>>,
     /// The semaphores shared with CUDA, once a transfer path asked for them: every submission
     /// then waits for CUDA's writes and signals that it has read.
     shared: RefCell<Option<Rc<SharedTimeline>>>,
@@ -283,7 +284,7 @@ impl VulkanGraphics {
 
     /// GPU times of finished frames not taken before: (frame, µs of its commands), oldest first.
     /// With `all`, waits for every frame first, so none is left behind.
-    pub fn take_gpu_times(&self, all: bool) -> Result<Vec<(u64, f64)>> {
+    pub fn take_gpu_times(&self, all: bool) -> Result<Vec<VkTime>> {
         if all {
             self.wait_idle()?;
             let mut timer = self.timer.try_borrow_mut().map_err(|_| busy())?;
@@ -296,8 +297,13 @@ impl VulkanGraphics {
             }
         }
         let mut times = std::mem::take(&mut *self.gpu_times.borrow_mut());
-        times.sort_by_key(|&(frame, _)| frame);
+        times.sort_by_key(|time| time.frame);
         Ok(times)
+    }
+
+    /// The last reading of the device clock, where the device offers calibrated timestamps.
+    pub fn gpu_clock(&self) -> Option<GpuClockReading> {
+        self.timer.try_borrow().ok()?.as_ref()?.clock()
     }
 
     /// Waits for every frame submitted so far.

@@ -1,23 +1,41 @@
 //! GPU times of Vulkan frames: a timestamp at the start and at the end of each frame's command
 //! buffer (`vkCmdWriteTimestamp`), one pair per buffer of the command ring, read once the ring has
-//! waited for that buffer's submission, so reading never stalls.
+//! waited for that buffer's submission, so reading never stalls. Where the device offers
+//! calibrated timestamps, they are put on the host clock too (read again every 2 s).
 #![allow(unsafe_code)]
 
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use ash::vk;
 
 use super::commands::Recorder;
-use super::device::VulkanContext;
+use super::device::{GpuClockReading, VulkanContext};
 use super::vk_error;
 use crate::Result;
+
+/// How often the device clock is compared with the host's again.
+const RECALIBRATE: Duration = Duration::from_secs(2);
 
 /// Timestamp pairs for the frames recorded in each slot of a command ring.
 pub struct FrameTimer {
     pool: vk::QueryPool,
     /// The frame whose pair each slot holds, not yet read.
     frames: Vec<Option<u64>>,
+    /// The last reading of the device clock (`None`: no calibrated timestamps).
+    clock: Option<(GpuClockReading, Instant)>,
     context: Rc<VulkanContext>,
+}
+
+/// One frame's GPU time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VkTime {
+    /// The frame.
+    pub frame: u64,
+    /// Its start on the host clock, µs (`None`: the device clock cannot be read from the host).
+    pub start_us: Option<f64>,
+    /// From its first command to its last, µs.
+    pub microseconds: f64,
 }
 
 impl FrameTimer {
@@ -32,7 +50,8 @@ impl FrameTimer {
         // SAFETY: valid create info; destroyed in Drop.
         let pool = unsafe { context.device().create_query_pool(&create_info, None) }
             .map_err(|e| vk_error("vkCreateQueryPool", e))?;
-        Ok(Some(Self { pool, frames: vec![None; slots], context: context.clone() }))
+        let clock = context.read_gpu_clock().map(|reading| (reading, Instant::now()));
+        Ok(Some(Self { pool, frames: vec![None; slots], clock, context: context.clone() }))
     }
 
     /// Records: the start of frame `frame` in `slot` (whose earlier submission has finished).
@@ -61,9 +80,14 @@ impl FrameTimer {
         }
     }
 
-    /// The frame and its GPU time in µs held by `slot`, once; call only after the slot's
-    /// submission has finished.
-    pub fn take(&mut self, slot: usize) -> Result<Option<(u64, f64)>> {
+    /// The last reading of the device clock, if it can be read.
+    pub fn clock(&self) -> Option<GpuClockReading> {
+        self.clock.map(|(reading, _)| reading)
+    }
+
+    /// The frame and its GPU time held by `slot`, once; call only after the slot's submission
+    /// has finished.
+    pub fn take(&mut self, slot: usize) -> Result<Option<VkTime>> {
         let Some(frame) = self.frames.get_mut(slot).and_then(Option::take) else {
             return Ok(None);
         };
@@ -79,8 +103,13 @@ impl FrameTimer {
             )
         }
         .map_err(|e| vk_error("vkGetQueryPoolResults", e))?;
-        let nanoseconds = ticks[1].saturating_sub(ticks[0]) as f64 * f64::from(self.context.timestamp_period_ns());
-        Ok(Some((frame, nanoseconds / 1e3)))
+        let period_ns = f64::from(self.context.timestamp_period_ns());
+        let nanoseconds = ticks[1].saturating_sub(ticks[0]) as f64 * period_ns;
+        if self.clock.is_some_and(|(_, at)| at.elapsed() > RECALIBRATE) {
+            self.clock = self.context.read_gpu_clock().map(|reading| (reading, Instant::now()));
+        }
+        let start_us = self.clock.map(|(c, _)| ticks[0] as f64 * period_ns / 1e3 - c.device_us + c.host_us);
+        Ok(Some(VkTime { frame, start_us, microseconds: nanoseconds / 1e3 }))
     }
 
     /// Slots in the timer.

@@ -132,6 +132,7 @@ pub fn cpu_headless_options(
         dt: 1.0 / 60.0,
         screenshot: None,
         stats: None,
+        trace: None,
         panel: false,
         cuda: CudaOptions { backend: interop_lab::runtime::BackendRequest::Cpu, ..CudaOptions::default() },
         shaders_dir: None,

@@ -23,17 +23,19 @@ pub(super) fn run_with_host_waits(
     gl::wait_for_gl(gl)?;
     let mut sync_us = micros_since(started);
 
-    let timing = events.begin();
+    let timing = events.begin_calibrated(stream)?;
     let started = Instant::now();
     timing.mark(0, stream)?;
     compute(stream)?;
     timing.mark(1, stream)?;
     events.commit(frame);
-    times.set_host(Stage::Kernel, micros_since(started));
+    times.set_host_since(Stage::Kernel, started);
 
     let started = Instant::now();
     stream.synchronize()?;
     sync_us += micros_since(started);
     times.set_host(Stage::Sync, sync_us);
+    // The anatomy shows the host's wait for the stream (the wait for GL is the call before).
+    times.set_host_span(Stage::Sync, crate::stats::clock_us(started), micros_since(started));
     Ok(times)
 }

@@ -66,6 +66,10 @@ impl Transfer for External {
         if self.order.is_some() { TransferKind::ExternalSemaphores } else { TransferKind::External }
     }
 
+    fn calibration(&self) -> Option<crate::anatomy::Calibration> {
+        crate::transfer::cuda_calibration(&self.events)
+    }
+
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
         let gl = graphics.gl()?;
         if let Some(order) = &mut self.order {

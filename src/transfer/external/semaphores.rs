@@ -101,7 +101,7 @@ impl GpuOrder {
     ) -> Result<StageTimes> {
         let names = self.import_into_gl(gl)?;
         let started = Instant::now();
-        let timing = events.begin();
+        let timing = events.begin_calibrated(&self.stream)?;
         let mut calls = GpuCalls {
             gl,
             semaphores: self.gl,
@@ -118,9 +118,15 @@ impl GpuOrder {
         let kernel_us = calls.kernel_us;
         events.commit(frame);
         let mut times = StageTimes::default();
-        times.set_host(Stage::Kernel, kernel_us);
+        // The step interleaves the ordering calls and the launches; the spans show their sums one
+        // after the other (the driver calls, recorded with their own starts, show the order).
+        let start_us = crate::stats::clock_us(started);
+        let sync_us = (micros_since(started) - kernel_us).max(0.0);
         // Host time of the calls that order the step; nothing here waits on the host.
-        times.set_host(Stage::Sync, (micros_since(started) - kernel_us).max(0.0));
+        times.set_host(Stage::Sync, sync_us);
+        times.set_host_span(Stage::Sync, start_us, sync_us);
+        times.set_host(Stage::Kernel, kernel_us);
+        times.set_host_span(Stage::Kernel, start_us + sync_us, kernel_us);
         Ok(times)
     }
 }

@@ -1,0 +1,297 @@
+//! The anatomy of a frame: its work as spans on lanes — the host thread, the CUDA stream, the
+//! graphics queue — on one clock ([`crate::stats::clock_us`]), and the edges that order work on
+//! one lane after work on another (an unmap before the draw that reads the buffer, a semaphore
+//! signal before its wait). The panel draws it; [`chrome_trace`] writes it for Perfetto.
+//!
+//! Host spans are timed by host clocks. GPU spans come from CUDA events and GL or Vulkan
+//! timestamps put on the host clock by a calibration, whose error each lane states
+//! ([`Calibration`]); a lane that could not be calibrated says so and has no spans.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::stats::{FrameSample, Lane, Stage};
+
+/// One piece of work on a lane.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Span {
+    /// Where it ran.
+    pub lane: Lane,
+    /// A stage name (`kernel`, `draw`, …) or a call (`cuGraphicsMapResources`).
+    pub name: String,
+    /// Arguments or what it was, in words (may be empty).
+    pub detail: String,
+    /// Start, µs on the one clock.
+    pub start_us: f64,
+    /// Length, µs.
+    pub dur_us: f64,
+    /// An API call (the driver-call trace) rather than a stage.
+    pub call: bool,
+}
+
+impl Span {
+    /// Where it ends, µs on the one clock.
+    pub fn end_us(&self) -> f64 {
+        self.start_us + self.dur_us
+    }
+}
+
+/// An ordering edge: the work ending at `from_us` on `from` comes before the work starting at
+/// `to_us` on `to`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Edge {
+    /// Lane of the work that comes first.
+    pub from: Lane,
+    /// Its end, µs.
+    pub from_us: f64,
+    /// Lane of the work that waits.
+    pub to: Lane,
+    /// Its start, µs.
+    pub to_us: f64,
+    /// What orders them, in words.
+    pub label: String,
+}
+
+/// How a transfer path orders two stages of a frame: `from` ends before `to` starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EdgeRule {
+    /// The stage that comes first.
+    pub from: Stage,
+    /// The stage that waits for it.
+    pub to: Stage,
+    /// What orders them.
+    pub label: &'static str,
+}
+
+/// How well a lane's times sit on the one clock.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Calibration {
+    /// The lane.
+    pub lane: Lane,
+    /// The lane's name (`CUDA stream`, `OpenGL`, `Vulkan`).
+    pub name: String,
+    /// Half the width of the interval the calibration's GPU timestamp was taken in, µs; `None`:
+    /// not calibrated.
+    pub error_us: Option<f64>,
+    /// How it was calibrated, or why it was not.
+    pub note: String,
+}
+
+/// One frame's anatomy.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FrameAnatomy {
+    /// Frame number.
+    pub frame: u64,
+    /// The frame's start (its step's), µs on the one clock.
+    pub start_us: f64,
+    /// The spans, stages first, then calls.
+    pub spans: Vec<Span>,
+    /// The ordering edges found among them.
+    pub edges: Vec<Edge>,
+}
+
+impl FrameAnatomy {
+    /// The anatomy of `sample`, which started at `start_us`, with `extra` spans (driver calls,
+    /// the frame loop's own parts) and the edges `rules` give where both stages have a span.
+    /// A stage's edge end is its GPU span where one was measured, its host span otherwise.
+    pub fn build(sample: &FrameSample, start_us: f64, extra: Vec<Span>, rules: &[EdgeRule]) -> Self {
+        let mut spans = Vec::new();
+        for stage in Stage::ALL {
+            if let Some((start, dur)) = sample.stages.host_span(stage) {
+                spans.push(stage_span(Lane::Host, stage, start, dur));
+            }
+            if let (Some((lane, start)), Some(dur)) = (sample.stages.gpu_start(stage), sample.stages.gpu(stage)) {
+                spans.push(stage_span(lane, stage, start, dur));
+            }
+        }
+        spans.extend(extra);
+        let span_of = |stage: Stage| {
+            let name = stage.name();
+            let gpu = spans.iter().find(|s| !s.call && s.lane != Lane::Host && s.name == name);
+            gpu.or_else(|| spans.iter().find(|s| !s.call && s.lane == Lane::Host && s.name == name))
+        };
+        let edges = rules
+            .iter()
+            .filter_map(|rule| {
+                let (from, to) = (span_of(rule.from)?, span_of(rule.to)?);
+                Some(Edge {
+                    from: from.lane,
+                    from_us: from.end_us(),
+                    to: to.lane,
+                    to_us: to.start_us,
+                    label: rule.label.to_owned(),
+                })
+            })
+            .collect();
+        Self { frame: sample.frame, start_us, spans, edges }
+    }
+
+    /// Where the frame's last span ends.
+    pub fn end_us(&self) -> f64 {
+        self.spans.iter().map(Span::end_us).fold(self.start_us, f64::max)
+    }
+
+    /// The fraction of `[start_us, start_us + period_us)` in which `lane` ran no span (0–1);
+    /// `None` when the lane has no span in this frame.
+    pub fn idle_fraction(&self, lane: Lane, period_us: f64) -> Option<f64> {
+        let end = self.start_us + period_us;
+        let mut pieces: Vec<(f64, f64)> = self
+            .spans
+            .iter()
+            .filter(|s| s.lane == lane && !s.call)
+            .map(|s| (s.start_us.max(self.start_us), s.end_us().min(end)))
+            .filter(|(a, b)| b > a)
+            .collect();
+        if pieces.is_empty() || period_us <= 0.0 {
+            return None;
+        }
+        pieces.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut busy = 0.0;
+        let mut reach = f64::NEG_INFINITY;
+        for (a, b) in pieces {
+            let a = a.max(reach);
+            if b > a {
+                busy += b - a;
+                reach = b;
+            }
+        }
+        Some((1.0 - busy / period_us).clamp(0.0, 1.0))
+    }
+}
+
+fn stage_span(lane: Lane, stage: Stage, start_us: f64, dur_us: f64) -> Span {
+    Span { lane, name: stage.name().to_owned(), detail: String::new(), start_us, dur_us: dur_us.max(0.0), call: false }
+}
+
+/// Process ids of the trace: one process per API.
+fn pid(lane: Lane) -> u32 {
+    match lane {
+        Lane::Host => 1,
+        Lane::Cuda => 2,
+        Lane::Graphics => 3,
+    }
+}
+
+/// Thread of a span: the host's stages and its calls are two threads of the host process.
+fn tid(lane: Lane, call: bool) -> u32 {
+    if lane == Lane::Host && call { 2 } else { 1 }
+}
+
+/// The frames in the Chrome trace event format (Perfetto's UI and chrome://tracing open it): one
+/// process per API (host, CUDA, `graphics_api`), one thread per lane, an `X` event per span and
+/// a flow (`s` → `f`) per ordering edge; the lanes' calibrations go in `otherData`.
+pub fn chrome_trace(frames: &[FrameAnatomy], graphics_api: &str, calibrations: &[Calibration]) -> Value {
+    let mut events = Vec::new();
+    let names: HashMap<u32, &str> = HashMap::from([(1, "host"), (2, "CUDA"), (3, graphics_api)]);
+    for (pid, name) in &names {
+        events.push(json!({"ph": "M", "name": "process_name", "pid": pid, "tid": 1, "args": {"name": name}}));
+        events
+            .push(json!({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 1, "args": {"sort_index": pid}}));
+    }
+    for (pid, tid, name) in [(1, 1, "frame stages"), (1, 2, "driver and API calls"), (2, 1, "stream"), (3, 1, "queue")]
+    {
+        events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}));
+    }
+    let mut flow_id = 0u64;
+    for frame in frames {
+        for span in &frame.spans {
+            events.push(json!({
+                "ph": "X",
+                "name": span.name,
+                "cat": if span.call { "call" } else { "stage" },
+                "pid": pid(span.lane),
+                "tid": tid(span.lane, span.call),
+                "ts": span.start_us,
+                "dur": span.dur_us,
+                "args": {"frame": frame.frame, "detail": span.detail},
+            }));
+        }
+        for edge in &frame.edges {
+            flow_id += 1;
+            // A flow starts inside the slice it leaves (just before its end) and binds to the
+            // slice enclosing its end point ("bp": "e").
+            events.push(json!({
+                "ph": "s", "id": flow_id, "name": edge.label, "cat": "order",
+                "pid": pid(edge.from), "tid": 1, "ts": edge.from_us - 0.001,
+            }));
+            events.push(json!({
+                "ph": "f", "bp": "e", "id": flow_id, "name": edge.label, "cat": "order",
+                "pid": pid(edge.to), "tid": 1, "ts": edge.to_us,
+            }));
+        }
+    }
+    json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "clock": "µs since the program started (host CLOCK_MONOTONIC)",
+            "frames": frames.len(),
+            "calibrations": calibrations,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::StageTimes;
+
+    fn sample() -> FrameSample {
+        let mut stages = StageTimes::default();
+        stages.set_host(Stage::Kernel, 10.0);
+        stages.set_host_span(Stage::Kernel, 100.0, 10.0);
+        stages.set_gpu_at(Stage::Kernel, Lane::Cuda, 112.0, 30.0);
+        stages.set_host_span(Stage::Draw, 120.0, 5.0);
+        stages.set_gpu_at(Stage::Draw, Lane::Graphics, 150.0, 20.0);
+        FrameSample { frame: 7, frame_us: 100.0, stages }
+    }
+
+    #[test]
+    fn edges_join_the_gpu_spans_where_measured() {
+        let rules = [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait" }];
+        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules);
+        assert_eq!(anatomy.spans.len(), 4);
+        assert_eq!(anatomy.edges.len(), 1);
+        let edge = &anatomy.edges[0];
+        assert_eq!((edge.from, edge.to), (Lane::Cuda, Lane::Graphics));
+        assert_eq!((edge.from_us, edge.to_us), (142.0, 150.0));
+        assert_eq!(anatomy.end_us(), 170.0);
+        // A rule whose stage has no span gives no edge.
+        let none = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[EdgeRule { from: Stage::Unmap, ..rules[0] }]);
+        assert!(none.edges.is_empty());
+    }
+
+    #[test]
+    fn idle_time_counts_overlapping_spans_once() {
+        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[]);
+        // Host: kernel 100–110 and draw 120–125 in a 100 µs frame: 85 % idle.
+        let idle = anatomy.idle_fraction(Lane::Host, 100.0).expect("host spans");
+        assert!((idle - 0.85).abs() < 1e-9, "{idle}");
+        let mut overlapping = anatomy.clone();
+        overlapping.spans.push(stage_span(Lane::Cuda, Stage::Map, 120.0, 30.0)); // 120–150 overlaps 112–142
+        let idle = overlapping.idle_fraction(Lane::Cuda, 100.0).expect("cuda spans");
+        assert!((idle - 0.62).abs() < 1e-9, "{idle}");
+        assert_eq!(anatomy.idle_fraction(Lane::Cuda, 0.0), None);
+    }
+
+    #[test]
+    fn chrome_trace_has_a_process_per_api_and_a_flow_per_edge() {
+        let rules = [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait" }];
+        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules);
+        let trace = chrome_trace(&[anatomy], "Vulkan", &[]);
+        let events = trace["traceEvents"].as_array().expect("events");
+        let processes: Vec<&str> =
+            events.iter().filter(|e| e["name"] == "process_name").filter_map(|e| e["args"]["name"].as_str()).collect();
+        for name in ["host", "CUDA", "Vulkan"] {
+            assert!(processes.contains(&name), "{processes:?}");
+        }
+        assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), 4);
+        let start = events.iter().find(|e| e["ph"] == "s").expect("flow start");
+        let finish = events.iter().find(|e| e["ph"] == "f").expect("flow end");
+        assert_eq!(start["id"], finish["id"]);
+        assert!(start["ts"].as_f64() < finish["ts"].as_f64());
+        assert_eq!((start["pid"].as_u64(), finish["pid"].as_u64()), (Some(2), Some(3)));
+    }
+}

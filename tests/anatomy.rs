@@ -1,0 +1,219 @@
+//! The frame anatomy as `--trace-json` writes it: a Chrome trace whose events have the fields the
+//! format needs, one process per API, each frame's stages on its lanes, and ordering edges that
+//! point forward in time (within the lanes' stated calibration error). CPU runs here (llvmpipe,
+//! lavapipe); the CUDA paths on the GPU machine.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
+mod common;
+
+use std::collections::HashMap;
+
+use interop_lab::args::TraceRequest;
+use interop_lab::demo_kit::DemoSpec;
+use interop_lab::demos::nbody::NBodySettings;
+use interop_lab::demos::wave::WaveSettings;
+use interop_lab::graphics::GraphicsApi;
+use interop_lab::headless::{self, HeadlessOptions};
+use interop_lab::runtime::{BackendRequest, CudaOptions, TransferRequest};
+use interop_lab::vk::device::DeviceChoice;
+use interop_lab::vk::frame::VulkanGraphics;
+use serde_json::Value;
+
+/// What a trace held, per process name: the stage names seen on its lanes.
+struct Checked {
+    /// Process name → the names of its stage spans (`cat` "stage").
+    stages: HashMap<String, Vec<String>>,
+    /// Process name → the names of its call spans (`cat` "call").
+    calls: HashMap<String, Vec<String>>,
+    /// Ordering edges (flow start → end), as (from process, to process, label).
+    edges: Vec<(String, String, String)>,
+    /// Frames the trace says it holds.
+    frames: u64,
+    /// The processes whose lane was calibrated against the host clock.
+    calibrated: Vec<String>,
+}
+
+/// Loads `path` and checks it as a Chrome trace: every event has `ph` among M, X, B, E, s, f, a
+/// finite `ts` (but M), integer `pid` and `tid`; X events a `dur` ≥ 0; every flow's end is at or
+/// after its start, less the two lanes' calibration errors.
+fn check_trace(path: &std::path::Path) -> Checked {
+    let text = std::fs::read_to_string(path).expect("trace written");
+    let trace: Value = serde_json::from_str(&text).expect("the trace is JSON");
+    let events = trace["traceEvents"].as_array().expect("traceEvents is an array");
+    let mut process_names = HashMap::new();
+    for event in events {
+        let ph = event["ph"].as_str().expect("every event has ph");
+        assert!(["M", "X", "B", "E", "s", "f"].contains(&ph), "unknown ph {ph}: {event}");
+        assert!(event["pid"].as_u64().is_some() && event["tid"].as_u64().is_some(), "pid and tid: {event}");
+        if ph == "M" {
+            if event["name"] == "process_name" {
+                process_names
+                    .insert(event["pid"].as_u64().unwrap(), event["args"]["name"].as_str().unwrap().to_owned());
+            }
+            continue;
+        }
+        let ts = event["ts"].as_f64().expect("ts is a number");
+        assert!(ts.is_finite(), "ts {ts}: {event}");
+        if ph == "X" {
+            let dur = event["dur"].as_f64().expect("X has dur");
+            assert!(dur.is_finite() && dur >= 0.0, "dur {dur}: {event}");
+        }
+    }
+    // The error each process's times may have against the host clock.
+    let mut error_of: HashMap<String, f64> = HashMap::from([("host".to_owned(), 0.0)]);
+    for calibration in trace["otherData"]["calibrations"].as_array().expect("calibrations") {
+        let api = match calibration["lane"].as_str().unwrap() {
+            "cuda" => "CUDA".to_owned(),
+            _ => calibration["name"].as_str().unwrap().to_owned(),
+        };
+        if let Some(error) = calibration["error_us"].as_f64() {
+            assert!(error.is_finite() && error >= 0.0, "{calibration}");
+            error_of.insert(api, error);
+        }
+    }
+    let name = |event: &Value| process_names[&event["pid"].as_u64().unwrap()].clone();
+    let mut stages: HashMap<String, Vec<String>> = HashMap::new();
+    let mut calls: HashMap<String, Vec<String>> = HashMap::new();
+    for event in events.iter().filter(|e| e["ph"] == "X") {
+        let list = if event["cat"] == "call" { &mut calls } else { &mut stages };
+        list.entry(name(event)).or_default().push(event["name"].as_str().unwrap().to_owned());
+    }
+    let starts: HashMap<u64, &Value> =
+        events.iter().filter(|e| e["ph"] == "s").map(|e| (e["id"].as_u64().expect("flow id"), e)).collect();
+    let mut edges = Vec::new();
+    for end in events.iter().filter(|e| e["ph"] == "f") {
+        let start = starts[&end["id"].as_u64().expect("flow id")];
+        let (from, to) = (name(start), name(end));
+        // A lane with no calibration has no positioned spans, hence no edges.
+        let slack = error_of[&from] + error_of[&to] + 0.01;
+        let (t0, t1) = (start["ts"].as_f64().unwrap(), end["ts"].as_f64().unwrap());
+        assert!(t1 >= t0 - slack, "edge {from} → {to} goes back in time: {t0} → {t1} (slack {slack} µs): {end}");
+        edges.push((from, to, end["name"].as_str().unwrap().to_owned()));
+    }
+    let calibrated = error_of.keys().filter(|name| *name != "host").cloned().collect();
+    Checked { stages, calls, edges, frames: trace["otherData"]["frames"].as_u64().expect("frames"), calibrated }
+}
+
+fn traced_run(name: &str, options: HeadlessOptions, frames: usize) -> Checked {
+    let path = common::temp_dir(name).join("trace.json");
+    let options = HeadlessOptions { trace: Some(TraceRequest { path: path.clone(), frames }), ..options };
+    headless::run(&options).expect("headless run");
+    check_trace(&path)
+}
+
+fn count(names: &[String], name: &str) -> usize {
+    names.iter().filter(|n| *n == name).count()
+}
+
+#[test]
+fn a_cpu_run_on_gl_writes_host_and_gl_lanes_with_forward_edges() {
+    let options = HeadlessOptions {
+        panel: true,
+        ..common::cpu_headless_options(DemoSpec::new(WaveSettings::default()), 20, [320, 200])
+    };
+    let checked = traced_run("anatomy-gl", options, 8);
+    assert_eq!(checked.frames, 8, "--trace-frames bounds the frames written");
+    let host = &checked.stages["host"];
+    // Each frame: the CPU step, its upload, the draw, the panel's layout and paint, the submit.
+    for stage in ["kernel", "upload", "draw", "panel", "panel paint", "submit"] {
+        assert_eq!(count(host, stage), 8, "{stage} once per frame on the host lane: {host:?}");
+    }
+    // GL's timer queries land on the graphics lane, placed by the calibration.
+    let gl = checked.stages.get("OpenGL").expect("an OpenGL lane");
+    assert!(count(gl, "draw") >= 4, "GL draws timed for most frames: {gl:?}");
+    // The CPU path's order: computed → upload → draw, every frame.
+    let labels: Vec<&str> = checked.edges.iter().map(|(_, _, label)| label.as_str()).collect();
+    assert_eq!(labels.iter().filter(|l| **l == "computed: upload").count(), 8, "{labels:?}");
+    assert_eq!(labels.iter().filter(|l| **l == "uploaded: the draw may read").count(), 8, "{labels:?}");
+    assert!(checked.calls.is_empty(), "no CUDA driver calls on the CPU backend");
+}
+
+#[test]
+fn a_cpu_run_on_vulkan_writes_host_and_vulkan_lanes() {
+    let opened = VulkanGraphics::new(&DeviceChoice::Any, [16, 16]);
+    if !common::available(opened.is_ok(), "a Vulkan 1.3 loader and driver", "INTEROP_LAB_REQUIRE_VULKAN") {
+        return;
+    }
+    drop(opened);
+    let options = HeadlessOptions {
+        renderer: GraphicsApi::Vulkan,
+        ..common::cpu_headless_options(DemoSpec::new(WaveSettings::default()), 12, [320, 200])
+    };
+    let checked = traced_run("anatomy-vulkan", options, 12);
+    let host = &checked.stages["host"];
+    for stage in ["kernel", "upload", "draw", "submit"] {
+        assert_eq!(count(host, stage), 12, "{stage} once per frame on the host lane: {host:?}");
+    }
+    // A Vulkan lane has spans where the device offers calibrated timestamps (lavapipe does);
+    // without them the lane is empty rather than guessed.
+    let vulkan = checked.stages.get("Vulkan").map_or(0, |names| count(names, "draw"));
+    if checked.calibrated.iter().any(|name| name == "Vulkan") {
+        assert!(vulkan >= 6, "calibrated, so most frames' draws are placed on the Vulkan lane: {vulkan}");
+    } else {
+        assert_eq!(vulkan, 0, "an uncalibrated lane places nothing");
+        eprintln!("skipped: this Vulkan device offers no calibrated timestamps, so its lane is empty");
+    }
+}
+
+// --- GPU: the CUDA paths ---------------------------------------------------------------------
+
+fn gpu_options(spec: DemoSpec, renderer: GraphicsApi, transfer: TransferRequest) -> HeadlessOptions {
+    HeadlessOptions {
+        renderer,
+        cuda: CudaOptions { backend: BackendRequest::Cuda, transfer, ..CudaOptions::default() },
+        ..common::cpu_headless_options(spec, 90, [640, 400])
+    }
+}
+
+/// A CUDA path's trace: the CUDA lane has the path's stages, every frame's driver calls are on
+/// the host lane, and the path's edges are there and point forward (within calibration error).
+fn check_cuda_path(name: &str, renderer: GraphicsApi, transfer: TransferRequest, graphics: &str, edge: &str) {
+    let spec = DemoSpec::new(NBodySettings { bodies: Some(16384), ..NBodySettings::default() });
+    let checked = traced_run(name, gpu_options(spec, renderer, transfer), 40);
+    assert_eq!(checked.frames, 40);
+    let cuda = checked.stages.get("CUDA").expect("a CUDA lane with spans (calibrated)");
+    assert!(count(cuda, "kernel") >= 30, "kernels on the CUDA lane for most frames: {cuda:?}");
+    let drawn = checked.stages.get(graphics).map_or(0, |names| count(names, "draw"));
+    assert!(drawn >= 30, "draws on the {graphics} lane for most frames: {drawn}");
+    let calls = &checked.calls["host"];
+    assert!(count(calls, "cuLaunchKernel") >= 40, "each frame's launches on the host lane: {calls:?}");
+    let crossing = checked.edges.iter().filter(|(from, to, label)| from == "CUDA" && to == graphics && label == edge);
+    assert!(crossing.count() >= 30, "the {edge:?} edge from CUDA to {graphics} in most frames: {:?}", checked.edges);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gl_interop_frames_order_the_unmap_before_the_draw() {
+    check_cuda_path(
+        "anatomy-interop",
+        GraphicsApi::Gl,
+        TransferRequest::Interop,
+        "OpenGL",
+        "unmapped: the draw may read",
+    );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn semaphore_frames_order_the_signal_before_the_draw() {
+    check_cuda_path(
+        "anatomy-semaphores",
+        GraphicsApi::Gl,
+        TransferRequest::ExternalSemaphores,
+        "OpenGL",
+        "CUDA signals the semaphore the draw waits for",
+    );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn vulkan_frames_order_the_timeline_signal_before_the_draw() {
+    check_cuda_path(
+        "anatomy-vulkan-cuda",
+        GraphicsApi::Vulkan,
+        TransferRequest::Auto,
+        "Vulkan",
+        "CUDA signals the timeline value the draw waits for",
+    );
+}
