@@ -56,6 +56,23 @@ impl Session {
                 report.notices.push(text);
                 Ok(())
             }
+            PanelAction::RecordAnatomy(on) => {
+                self.record_anatomy(on);
+                Ok(())
+            }
+            PanelAction::SaveTrace => {
+                let seconds = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0);
+                let path = std::path::PathBuf::from(format!("interop-lab-trace-{seconds}.json"));
+                let request = crate::args::TraceRequest { path: path.clone(), frames: 120 };
+                self.write_trace(&request).map(|frames| {
+                    let text = format!("wrote {frames} frames to {} (open it in ui.perfetto.dev)", path.display());
+                    self.push_notice(text.clone());
+                    report.notices.push(text);
+                })
+            }
         };
         if let Err(error) = result {
             report.error(&error);

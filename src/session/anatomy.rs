@@ -15,6 +15,11 @@ use crate::stats::{FrameHistory, Lane, clock_us};
 
 /// Frames whose anatomy is kept (as many as the frame history keeps).
 const KEPT: usize = super::HISTORY_FRAMES;
+/// Frames the panel's view shows.
+const VIEW_FRAMES: usize = 3;
+/// How far back the view looks for frames whose GPU times have arrived (headless, the host runs
+/// up to ~130 frames ahead of the GPU).
+const VIEW_SCAN: usize = 240;
 
 struct FrameRecord {
     frame: u64,
@@ -63,6 +68,26 @@ impl AnatomyLog {
                 Some(FrameAnatomy::build(sample, record.start_us, record.extra.clone(), record.rules))
             })
             .collect()
+    }
+
+    /// The frames the panel's view shows: the last [`VIEW_FRAMES`] whose GPU times have arrived
+    /// (where any lane is placed on the clock; they arrive a few frames late), else the last ones.
+    pub(super) fn for_view(&self, history: &FrameHistory) -> Vec<FrameAnatomy> {
+        let placed = |sample: &crate::stats::FrameSample| {
+            crate::stats::Stage::ALL.iter().any(|&stage| sample.stages.gpu_start(stage).is_some())
+        };
+        let recent: Vec<&crate::stats::FrameSample> = history.samples().rev().take(VIEW_SCAN).collect();
+        let newest = recent.iter().position(|s| placed(s)).unwrap_or(0);
+        let mut frames: Vec<FrameAnatomy> = recent[newest..]
+            .iter()
+            .take(VIEW_FRAMES)
+            .filter_map(|sample| {
+                let record = self.records.iter().rev().find(|r| r.frame == sample.frame)?;
+                Some(FrameAnatomy::build(sample, record.start_us, record.extra.clone(), record.rules))
+            })
+            .collect();
+        frames.reverse();
+        frames
     }
 
     /// Forgets every frame (the demo or its path changed; frame numbers start again).

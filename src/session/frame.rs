@@ -166,7 +166,6 @@ impl Session {
         raw: egui::RawInput,
         report: &mut FrameReport,
     ) -> (Vec<PanelAction>, Option<(Vec<egui::ClippedPrimitive>, f32)>) {
-        let Some(demo) = self.demo.as_deref_mut() else { return (Vec::new(), None) };
         let recording = self.recorder.as_ref().map(|recorder| {
             let (frames, dropped) = recorder.counts();
             (recorder.dir(), frames, dropped)
@@ -180,12 +179,20 @@ impl Session {
             notices: &self.state.notices,
             what_if: self.state.what_if,
         };
+        let anatomy = self.view.anatomy.open.then(|| ui::anatomy::AnatomyInput {
+            frames: self.anatomy.for_view(&self.history),
+            calibrations: self.calibrations(),
+            recording: self.anatomy.recording(),
+            api: self.renderer.info().api.label(),
+        });
+        let Some(demo) = self.demo.as_deref_mut() else { return (Vec::new(), None) };
         let (selection, history, renderer, watcher) =
             (&self.selection, &self.history, self.renderer.info(), self.watcher.as_ref());
         let view = &mut self.view;
         let mut actions = Vec::new();
         let output = self.egui.run_ui(raw, |ui| {
-            let input = PanelInput { demo: &mut *demo, selection, history, renderer, watcher, facts };
+            let anatomy = anatomy.as_ref();
+            let input = PanelInput { demo: &mut *demo, selection, history, renderer, watcher, facts, anatomy };
             actions = ui::side_panel(ui, input, view);
         });
         self.textures.append(output.textures_delta);

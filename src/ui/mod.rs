@@ -7,6 +7,7 @@
 //! [`PanelAction`] values, which the session carries out. Its own view state ([`PanelView`]:
 //! sections open, the timeline's options, its width) is the only thing it writes.
 
+pub mod anatomy;
 mod kernels;
 mod sections;
 pub mod timeline;
@@ -34,6 +35,8 @@ pub struct PanelView {
     pub timeline: timeline::TimelineState,
     /// Sections shown open when the panel first appears (the rest start closed).
     pub open_sections: Vec<PanelSection>,
+    /// The frame anatomy's state.
+    pub anatomy: anatomy::AnatomyState,
 }
 
 impl PanelView {
@@ -89,6 +92,10 @@ pub enum PanelAction {
     DismissMessages,
     /// Something for the user to read (an export's path, a file that could not be opened).
     Say(String),
+    /// Record every frame's calls for the anatomy (and calibrate the CUDA lane), or stop.
+    RecordAnatomy(bool),
+    /// Write the last frames' anatomy as a Chrome trace.
+    SaveTrace,
 }
 
 /// What the panel shows.
@@ -105,6 +112,8 @@ pub struct PanelInput<'a> {
     pub watcher: Option<&'a KernelWatcher>,
     /// The run's state.
     pub facts: PanelFacts<'a>,
+    /// The frame anatomy's frames, while its section is open.
+    pub anatomy: Option<&'a anatomy::AnatomyInput>,
 }
 
 /// Draws the side panel into `ui` and returns the actions the user took.
@@ -127,6 +136,7 @@ pub fn side_panel(ui: &mut egui::Ui, mut input: PanelInput<'_>, view: &mut Panel
                     actions.push(PanelAction::Say(message));
                 }
             });
+            anatomy::section(ui, input.anatomy, view, &mut actions);
             ui.separator();
             egui::CollapsingHeader::new(format!("{} settings", input.demo.name())).default_open(true).show(ui, |ui| {
                 input.demo.panel(ui);

@@ -18,7 +18,8 @@ pub struct TimelineState {
     pub gpu: bool,
 }
 
-fn colour(stage: Stage) -> egui::Color32 {
+/// Each stage's colour (the anatomy's spans share it).
+pub(super) fn colour(stage: Stage) -> egui::Color32 {
     match stage {
         Stage::Map => egui::Color32::from_rgb(90, 160, 255),
         Stage::Kernel => egui::Color32::from_rgb(120, 220, 120),
