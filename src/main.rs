@@ -54,6 +54,8 @@ enum BenchCommand {
     /// What cuGraphicsMapResources costs and what it waits for: the map timed under conditions
     /// that differ in one thing each (GL work on the buffer, elsewhere, a wait, a ring of buffers).
     Map(MapBenchArgs),
+    /// What recording the frame anatomy costs per frame: off, recorded, and shown in the panel.
+    Anatomy(bench::anatomy::AnatomyBenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -125,6 +127,10 @@ fn run(cli: Cli, stop: &StopRequest) -> Result<ExitCode> {
         }
         Some(Command::Bench(BenchCommand::Transfer(args))) => {
             print!("{}", bench::transfer::run(&args.options())?.table);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench(BenchCommand::Anatomy(args))) => {
+            print!("{}", bench::anatomy::run(&args)?.table);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(BenchCommand::Map(args))) => {

@@ -30,8 +30,20 @@ struct Checked {
     edges: Vec<(String, String, String)>,
     /// Frames the trace says it holds.
     frames: u64,
-    /// The processes whose lane was calibrated against the host clock.
-    calibrated: Vec<String>,
+    /// The processes whose lane was calibrated against the host clock, with the error stated.
+    calibrated: HashMap<String, f64>,
+    /// Every span, in the order written.
+    spans: Vec<Row>,
+}
+
+/// One X event.
+struct Row {
+    process: String,
+    name: String,
+    call: bool,
+    frame: u64,
+    ts: f64,
+    dur: f64,
 }
 
 /// Loads `path` and checks it as a Chrome trace: every event has `ph` among M, X, B, E, s, f, a
@@ -91,8 +103,33 @@ fn check_trace(path: &std::path::Path) -> Checked {
         assert!(t1 >= t0 - slack, "edge {from} → {to} goes back in time: {t0} → {t1} (slack {slack} µs): {end}");
         edges.push((from, to, end["name"].as_str().unwrap().to_owned()));
     }
-    let calibrated = error_of.keys().filter(|name| *name != "host").cloned().collect();
-    Checked { stages, calls, edges, frames: trace["otherData"]["frames"].as_u64().expect("frames"), calibrated }
+    let spans = events
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| Row {
+            process: name(e),
+            name: e["name"].as_str().unwrap().to_owned(),
+            call: e["cat"] == "call",
+            frame: e["args"]["frame"].as_u64().expect("each span names its frame"),
+            ts: e["ts"].as_f64().unwrap(),
+            dur: e["dur"].as_f64().unwrap(),
+        })
+        .collect();
+    error_of.remove("host");
+    let frames = trace["otherData"]["frames"].as_u64().expect("frames");
+    Checked { stages, calls, edges, frames, calibrated: error_of, spans }
+}
+
+/// Each frame's calls are written in the order the driver-call trace recorded them: their start
+/// times never go back.
+fn check_call_order(checked: &Checked) {
+    let mut last: HashMap<u64, (f64, &str)> = HashMap::new();
+    for row in checked.spans.iter().filter(|r| r.call) {
+        if let Some(&(ts, previous)) = last.get(&row.frame) {
+            assert!(row.ts >= ts, "frame {}: {} starts before {previous}, recorded ahead of it", row.frame, row.name);
+        }
+        last.insert(row.frame, (row.ts, &row.name));
+    }
 }
 
 fn traced_run(name: &str, options: HeadlessOptions, frames: usize) -> Checked {
@@ -148,7 +185,7 @@ fn a_cpu_run_on_vulkan_writes_host_and_vulkan_lanes() {
     // A Vulkan lane has spans where the device offers calibrated timestamps (lavapipe does);
     // without them the lane is empty rather than guessed.
     let vulkan = checked.stages.get("Vulkan").map_or(0, |names| count(names, "draw"));
-    if checked.calibrated.iter().any(|name| name == "Vulkan") {
+    if checked.calibrated.contains_key("Vulkan") {
         assert!(vulkan >= 6, "calibrated, so most frames' draws are placed on the Vulkan lane: {vulkan}");
     } else {
         assert_eq!(vulkan, 0, "an uncalibrated lane places nothing");
@@ -180,6 +217,7 @@ fn check_cuda_path(name: &str, renderer: GraphicsApi, transfer: TransferRequest,
     assert!(count(calls, "cuLaunchKernel") >= 40, "each frame's launches on the host lane: {calls:?}");
     let crossing = checked.edges.iter().filter(|(from, to, label)| from == "CUDA" && to == graphics && label == edge);
     assert!(crossing.count() >= 30, "the {edge:?} edge from CUDA to {graphics} in most frames: {:?}", checked.edges);
+    check_call_order(&checked);
 }
 
 #[test]
@@ -216,4 +254,50 @@ fn vulkan_frames_order_the_timeline_signal_before_the_draw() {
         "Vulkan",
         "CUDA signals the timeline value the draw waits for",
     );
+}
+
+/// A wave kernel whose first thread spins for `SPIN_US` on the GPU's global timer: the CUDA lane
+/// must show each kernel at least that long (and not much longer), starting after the host
+/// launched it, within the lane's calibration error.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_kernel_that_spins_300_us_shows_that_long_after_its_launch() {
+    use interop_lab::demos::wave::KERNEL;
+    const SPIN_US: f64 = 300.0;
+    let body = "    const unsigned int x = blockIdx.x * blockDim.x + threadIdx.x;";
+    assert!(KERNEL.embedded.contains(body), "the wave kernel starts where this test expects");
+    let spin = "    unsigned long long spin_start, spin_now;\n\
+                asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(spin_start));\n\
+                if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0 && threadIdx.y == 0) {\n\
+                    do { asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(spin_now)); }\n\
+                    while (spin_now - spin_start < 300000ull);\n\
+                }\n";
+    let dir = common::temp_dir("anatomy-spin");
+    std::fs::write(dir.join("wave.cu"), KERNEL.embedded.replace(body, &format!("{spin}{body}"))).expect("kernel");
+    let mut options = gpu_options(DemoSpec::new(WaveSettings::default()), GraphicsApi::Gl, TransferRequest::Interop);
+    options.cuda.kernels_dir = Some(dir);
+    let checked = traced_run("anatomy-spin", options, 40);
+    let error = checked.calibrated.get("CUDA").copied().expect("the CUDA lane is calibrated");
+    let mut lengths = Vec::new();
+    for row in checked.spans.iter().filter(|r| r.process == "CUDA" && r.name == "kernel") {
+        let launch = checked
+            .spans
+            .iter()
+            .find(|h| h.process == "host" && !h.call && h.name == "kernel" && h.frame == row.frame)
+            .expect("each frame's launch on the host lane");
+        assert!(
+            row.ts >= launch.ts - error - 0.01,
+            "frame {}: the kernel starts at {} µs, before its launch at {} µs (error ±{error} µs)",
+            row.frame,
+            row.ts,
+            launch.ts
+        );
+        lengths.push(row.dur);
+    }
+    assert!(lengths.len() >= 30, "most frames' kernels placed: {}", lengths.len());
+    lengths.sort_by(f64::total_cmp);
+    let median = lengths[lengths.len() / 2];
+    assert!(lengths[0] >= SPIN_US * 0.99, "no kernel shorter than its spin: {lengths:?}");
+    assert!(median <= SPIN_US + 100.0, "the median kernel lasts about its spin: {median} µs");
+    eprintln!("spin kernel: median {median:.1} µs for a {SPIN_US} µs spin; CUDA lane ±{error:.1} µs");
 }

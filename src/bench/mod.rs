@@ -5,6 +5,7 @@
 //! Each demo's benchmark lives in its folder (`demos/<name>/bench.rs`); here are what they share
 //! with the app above them (headless frames) and the transfer benchmark, which is no demo's.
 
+pub mod anatomy;
 pub mod fill;
 pub mod map;
 pub mod transfer;
