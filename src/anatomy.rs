@@ -132,33 +132,37 @@ impl FrameAnatomy {
     pub fn end_us(&self) -> f64 {
         self.spans.iter().map(Span::end_us).fold(self.start_us, f64::max)
     }
+}
 
-    /// The fraction of `[start_us, start_us + period_us)` in which `lane` ran no span (0–1);
-    /// `None` when the lane has no span in this frame.
-    pub fn idle_fraction(&self, lane: Lane, period_us: f64) -> Option<f64> {
-        let end = self.start_us + period_us;
-        let mut pieces: Vec<(f64, f64)> = self
-            .spans
-            .iter()
-            .filter(|s| s.lane == lane && !s.call)
-            .map(|s| (s.start_us.max(self.start_us), s.end_us().min(end)))
-            .filter(|(a, b)| b > a)
-            .collect();
-        if pieces.is_empty() || period_us <= 0.0 {
-            return None;
-        }
-        pieces.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut busy = 0.0;
-        let mut reach = f64::NEG_INFINITY;
-        for (a, b) in pieces {
-            let a = a.max(reach);
-            if b > a {
-                busy += b - a;
-                reach = b;
-            }
-        }
-        Some((1.0 - busy / period_us).clamp(0.0, 1.0))
+/// The share (0–1) of the time from the first frame's start to the last frame's in which `lane`
+/// ran no stage, counting every frame's spans (a GPU lane's work for one frame often runs in the
+/// next frame's time); `None` with fewer than two frames or no span on the lane.
+pub fn idle_fraction(frames: &[FrameAnatomy], lane: Lane) -> Option<f64> {
+    let (first, last) = (frames.first()?.start_us, frames.last()?.start_us);
+    if last <= first {
+        return None;
     }
+    let mut pieces: Vec<(f64, f64)> = frames
+        .iter()
+        .flat_map(|frame| &frame.spans)
+        .filter(|s| s.lane == lane && !s.call)
+        .map(|s| (s.start_us.max(first), s.end_us().min(last)))
+        .filter(|(a, b)| b > a)
+        .collect();
+    if !frames.iter().flat_map(|f| &f.spans).any(|s| s.lane == lane && !s.call) {
+        return None;
+    }
+    pieces.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut busy = 0.0;
+    let mut reach = f64::NEG_INFINITY;
+    for (a, b) in pieces {
+        let a = a.max(reach);
+        if b > a {
+            busy += b - a;
+            reach = b;
+        }
+    }
+    Some((1.0 - busy / (last - first)).clamp(0.0, 1.0))
 }
 
 fn stage_span(lane: Lane, stage: Stage, start_us: f64, dur_us: f64) -> Span {
@@ -265,15 +269,22 @@ mod tests {
 
     #[test]
     fn idle_time_counts_overlapping_spans_once() {
-        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[]);
-        // Host: kernel 100–110 and draw 120–125 in a 100 µs frame: 85 % idle.
-        let idle = anatomy.idle_fraction(Lane::Host, 100.0).expect("host spans");
+        let first = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[]);
+        // The next frame starts at 200: the window is 100–200.
+        let second = FrameAnatomy { frame: 8, start_us: 200.0, spans: Vec::new(), edges: Vec::new() };
+        let frames = [first.clone(), second.clone()];
+        // Host: kernel 100–110 and draw 120–125: 85 % idle.
+        let idle = idle_fraction(&frames, Lane::Host).expect("host spans");
         assert!((idle - 0.85).abs() < 1e-9, "{idle}");
-        let mut overlapping = anatomy.clone();
-        overlapping.spans.push(stage_span(Lane::Cuda, Stage::Map, 120.0, 30.0)); // 120–150 overlaps 112–142
-        let idle = overlapping.idle_fraction(Lane::Cuda, 100.0).expect("cuda spans");
+        // CUDA: 112–142 and an overlapping 120–150 count once: 38 µs busy.
+        let mut overlapping = first.clone();
+        overlapping.spans.push(stage_span(Lane::Cuda, Stage::Map, 120.0, 30.0));
+        let idle = idle_fraction(&[overlapping, second.clone()], Lane::Cuda).expect("cuda spans");
         assert!((idle - 0.62).abs() < 1e-9, "{idle}");
-        assert_eq!(anatomy.idle_fraction(Lane::Cuda, 0.0), None);
+        // The graphics draw at 150–170 and a late span of the first frame inside the window count.
+        let idle = idle_fraction(&frames, Lane::Graphics).expect("graphics spans");
+        assert!((idle - 0.8).abs() < 1e-9, "{idle}");
+        assert_eq!(idle_fraction(&[first], Lane::Host), None, "one frame has no window");
     }
 
     #[test]

@@ -158,18 +158,13 @@ fn lanes(ui: &mut egui::Ui, frames: &[FrameAnatomy], api: &str) {
 fn idle_line(ui: &mut egui::Ui, frames: &[FrameAnatomy], api: &str) {
     let mut parts = Vec::new();
     for (lane, name) in [(Lane::Host, "host"), (Lane::Cuda, "CUDA"), (Lane::Graphics, api)] {
-        let shares: Vec<f64> = frames
-            .windows(2)
-            .filter_map(|pair| pair[0].idle_fraction(lane, pair[1].start_us - pair[0].start_us))
-            .collect();
-        if !shares.is_empty() {
-            let idle = shares.iter().sum::<f64>() / shares.len() as f64;
+        if let Some(idle) = crate::anatomy::idle_fraction(frames, lane) {
             parts.push(format!("{name} idle {:.0} %", idle * 100.0));
         }
     }
     if !parts.is_empty() {
         ui.label(parts.join(" · "))
-            .on_hover_text("share of each frame in which the lane ran nothing, over the frames shown");
+            .on_hover_text("share of the time from the first frame shown to the last in which the lane ran no stage");
     }
 }
 
