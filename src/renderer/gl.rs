@@ -1,6 +1,6 @@
 //! The OpenGL renderer: a window's context (glutin: GLX or EGL) or a surfaceless context on an
 //! EGL device drawing into a framebuffer, the scenes ([`GlScenes`]), egui's GL painter, and
-//! `GL_TIME_ELAPSED` timers around the draw and the panel.
+//! `GL_TIMESTAMP` query pairs around the draw and the panel.
 
 use std::path::Path;
 use std::sync::Arc;
