@@ -132,6 +132,40 @@ impl FrameAnatomy {
     pub fn end_us(&self) -> f64 {
         self.spans.iter().map(Span::end_us).fold(self.start_us, f64::max)
     }
+
+    /// The frame's critical path, as indices into `spans`, last first: from the stage that ends
+    /// last, back through what each waited for — the edge into it, or the stage before it on its
+    /// own lane, whichever ended later (that one held it up).
+    pub fn critical_path(&self) -> Vec<usize> {
+        const NEAR: f64 = 1e-3;
+        let stages = || self.spans.iter().enumerate().filter(|(_, s)| !s.call);
+        let Some((mut current, _)) = stages().max_by(|a, b| a.1.end_us().total_cmp(&b.1.end_us())) else {
+            return Vec::new();
+        };
+        let mut path = vec![current];
+        loop {
+            let span = &self.spans[current];
+            let by_edge = self
+                .edges
+                .iter()
+                .filter(|e| e.to == span.lane && (e.to_us - span.start_us).abs() < NEAR)
+                .filter_map(|e| stages().find(|(_, s)| s.lane == e.from && (s.end_us() - e.from_us).abs() < NEAR));
+            let on_lane = stages().filter(|(i, s)| {
+                *i != current && s.lane == span.lane && s.end_us() <= span.start_us + NEAR && s.start_us < span.start_us
+            });
+            let before = by_edge
+                .chain(on_lane)
+                .filter(|(i, _)| !path.contains(i))
+                .max_by(|a, b| a.1.end_us().total_cmp(&b.1.end_us()));
+            match before {
+                Some((index, _)) => {
+                    path.push(index);
+                    current = index;
+                }
+                None => return path,
+            }
+        }
+    }
 }
 
 /// The share (0–1) of the time from the first frame's start to the last frame's in which `lane`
@@ -200,7 +234,8 @@ pub fn chrome_trace(frames: &[FrameAnatomy], graphics_api: &str, calibrations: &
     }
     let mut flow_id = 0u64;
     for frame in frames {
-        for span in &frame.spans {
+        let critical = frame.critical_path();
+        for (index, span) in frame.spans.iter().enumerate() {
             events.push(json!({
                 "ph": "X",
                 "name": span.name,
@@ -209,7 +244,7 @@ pub fn chrome_trace(frames: &[FrameAnatomy], graphics_api: &str, calibrations: &
                 "tid": tid(span.lane, span.call),
                 "ts": span.start_us,
                 "dur": span.dur_us,
-                "args": {"frame": frame.frame, "detail": span.detail},
+                "args": {"frame": frame.frame, "detail": span.detail, "critical": critical.contains(&index)},
             }));
         }
         for edge in &frame.edges {
@@ -285,6 +320,20 @@ mod tests {
         let idle = idle_fraction(&frames, Lane::Graphics).expect("graphics spans");
         assert!((idle - 0.8).abs() < 1e-9, "{idle}");
         assert_eq!(idle_fraction(&[first], Lane::Host), None, "one frame has no window");
+    }
+
+    #[test]
+    fn the_critical_path_follows_the_edges_back_from_the_last_span() {
+        let rules = [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait" }];
+        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules);
+        let names: Vec<(Lane, &str)> =
+            anatomy.critical_path().iter().map(|&i| (anatomy.spans[i].lane, anatomy.spans[i].name.as_str())).collect();
+        // The GL draw ends last (170); it waited for CUDA's kernel (the edge), which came after
+        // nothing on its lane: the host's draw (120–125) is not on the path.
+        assert_eq!(names, vec![(Lane::Graphics, "draw"), (Lane::Cuda, "kernel")]);
+        // Without the edge, the draw is alone on its lane: the path is the draw itself.
+        let alone = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[]);
+        assert_eq!(alone.critical_path().len(), 1);
     }
 
     #[test]

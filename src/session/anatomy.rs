@@ -11,7 +11,7 @@ use crate::Result;
 use crate::anatomy::{Calibration, EdgeRule, FrameAnatomy, Span, chrome_trace};
 use crate::args::TraceRequest;
 use crate::cuda::trace::TraceEntry;
-use crate::stats::{FrameHistory, Lane, clock_us};
+use crate::stats::{FrameHistory, FrameSample, Lane, Stage, clock_us};
 
 /// Frames whose anatomy is kept (as many as the frame history keeps).
 const KEPT: usize = super::HISTORY_FRAMES;
@@ -70,14 +70,17 @@ impl AnatomyLog {
             .collect()
     }
 
-    /// The frames the panel's view shows: the last [`VIEW_FRAMES`] whose GPU times have arrived
-    /// (where any lane is placed on the clock; they arrive a few frames late), else the last ones.
+    /// The frames the panel's view shows: the last [`VIEW_FRAMES`] in which the demo stepped (so
+    /// a paused demo holds the view still, and a step adds one), from the newest whose GPU times
+    /// have arrived (they come a few frames late); the last frames when none has.
     pub(super) fn for_view(&self, history: &FrameHistory) -> Vec<FrameAnatomy> {
-        let placed = |sample: &crate::stats::FrameSample| {
-            crate::stats::Stage::ALL.iter().any(|&stage| sample.stages.gpu_start(stage).is_some())
-        };
-        let recent: Vec<&crate::stats::FrameSample> = history.samples().rev().take(VIEW_SCAN).collect();
-        let newest = recent.iter().position(|s| placed(s)).unwrap_or(0);
+        let stepped = |sample: &&FrameSample| sample.stages.host(Stage::Kernel).is_some();
+        let placed = |sample: &&FrameSample| Stage::ALL.iter().any(|&stage| sample.stages.gpu_start(stage).is_some());
+        let mut recent: Vec<&FrameSample> = history.samples().rev().take(VIEW_SCAN).filter(stepped).collect();
+        if recent.is_empty() {
+            recent = history.samples().rev().take(VIEW_FRAMES).collect();
+        }
+        let newest = recent.iter().position(placed).unwrap_or(0);
         let mut frames: Vec<FrameAnatomy> = recent[newest..]
             .iter()
             .take(VIEW_FRAMES)

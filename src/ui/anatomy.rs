@@ -71,6 +71,8 @@ fn body(ui: &mut egui::Ui, input: Option<&AnatomyInput>, state: &mut AnatomyStat
         return;
     }
     lanes(ui, frames, input.api);
+    let legend = "outlined: each frame's critical path · arrows: what orders one lane's work after another's";
+    ui.label(egui::RichText::new(legend).small().weak());
     idle_line(ui, frames, input.api);
     for calibration in &input.calibrations {
         let text = match calibration.error_us {
@@ -124,15 +126,22 @@ fn lanes(ui: &mut egui::Ui, frames: &[FrameAnatomy], api: &str) {
     }
     let pointer = response.hover_pos();
     let mut hovered: Option<&Span> = None;
-    for span in frames.iter().flat_map(|f| &f.spans) {
-        let Some(row) = row_of(span.lane, span.call) else { continue };
-        let top = row_top(row);
-        let (a, b) = (x(span.start_us), x(span.end_us()));
-        let block =
-            egui::Rect::from_min_max(egui::pos2(a, top + 3.0), egui::pos2(b.max(a + 1.0), top + ROW_HEIGHT - 3.0));
-        painter.rect_filled(block, 1.0, colour(span));
-        if pointer.is_some_and(|p| block.expand2(egui::vec2(1.0, 0.0)).contains(p)) {
-            hovered = Some(span);
+    let critical_stroke = egui::Stroke::new(1.5, visuals.strong_text_color());
+    for frame in frames {
+        let critical = frame.critical_path();
+        for (index, span) in frame.spans.iter().enumerate() {
+            let Some(row) = row_of(span.lane, span.call) else { continue };
+            let top = row_top(row);
+            let (a, b) = (x(span.start_us), x(span.end_us()));
+            let block =
+                egui::Rect::from_min_max(egui::pos2(a, top + 3.0), egui::pos2(b.max(a + 1.0), top + ROW_HEIGHT - 3.0));
+            painter.rect_filled(block, 1.0, colour(span));
+            if critical.contains(&index) {
+                painter.rect_stroke(block, 1.0, critical_stroke, egui::StrokeKind::Outside);
+            }
+            if pointer.is_some_and(|p| block.expand2(egui::vec2(1.0, 0.0)).contains(p)) {
+                hovered = Some(span);
+            }
         }
     }
     let edge_stroke = egui::Stroke::new(1.2, egui::Color32::from_rgb(255, 140, 0));
