@@ -184,6 +184,8 @@ impl Session {
             calibrations: self.calibrations(),
             recording: self.anatomy.recording(),
             api: self.renderer.info().api.label(),
+            kind: self.transfer_kind(),
+            what_if: self.state.what_if != crate::transfer::WhatIf::default(),
         });
         let Some(demo) = self.demo.as_deref_mut() else { return (Vec::new(), None) };
         let (selection, history, renderer, watcher) =

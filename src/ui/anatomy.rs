@@ -7,6 +7,7 @@ use super::{PanelAction, PanelView};
 use crate::anatomy::{Calibration, FrameAnatomy, Span};
 use crate::args::PanelSection;
 use crate::stats::{Lane, Stage};
+use crate::transfer::TransferKind;
 
 /// What the view draws, gathered by the session while the section is open.
 pub struct AnatomyInput {
@@ -18,6 +19,25 @@ pub struct AnatomyInput {
     pub recording: bool,
     /// The graphics API's name (the last lane's).
     pub api: &'static str,
+    /// The path in use (which lesson explains it).
+    pub kind: TransferKind,
+    /// A what-if switch is on.
+    pub what_if: bool,
+}
+
+/// The lesson that explains what the view shows on path `kind`.
+fn lesson(kind: TransferKind, what_if: bool) -> Option<&'static str> {
+    if what_if {
+        return Some("docs/lessons/what-if.md");
+    }
+    match kind {
+        TransferKind::Interop => Some("docs/lessons/map-unmap.md"),
+        TransferKind::HostCopy | TransferKind::HostCopyPageable => Some("docs/lessons/interop-vs-host-copy.md"),
+        TransferKind::External | TransferKind::ExternalSemaphores | TransferKind::Vulkan => {
+            Some("docs/lessons/host-waits-vs-semaphores.md")
+        }
+        TransferKind::Cpu => None,
+    }
 }
 
 /// The view's state between frames.
@@ -74,6 +94,9 @@ fn body(ui: &mut egui::Ui, input: Option<&AnatomyInput>, state: &mut AnatomyStat
     let legend = "outlined: each frame's critical path · arrows: what orders one lane's work after another's";
     ui.label(egui::RichText::new(legend).small().weak());
     idle_line(ui, frames, input.api);
+    if let Some(page) = lesson(input.kind, input.what_if) {
+        ui.label(egui::RichText::new(format!("what it means: {page} (and docs/lessons/pipelining.md)")).small());
+    }
     for calibration in &input.calibrations {
         let text = match calibration.error_us {
             Some(error) => format!("{} on the host clock within ±{error:.1} µs", calibration.name),
