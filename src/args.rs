@@ -61,8 +61,8 @@ pub struct RunArgs {
     /// clock, with the edges that order them. Records every frame's calls.
     #[arg(long, value_name = "FILE.json")]
     pub trace_json: Option<PathBuf>,
-    /// Frames --trace-json keeps: the last N.
-    #[arg(long, value_name = "N", default_value_t = 120, value_parser = parse_frame_count)]
+    /// Frames --trace-json keeps: the last N (1 to 2000, the frames the timings keep).
+    #[arg(long, value_name = "N", default_value_t = 120, value_parser = parse_trace_frames)]
     pub trace_frames: u32,
     /// Record every frame into this folder as a numbered PNG sequence (window or headless); the
     /// run prints the ffmpeg line that makes a video of it. The panel's record button does the
@@ -261,6 +261,19 @@ pub fn parse_frame_count(text: &str) -> std::result::Result<u32, String> {
                       until closed)"
             .to_owned()),
         Ok(frames) => Ok(frames),
+        Err(_) => Err(format!("{text:?} is not a whole number of frames")),
+    }
+}
+
+/// The most frames a trace keeps: the frames a run's history keeps.
+pub const TRACE_FRAMES_MAX: u32 = 2000;
+
+/// Parses `--trace-frames`: 1 to [`TRACE_FRAMES_MAX`].
+pub fn parse_trace_frames(text: &str) -> std::result::Result<u32, String> {
+    const MAX: u32 = TRACE_FRAMES_MAX;
+    match text.trim().parse::<u32>() {
+        Ok(frames @ 1..=MAX) => Ok(frames),
+        Ok(_) => Err(format!("a trace keeps 1 to {MAX} frames (the frames the timings keep)")),
         Err(_) => Err(format!("{text:?} is not a whole number of frames")),
     }
 }

@@ -193,6 +193,29 @@ fn a_cpu_run_on_vulkan_writes_host_and_vulkan_lanes() {
     }
 }
 
+#[test]
+fn a_window_writes_its_trace_when_it_closes() {
+    let display = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+    if !common::available(display, "a display (Xvfb)", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let path = common::temp_dir("anatomy-window").join("trace.json");
+    let output = common::binary()
+        .args(["wave", "--backend", "cpu", "--frames", "12", "--size", "900x600", "--vsync", "off"])
+        .args(["--panel-open", "anatomy", "--trace-frames", "6", "--trace-json"])
+        .arg(&path)
+        .output()
+        .expect("run");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let checked = check_trace(&path);
+    assert_eq!(checked.frames, 6);
+    let host = &checked.stages["host"];
+    // In a window the frame ends with its present, and the panel is laid out and painted.
+    for stage in ["kernel", "upload", "draw", "panel", "panel paint", "present"] {
+        assert_eq!(count(host, stage), 6, "{stage} once per frame on the host lane: {host:?}");
+    }
+}
+
 // --- GPU: the CUDA paths ---------------------------------------------------------------------
 
 fn gpu_options(spec: DemoSpec, renderer: GraphicsApi, transfer: TransferRequest) -> HeadlessOptions {

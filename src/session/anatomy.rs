@@ -15,6 +15,8 @@ use crate::stats::{FrameHistory, FrameSample, Lane, Stage, clock_us};
 
 /// Frames whose anatomy is kept (as many as the frame history keeps).
 const KEPT: usize = super::HISTORY_FRAMES;
+// `--trace-frames` promises what the history keeps.
+const _: () = assert!(KEPT == crate::args::TRACE_FRAMES_MAX as usize);
 /// Frames the panel's view shows.
 const VIEW_FRAMES: usize = 3;
 /// How far back the view looks for frames whose GPU times have arrived (headless, the host runs
