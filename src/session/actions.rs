@@ -197,6 +197,7 @@ impl Session {
         self.history = FrameHistory::new(HISTORY_FRAMES);
         self.anatomy.clear();
         // The new painter has none of egui's textures: a new context sends them all.
+        self.panel_kept = None;
         self.egui = egui::Context::default();
         self.textures = egui::TexturesDelta::default();
         old

@@ -147,6 +147,8 @@ pub struct Session {
     history: FrameHistory,
     /// What each frame's anatomy needs besides its stage times.
     anatomy: anatomy::AnatomyLog,
+    /// The last panel laid out, painted again while nothing happens in it.
+    panel_kept: Option<frame::PanelPrimitives>,
     frame: u64,
     last_frame_start: Option<Instant>,
     /// When the first frame started (the wall clock `--stats` reports).
@@ -227,6 +229,7 @@ impl Session {
             selection,
             history: FrameHistory::new(HISTORY_FRAMES),
             anatomy: anatomy::AnatomyLog::new(false),
+            panel_kept: None,
             frame: 0,
             last_frame_start: None,
             first_frame_at: None,
@@ -399,6 +402,8 @@ impl Session {
 
     /// Adds an error for the user, keeping the last few.
     fn push_message(&mut self, message: String) {
+        self.panel_kept = None; // shown at the next frame
+
         if self.state.messages.last() != Some(&message) {
             self.state.messages.push(message);
         }
@@ -408,6 +413,8 @@ impl Session {
 
     /// Adds a notice (not an error) for the user, keeping the last few.
     fn push_notice(&mut self, notice: String) {
+        self.panel_kept = None;
+
         if !self.state.notices.contains(&notice) {
             self.state.notices.push(notice);
         }
