@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::stats::{FrameHistory, Stage};
+use crate::stats::{FrameHistory, FrameSample, Stage};
 use crate::{Error, Result};
 
 /// Frames drawn in the timeline.
@@ -65,19 +65,28 @@ pub fn show(ui: &mut egui::Ui, history: &FrameHistory, state: &mut TimelineState
         ui.radio_value(&mut state.gpu, true, "GPU time");
     });
     let skip = history.len().saturating_sub(TIMELINE_FRAMES);
+    let samples: Vec<&FrameSample> = history.samples().skip(skip).collect();
+    let value = |sample: &FrameSample, stage: Stage| {
+        if state.gpu { sample.stages.gpu(stage) } else { sample.stages.host(stage) }
+    };
+    let shown = decimate(&samples, ui.available_width() as usize, |sample| {
+        Stage::ALL.iter().filter_map(|&stage| value(sample, stage)).sum()
+    });
     let mut charts: Vec<egui_plot::BarChart> = Vec::new();
     for stage in Stage::ALL {
-        let bars: Vec<egui_plot::Bar> = history
-            .samples()
-            .skip(skip)
-            .filter_map(|s| {
-                let value = if state.gpu { s.stages.gpu(stage) } else { s.stages.host(stage) };
-                value.map(|us| egui_plot::Bar::new(s.frame as f64, us).width(1.0))
-            })
-            .collect();
-        if bars.is_empty() {
+        if !shown.frames.iter().any(|sample| value(sample, stage).is_some()) {
             continue;
         }
+        // One bar per frame shown in every chart (0 where the stage did not run): stacking pairs
+        // the charts' bars by index.
+        let bars: Vec<egui_plot::Bar> = shown
+            .frames
+            .iter()
+            .map(|sample| {
+                let us = value(sample, stage).unwrap_or(0.0);
+                egui_plot::Bar::new(sample.frame as f64, us).width(shown.bucket as f64)
+            })
+            .collect();
         let chart = egui_plot::BarChart::new(stage.name(), bars).color(colour(stage));
         let refs: Vec<&egui_plot::BarChart> = charts.iter().collect();
         let chart = chart.stack_on(&refs);
@@ -109,6 +118,23 @@ pub fn show(ui: &mut egui::Ui, history: &FrameHistory, state: &mut TimelineState
         }
     });
     message
+}
+
+/// The frames a plot `columns` pixels wide shows: all of them when they fit, else one per bucket
+/// of `bucket` consecutive frames — the one whose stages add up to most, so a spike stays in
+/// sight and each bar's stack is one real frame.
+struct Decimated<'a> {
+    frames: Vec<&'a FrameSample>,
+    bucket: usize,
+}
+
+fn decimate<'a>(samples: &[&'a FrameSample], columns: usize, total: impl Fn(&FrameSample) -> f64) -> Decimated<'a> {
+    let bucket = samples.len().div_ceil(columns.max(1)).max(1);
+    let frames = samples
+        .chunks(bucket)
+        .filter_map(|chunk| chunk.iter().copied().max_by(|a, b| total(a).total_cmp(&total(b))))
+        .collect();
+    Decimated { frames, bucket }
 }
 
 fn export_path(extension: &str) -> PathBuf {
@@ -162,7 +188,26 @@ fn to_json(history: &FrameHistory) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{FrameSample, StageTimes};
+    use crate::stats::StageTimes;
+
+    #[test]
+    fn decimation_keeps_every_frame_that_fits_and_the_spike_of_each_bucket() {
+        let samples: Vec<FrameSample> = (0..10)
+            .map(|frame| {
+                let mut stages = StageTimes::default();
+                stages.set_host(Stage::Kernel, if frame == 7 { 100.0 } else { frame as f64 });
+                FrameSample { frame, frame_us: 1.0, stages }
+            })
+            .collect();
+        let refs: Vec<&FrameSample> = samples.iter().collect();
+        let total = |s: &FrameSample| s.stages.host(Stage::Kernel).unwrap_or(0.0);
+        let all = decimate(&refs, 300, total);
+        assert_eq!((all.frames.len(), all.bucket), (10, 1));
+        // 4 columns for 10 frames: buckets of 3 (0–2, 3–5, 6–8, 9), each its largest.
+        let four = decimate(&refs, 4, total);
+        assert_eq!(four.bucket, 3);
+        assert_eq!(four.frames.iter().map(|s| s.frame).collect::<Vec<_>>(), vec![2, 5, 7, 9]);
+    }
 
     #[test]
     fn csv_has_a_column_per_stage_and_a_row_per_frame() {
