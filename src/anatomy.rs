@@ -218,8 +218,9 @@ fn tid(lane: Lane, call: bool) -> u32 {
 }
 
 /// The frames in the Chrome trace event format (Perfetto's UI and chrome://tracing open it): one
-/// process per API (host, CUDA, `graphics_api`), one thread per lane, an `X` event per span and
-/// a flow (`s` → `f`) per ordering edge; the lanes' calibrations go in `otherData`.
+/// process per API (host, CUDA, `graphics_api`), one thread per lane, an `X` event per span, a
+/// flow (`s` → `f`) per ordering edge and an instant (`i`) where each frame starts; the lanes'
+/// calibrations go in `otherData`.
 pub fn chrome_trace(frames: &[FrameAnatomy], graphics_api: &str, calibrations: &[Calibration]) -> Value {
     let mut events = Vec::new();
     let names: HashMap<u32, &str> = HashMap::from([(1, "host"), (2, "CUDA"), (3, graphics_api)]);
@@ -234,6 +235,11 @@ pub fn chrome_trace(frames: &[FrameAnatomy], graphics_api: &str, calibrations: &
     }
     let mut flow_id = 0u64;
     for frame in frames {
+        // A marker where each frame starts, across the host's lanes.
+        events.push(json!({
+            "ph": "i", "s": "p", "name": format!("frame {}", frame.frame), "cat": "frame",
+            "pid": 1, "tid": 1, "ts": frame.start_us,
+        }));
         let critical = frame.critical_path();
         for (index, span) in frame.spans.iter().enumerate() {
             events.push(json!({

@@ -34,6 +34,8 @@ struct Checked {
     calibrated: HashMap<String, f64>,
     /// Every span, in the order written.
     spans: Vec<Row>,
+    /// Frame-start markers (`i` events).
+    markers: usize,
 }
 
 /// One X event.
@@ -46,7 +48,7 @@ struct Row {
     dur: f64,
 }
 
-/// Loads `path` and checks it as a Chrome trace: every event has `ph` among M, X, B, E, s, f, a
+/// Loads `path` and checks it as a Chrome trace: every event has `ph` among M, X, B, E, s, f, i, a
 /// finite `ts` (but M), integer `pid` and `tid`; X events a `dur` ≥ 0; every flow's end is at or
 /// after its start, less the two lanes' calibration errors.
 fn check_trace(path: &std::path::Path) -> Checked {
@@ -56,7 +58,7 @@ fn check_trace(path: &std::path::Path) -> Checked {
     let mut process_names = HashMap::new();
     for event in events {
         let ph = event["ph"].as_str().expect("every event has ph");
-        assert!(["M", "X", "B", "E", "s", "f"].contains(&ph), "unknown ph {ph}: {event}");
+        assert!(["M", "X", "B", "E", "s", "f", "i"].contains(&ph), "unknown ph {ph}: {event}");
         assert!(event["pid"].as_u64().is_some() && event["tid"].as_u64().is_some(), "pid and tid: {event}");
         if ph == "M" {
             if event["name"] == "process_name" {
@@ -117,7 +119,8 @@ fn check_trace(path: &std::path::Path) -> Checked {
         .collect();
     error_of.remove("host");
     let frames = trace["otherData"]["frames"].as_u64().expect("frames");
-    Checked { stages, calls, edges, frames, calibrated: error_of, spans }
+    let markers = events.iter().filter(|e| e["ph"] == "i" && e["cat"] == "frame").count();
+    Checked { stages, calls, edges, frames, calibrated: error_of, spans, markers }
 }
 
 /// Each frame's calls are written in the order the driver-call trace recorded them: their start
@@ -151,6 +154,7 @@ fn a_cpu_run_on_gl_writes_host_and_gl_lanes_with_forward_edges() {
     };
     let checked = traced_run("anatomy-gl", options, 8);
     assert_eq!(checked.frames, 8, "--trace-frames bounds the frames written");
+    assert_eq!(checked.markers, 8, "a marker where each frame starts");
     let host = &checked.stages["host"];
     // Each frame: the CPU step, its upload, the draw, the panel's layout and paint, the submit.
     for stage in ["kernel", "upload", "draw", "panel", "panel paint", "submit"] {
