@@ -220,6 +220,20 @@ fn a_window_writes_its_trace_when_it_closes() {
     }
 }
 
+#[test]
+fn a_bench_writes_a_trace_per_frame_run() {
+    let dir = common::temp_dir("anatomy-bench");
+    let output = common::binary()
+        .args(["bench", "nbody", "--backend", "cpu", "--bodies", "1024", "--frames", "20", "--trace-dir"])
+        .arg(&dir)
+        .output()
+        .expect("run");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let checked = check_trace(&dir.join("nbody-1024-gl-depth1.trace.json"));
+    assert_eq!(checked.frames, 20, "every frame of the run (fewer than 120)");
+    assert_eq!(count(&checked.stages["host"], "kernel"), 20);
+}
+
 // --- GPU: the CUDA paths ---------------------------------------------------------------------
 
 fn gpu_options(spec: DemoSpec, renderer: GraphicsApi, transfer: TransferRequest) -> HeadlessOptions {

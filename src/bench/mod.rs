@@ -21,6 +21,7 @@ pub fn headless_frames(run: &FrameRun) -> Result<FramesMeasured> {
     let renderer = if run.vulkan { GraphicsApi::Vulkan } else { GraphicsApi::Gl };
     let options = HeadlessOptions {
         stop: run.stop.clone(),
+        trace: run.trace.clone(),
         ..HeadlessOptions::new(run.spec.clone(), renderer, run.frames, run.size, run.cuda.clone())
     };
     let report = headless::run(&options)?;

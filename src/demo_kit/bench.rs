@@ -32,6 +32,14 @@ pub struct FrameRun {
     pub vulkan: bool,
     /// Set by Ctrl-C: stop after the current frame.
     pub stop: crate::stop::StopRequest,
+    /// The frames' anatomy to write as a Chrome trace when the run ends.
+    pub trace: Option<crate::args::TraceRequest>,
+}
+
+/// The trace of a bench's frame run named `name` in `dir` (`--trace-dir`): its last 120 frames.
+pub fn trace_in(dir: Option<&std::path::Path>, name: &str) -> Option<crate::args::TraceRequest> {
+    let path = dir?.join(format!("{name}.trace.json"));
+    Some(crate::args::TraceRequest { path, frames: 120 })
 }
 
 /// What such a run measured.

@@ -161,6 +161,10 @@ pub struct BlurBenchArgs {
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE.json")]
     pub json: Option<PathBuf>,
+    /// Write each frame run's anatomy (its last 120 frames) as a Chrome trace into this folder,
+    /// one file per route: open them in https://ui.perfetto.dev.
+    #[arg(long, value_name = "DIR")]
+    pub trace_dir: Option<PathBuf>,
     /// Backend and device.
     #[command(flatten)]
     pub cuda: CudaArgs,
@@ -170,6 +174,7 @@ impl BlurBenchArgs {
     /// Runs the benchmark; `frames` renders the full-frame part headless.
     pub fn run(&self, frames: FrameRunner<'_>, stop: &crate::stop::StopRequest) -> Result<BenchReport> {
         crate::output::check_optional(&self.json, crate::output::OutputKind::Data, "--json")?;
+        crate::output::check_optional(&self.trace_dir, crate::output::OutputKind::Folder, "--trace-dir")?;
         bench::blur(
             &BlurBench {
                 size: self.size,
@@ -184,6 +189,7 @@ impl BlurBenchArgs {
                 frames: self.frames,
                 cuda: self.cuda.options(),
                 json: self.json.clone(),
+                trace_dir: self.trace_dir.clone(),
                 stop: stop.clone(),
             },
             frames,

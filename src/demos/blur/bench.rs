@@ -47,6 +47,8 @@ pub struct BlurBench {
     pub cuda: CudaOptions,
     /// Where to write the JSON.
     pub json: Option<PathBuf>,
+    /// Where to write each frame run's anatomy as a Chrome trace.
+    pub trace_dir: Option<PathBuf>,
     /// Set by Ctrl-C: finish the filter being timed, then report what was measured.
     pub stop: StopRequest,
 }
@@ -266,6 +268,8 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
                 ..BlurSettings::default()
             };
             let cuda = CudaOptions { transfer, ..options.cuda.clone() };
+            let renderer = if vulkan { "vulkan".to_owned() } else { format!("gl-{transfer:?}").to_lowercase() };
+            let name = format!("blur-{}-{renderer}", format!("{route:?}").to_lowercase());
             let run = FrameRun {
                 spec: DemoSpec::new(settings),
                 frames: options.frames,
@@ -273,6 +277,7 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
                 cuda,
                 vulkan,
                 stop: options.stop.clone(),
+                trace: crate::demo_kit::bench::trace_in(options.trace_dir.as_deref(), &name),
             };
             let measured = match frames(&run) {
                 Ok(measured) => measured,

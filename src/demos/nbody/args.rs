@@ -163,6 +163,10 @@ pub struct NBodyBenchArgs {
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE.json")]
     pub json: Option<PathBuf>,
+    /// Write each frame run's anatomy (its last 120 frames) as a Chrome trace into this folder,
+    /// one file per run: open them in https://ui.perfetto.dev.
+    #[arg(long, value_name = "DIR")]
+    pub trace_dir: Option<PathBuf>,
     /// Backend and device.
     #[command(flatten)]
     pub cuda: CudaArgs,
@@ -257,6 +261,7 @@ impl NBodyBenchArgs {
     pub fn run(&self, frames: FrameRunner<'_>, stop: &crate::stop::StopRequest) -> Result<BenchReport> {
         let args = self;
         crate::output::check_optional(&args.json, crate::output::OutputKind::Data, "--json")?;
+        crate::output::check_optional(&args.trace_dir, crate::output::OutputKind::Folder, "--trace-dir")?;
         let cpu = args.cuda.backend == BackendRequest::Cpu || !crate::cuda::driver::driver_library_present();
         let bodies = if !args.bodies.is_empty() {
             args.bodies.clone()
@@ -289,6 +294,7 @@ impl NBodyBenchArgs {
             },
             devices: args.devices.as_ref().map(|list| list.0.clone()),
             json: args.json.clone(),
+            trace_dir: args.trace_dir.clone(),
             stop: stop.clone(),
         };
         let mut report = bench::nbody(&options, frames)?;

@@ -43,7 +43,11 @@ pub(super) fn frame_run(
     vulkan: bool,
     frames: FrameRunner<'_>,
 ) -> Result<serde_json::Value> {
-    let run = FrameRun { spec, frames: options.frames, size: options.size, cuda, vulkan, stop: options.stop.clone() };
+    let renderer = if vulkan { "vulkan" } else { "gl" };
+    let name = format!("nbody-{n}-{renderer}-depth{}", options.pipeline_depth);
+    let trace = crate::demo_kit::bench::trace_in(options.trace_dir.as_deref(), &name);
+    let run =
+        FrameRun { spec, frames: options.frames, size: options.size, cuda, vulkan, stop: options.stop.clone(), trace };
     let measured = frames(&run)?;
     Ok(json!({
         "bodies": n,

@@ -57,6 +57,8 @@ pub struct NBodyBench {
     pub devices: Option<Vec<i32>>,
     /// Where to write the JSON.
     pub json: Option<PathBuf>,
+    /// Where to write each frame run's anatomy as a Chrome trace.
+    pub trace_dir: Option<PathBuf>,
     /// Set by Ctrl-C: finish the variant being timed, then report what was measured.
     pub stop: StopRequest,
 }
