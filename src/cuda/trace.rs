@@ -165,4 +165,34 @@ mod tests {
         assert_eq!(frame[1].error.as_deref(), Some("CUDA_ERROR_INVALID_VALUE"));
         assert_eq!(trace.setup().iter().map(|e| e.call).collect::<Vec<_>>(), vec!["cuInitLike"]);
     }
+
+    #[test]
+    fn each_call_is_stamped_where_it_began_in_the_order_made() {
+        let trace = Trace::new(Vec::new());
+        trace.end_frame(); // closes setup
+        trace.set_per_frame(true);
+        let slow = || {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            sys::CUresult::CUDA_SUCCESS
+        };
+        let before = crate::stats::clock_us(Instant::now());
+        trace.call("cuFirst", String::new, slow).expect("ok");
+        // Another API's call, noted when it returns with its own host time.
+        let other = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        trace.note("glOther", String::new, other.elapsed().as_secs_f64() * 1e6);
+        trace.call("cuThird", String::new, slow).expect("ok");
+        trace.end_frame();
+        let frame = trace.last_frame();
+        assert!(frame[0].start_us >= before, "{} < {before}", frame[0].start_us);
+        for pair in frame.windows(2) {
+            assert!(
+                pair[1].start_us >= pair[0].start_us + pair[0].host_us - 1.0,
+                "{} starts before {} ended",
+                pair[1].call,
+                pair[0].call
+            );
+        }
+        assert!(frame[0].host_us >= 2000.0, "the call's own time: {}", frame[0].host_us);
+    }
 }
