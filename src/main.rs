@@ -130,7 +130,7 @@ fn run(cli: Cli, stop: &StopRequest) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(BenchCommand::Anatomy(args))) => {
-            print!("{}", bench::anatomy::run(&args)?.table);
+            print!("{}", bench::anatomy::run(&args, stop)?.table);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(BenchCommand::Map(args))) => {

@@ -16,6 +16,7 @@ use crate::demos::wave::WaveSettings;
 use crate::graphics::GraphicsApi;
 use crate::headless::{self, HeadlessOptions};
 use crate::stats::Stage;
+use crate::stop::StopRequest;
 
 #[derive(Args, Debug)]
 /// `interop-lab bench anatomy`.
@@ -45,8 +46,9 @@ pub struct AnatomyBench {
     pub json: serde_json::Value,
 }
 
-/// Runs the four modes one after the other.
-pub fn run(args: &AnatomyBenchArgs) -> Result<AnatomyBench> {
+/// Runs the four modes one after the other; after Ctrl-C (`stop`), reports the modes measured.
+pub fn run(args: &AnatomyBenchArgs, stop: &StopRequest) -> Result<AnatomyBench> {
+    crate::output::check_optional(&args.json, crate::output::OutputKind::Data, "--json")?;
     let trace_path = std::env::temp_dir().join(format!("interop-lab-bench-anatomy-{}.json", std::process::id()));
     let modes: [(&str, bool, bool, bool); 4] = [
         ("nothing recorded", false, false, false),
@@ -57,6 +59,9 @@ pub fn run(args: &AnatomyBenchArgs) -> Result<AnatomyBench> {
     let mut rows = Vec::new();
     let mut table = format!("{:<34} {:>10} {:>14} {:>16}\n", "mode", "frames/s", "frame µs (med)", "panel host µs");
     for (label, traced, panel, open) in modes {
+        if stop.requested() {
+            break;
+        }
         let mut options = HeadlessOptions::new(
             DemoSpec::new(WaveSettings::default()),
             args.renderer,
@@ -65,6 +70,7 @@ pub fn run(args: &AnatomyBenchArgs) -> Result<AnatomyBench> {
             args.cuda.options(),
         );
         options.panel = panel;
+        options.stop = stop.clone();
         if open {
             options.open_sections = vec![PanelSection::Anatomy];
         }
