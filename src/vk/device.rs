@@ -185,9 +185,24 @@ impl VulkanContext {
         // SAFETY: a device of this live instance.
         let offered = unsafe { instance.instance.enumerate_device_extension_properties(physical) }.unwrap_or_default();
         let offers = |name: &CStr| offered.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+        // The device's own clock must be one the extension can read (nearly always so).
+        let reads_device_clock = |name: &CStr| {
+            let (entry, vk_instance) = (&instance.entry, &instance.instance);
+            // SAFETY: a physical-device query of an extension this device offers.
+            let domains = unsafe {
+                if name == ash::khr::calibrated_timestamps::NAME {
+                    ash::khr::calibrated_timestamps::Instance::new(entry, vk_instance)
+                        .get_physical_device_calibrateable_time_domains(physical)
+                } else {
+                    ash::ext::calibrated_timestamps::Instance::new(entry, vk_instance)
+                        .get_physical_device_calibrateable_time_domains(physical)
+                }
+            };
+            domains.is_ok_and(|domains| domains.contains(&vk::TimeDomainKHR::DEVICE))
+        };
         let clock_extension = [ash::khr::calibrated_timestamps::NAME, ash::ext::calibrated_timestamps::NAME]
             .into_iter()
-            .find(|&name| offers(name));
+            .find(|&name| offers(name) && reads_device_clock(name));
         extensions.extend(clock_extension);
         let extension_names: Vec<*const std::ffi::c_char> = extensions.iter().map(|e| e.as_ptr()).collect();
         // Dynamic rendering (1.3) lets the renderer draw without render pass objects; large points
