@@ -168,24 +168,20 @@ impl FrameAnatomy {
     }
 }
 
-/// The share (0–1) of the time from the first frame's start to the last frame's in which `lane`
-/// ran no stage, counting every frame's spans (a GPU lane's work for one frame often runs in the
-/// next frame's time); `None` with fewer than two frames or no span on the lane.
+/// The share (0–1) of a window as long as the frames' periods (first frame's start to the last
+/// frame's) in which `lane` ran no stage. The window starts at the lane's first span: a GPU lane's
+/// work runs later than the host's frame, by its latency, and is measured over its own periods.
+/// `None` with fewer than two frames or no span on the lane.
 pub fn idle_fraction(frames: &[FrameAnatomy], lane: Lane) -> Option<f64> {
-    let (first, last) = (frames.first()?.start_us, frames.last()?.start_us);
-    if last <= first {
+    let period = frames.last()?.start_us - frames.first()?.start_us;
+    let spans = || frames.iter().flat_map(|frame| &frame.spans).filter(|s| s.lane == lane && !s.call);
+    let first = spans().map(|s| s.start_us).min_by(f64::total_cmp)?;
+    let last = first + period;
+    if period <= 0.0 {
         return None;
     }
-    let mut pieces: Vec<(f64, f64)> = frames
-        .iter()
-        .flat_map(|frame| &frame.spans)
-        .filter(|s| s.lane == lane && !s.call)
-        .map(|s| (s.start_us.max(first), s.end_us().min(last)))
-        .filter(|(a, b)| b > a)
-        .collect();
-    if !frames.iter().flat_map(|f| &f.spans).any(|s| s.lane == lane && !s.call) {
-        return None;
-    }
+    let mut pieces: Vec<(f64, f64)> =
+        spans().map(|s| (s.start_us.max(first), s.end_us().min(last))).filter(|(a, b)| b > a).collect();
     pieces.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut busy = 0.0;
     let mut reach = f64::NEG_INFINITY;

@@ -135,10 +135,16 @@ fn lanes(ui: &mut egui::Ui, frames: &[FrameAnatomy], api: &str) {
         );
     }
     let axis = row_top(ROWS.len());
+    let mut labelled = f32::NEG_INFINITY;
     for frame in frames {
         let at = x(frame.start_us);
         painter
             .line_segment([egui::pos2(at, rect.top()), egui::pos2(at, axis)], visuals.widgets.noninteractive.bg_stroke);
+        // A label only where it does not run into the one before.
+        if at - labelled < 56.0 {
+            continue;
+        }
+        labelled = at;
         painter.text(
             egui::pos2(at + 2.0, axis),
             egui::Align2::LEFT_TOP,
@@ -189,14 +195,28 @@ fn lanes(ui: &mut egui::Ui, frames: &[FrameAnatomy], api: &str) {
 /// Each lane's idle share over the frames shown, e.g. "CUDA idle 92 %".
 fn idle_line(ui: &mut egui::Ui, frames: &[FrameAnatomy], api: &str) {
     let mut parts = Vec::new();
-    for (lane, name) in [(Lane::Host, "host"), (Lane::Cuda, "CUDA"), (Lane::Graphics, api)] {
-        if let Some(idle) = crate::anatomy::idle_fraction(frames, lane) {
-            parts.push(format!("{name} idle {:.0} %", idle * 100.0));
+    let lanes = [(Lane::Host, "host"), (Lane::Cuda, "CUDA"), (Lane::Graphics, api)];
+    for (lane, name) in lanes {
+        let Some(idle) = crate::anatomy::idle_fraction(frames, lane) else { continue };
+        // What the lane's work waits for: the other lanes its incoming edges come from.
+        let mut waits: Vec<&str> = Vec::new();
+        for edge in frames.iter().flat_map(|f| &f.edges).filter(|e| e.to == lane && e.from != lane) {
+            if let Some(&(_, from)) = lanes.iter().find(|(l, _)| *l == edge.from)
+                && !waits.contains(&from)
+            {
+                waits.push(from);
+            }
         }
+        parts.push(match waits.is_empty() {
+            true => format!("{name} idle {:.0} %", idle * 100.0),
+            false => format!("{name} idle {:.0} % (waits for {})", idle * 100.0, waits.join(", ")),
+        });
     }
     if !parts.is_empty() {
-        ui.label(parts.join(" · "))
-            .on_hover_text("share of the time from the first frame shown to the last in which the lane ran no stage");
+        ui.label(parts.join(" · ")).on_hover_text(
+            "share of the frames' periods in which the lane ran no stage (from the lane's first span: a GPU \
+                 lane runs later than the host by its latency); 'waits for': where the edges into it come from",
+        );
     }
 }
 
