@@ -19,8 +19,9 @@ use crate::stats::{FrameSample, Lane, Stage};
 pub struct Span {
     /// Where it ran.
     pub lane: Lane,
-    /// A stage name (`kernel`, `draw`, …) or a call (`cuGraphicsMapResources`).
-    pub name: String,
+    /// A stage name (`kernel`, `draw`, …), a part of the frame loop, or a call
+    /// (`cuGraphicsMapResources`).
+    pub name: &'static str,
     /// Arguments or what it was, in words (may be empty).
     pub detail: String,
     /// Start, µs on the one clock.
@@ -196,7 +197,7 @@ pub fn idle_fraction(frames: &[FrameAnatomy], lane: Lane) -> Option<f64> {
 }
 
 fn stage_span(lane: Lane, stage: Stage, start_us: f64, dur_us: f64) -> Span {
-    Span { lane, name: stage.name().to_owned(), detail: String::new(), start_us, dur_us: dur_us.max(0.0), call: false }
+    Span { lane, name: stage.name(), detail: String::new(), start_us, dur_us: dur_us.max(0.0), call: false }
 }
 
 /// Process ids of the trace: one process per API.
@@ -329,7 +330,7 @@ mod tests {
         let rules = [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait" }];
         let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules);
         let names: Vec<(Lane, &str)> =
-            anatomy.critical_path().iter().map(|&i| (anatomy.spans[i].lane, anatomy.spans[i].name.as_str())).collect();
+            anatomy.critical_path().iter().map(|&i| (anatomy.spans[i].lane, anatomy.spans[i].name)).collect();
         // The GL draw ends last (170); it waited for CUDA's kernel (the edge), which came after
         // nothing on its lane: the host's draw (120–125) is not on the path.
         assert_eq!(names, vec![(Lane::Graphics, "draw"), (Lane::Cuda, "kernel")]);

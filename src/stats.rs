@@ -99,9 +99,14 @@ impl StageTimes {
 
     /// Sets the host time of `stage` from `started` until now, and its span.
     pub fn set_host_since(&mut self, stage: Stage, started: Instant) {
-        let microseconds = started.elapsed().as_secs_f64() * 1e6;
+        self.set_host_at(stage, clock_us(started), started.elapsed().as_secs_f64() * 1e6);
+    }
+
+    /// Sets the host time of `stage` and its span: from `start_us` on [`clock_us`]'s clock, that
+    /// long.
+    pub fn set_host_at(&mut self, stage: Stage, start_us: f64, microseconds: f64) {
         self.host_us[stage.index()] = Some(microseconds);
-        self.host_span[stage.index()] = Some((clock_us(started), microseconds));
+        self.host_span[stage.index()] = Some((start_us, microseconds));
     }
 
     /// Sets where the host part of `stage` lies on [`clock_us`]'s clock (start and length, µs)

@@ -61,11 +61,7 @@ impl Session {
                 Ok(())
             }
             PanelAction::SaveTrace => {
-                let seconds = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs())
-                    .unwrap_or(0);
-                let path = std::path::PathBuf::from(format!("interop-lab-trace-{seconds}.json"));
+                let path = crate::ui::timeline::export_path("trace", "json");
                 let request = crate::args::TraceRequest { path: path.clone(), frames: 120 };
                 self.write_trace(&request).map(|frames| {
                     let text = format!("wrote {frames} frames to {} (open it in ui.perfetto.dev)", path.display());
@@ -147,6 +143,8 @@ impl Session {
                 self.demo = Some(demo);
                 self.selection = selection;
                 self.watcher = super::watcher_for(&self.selection);
+                // The new selection's CUDA context records the calls too, if the anatomy does.
+                self.record_anatomy(self.anatomy.recording());
                 drop(self.adopt(renderer));
                 log::info!("drawing with {} from now on", api.label());
                 self.say_start();

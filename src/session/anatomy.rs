@@ -50,26 +50,25 @@ impl AnatomyLog {
         self.recording = on;
     }
 
-    /// Keeps frame `frame`, which started at `started`; `extra` is dropped unless recording.
+    /// Keeps frame `frame`, which started at `started`, with its `extra` spans (none unless
+    /// recording: the caller gathers them only then).
     pub(super) fn push(&mut self, frame: u64, started: Instant, rules: &'static [EdgeRule], extra: Vec<Span>) {
         if self.records.len() == KEPT {
             self.records.pop_front();
         }
-        let extra = if self.recording { extra } else { Vec::new() };
         self.records.push_back(FrameRecord { frame, start_us: clock_us(started), extra, rules });
     }
 
     /// The anatomy of the last `last` frames the history still holds, oldest first.
     pub(super) fn frames(&self, history: &FrameHistory, last: usize) -> Vec<FrameAnatomy> {
         let skip = history.len().saturating_sub(last);
-        history
-            .samples()
-            .skip(skip)
-            .filter_map(|sample| {
-                let record = self.records.iter().rev().find(|r| r.frame == sample.frame)?;
-                Some(FrameAnatomy::build(sample, record.start_us, record.extra.clone(), record.rules))
-            })
-            .collect()
+        history.samples().skip(skip).filter_map(|sample| self.build(sample)).collect()
+    }
+
+    /// The anatomy of `sample`, when its record is still kept.
+    fn build(&self, sample: &FrameSample) -> Option<FrameAnatomy> {
+        let record = self.records.iter().rev().find(|r| r.frame == sample.frame)?;
+        Some(FrameAnatomy::build(sample, record.start_us, record.extra.clone(), record.rules))
     }
 
     /// The frames the panel's view shows: the last [`VIEW_FRAMES`] in which the demo stepped (so
@@ -83,14 +82,8 @@ impl AnatomyLog {
             recent = history.samples().rev().take(VIEW_FRAMES).collect();
         }
         let newest = recent.iter().position(placed).unwrap_or(0);
-        let mut frames: Vec<FrameAnatomy> = recent[newest..]
-            .iter()
-            .take(VIEW_FRAMES)
-            .filter_map(|sample| {
-                let record = self.records.iter().rev().find(|r| r.frame == sample.frame)?;
-                Some(FrameAnatomy::build(sample, record.start_us, record.extra.clone(), record.rules))
-            })
-            .collect();
+        let mut frames: Vec<FrameAnatomy> =
+            recent[newest..].iter().take(VIEW_FRAMES).filter_map(|sample| self.build(sample)).collect();
         frames.reverse();
         frames
     }
@@ -102,10 +95,10 @@ impl AnatomyLog {
 }
 
 /// A host span for a part of the frame loop that is not a stage.
-pub(super) fn host_part(name: &str, started: Instant, ended: Instant) -> Span {
+pub(super) fn host_part(name: &'static str, started: Instant, ended: Instant) -> Span {
     Span {
         lane: Lane::Host,
-        name: name.to_owned(),
+        name,
         detail: String::new(),
         start_us: clock_us(started),
         dur_us: (ended - started).as_secs_f64() * 1e6,
@@ -117,7 +110,7 @@ pub(super) fn host_part(name: &str, started: Instant, ended: Instant) -> Span {
 pub(super) fn call_spans(entries: Vec<TraceEntry>) -> impl Iterator<Item = Span> {
     entries.into_iter().filter(|e| e.start_us.is_finite()).map(|e| Span {
         lane: Lane::Host,
-        name: e.call.to_owned(),
+        name: e.call,
         detail: match e.error {
             Some(error) => format!("{}: failed, {error}", e.detail),
             None => e.detail,

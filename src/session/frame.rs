@@ -40,12 +40,6 @@ impl Session {
         self.first_frame_at.get_or_insert(started);
         let frame = self.frame;
         self.frame += 1;
-        if self.anatomy.recording()
-            && let Some(cuda) = &self.selection.cuda
-        {
-            // Also after a renderer switch, which brings a new selection.
-            cuda.context.trace().set_per_frame(true);
-        }
         let Some(demo) = self.demo.as_deref_mut() else { return report };
         if let Some(watcher) = &mut self.watcher {
             watcher.poll(demo);
@@ -88,7 +82,9 @@ impl Session {
         let panel_px = self.panel_width().min(width.saturating_sub(1));
         let view = View { origin: [panel_px, 0], size: [width - panel_px, height] };
 
-        // The frame loop's own parts, for the anatomy (kept only while it is recorded).
+        // The frame loop's own parts and calls, for the anatomy: gathered only while it is
+        // recorded, so a frame that is not recorded allocates nothing for it.
+        let recording = self.anatomy.recording();
         let mut parts = Vec::new();
         let laid_out = panel.is_some();
         let drawn = self.draw(frame, &view, panel.as_ref(), capture);
@@ -106,16 +102,19 @@ impl Session {
                     stages.set_host(Stage::Panel, panel_us + paint_us);
                     // The panel's span is its layout; its paint, after the draw, is a part of its own.
                     stages.set_host_span(Stage::Panel, clock_us(panel_started), panel_us);
-                    parts.push(anatomy::host_part("panel paint", end.painting, end.presenting));
+                    if recording {
+                        parts.push(anatomy::host_part("panel paint", end.painting, end.presenting));
+                    }
                 }
                 // A window presents; offscreen, ending the frame is submitting its drawing.
                 if self.renderer.info().window {
                     stages.set_host(Stage::Draw, draw_us);
-                    stages.set_host(Stage::Present, present_us);
-                    stages.set_host_span(Stage::Present, clock_us(end.presenting), present_us);
+                    stages.set_host_at(Stage::Present, clock_us(end.presenting), present_us);
                 } else {
                     stages.set_host(Stage::Draw, draw_us + present_us);
-                    parts.push(anatomy::host_part("submit", end.presenting, end.ended));
+                    if recording {
+                        parts.push(anatomy::host_part("submit", end.presenting, end.ended));
+                    }
                 }
                 if let Some(pixels) = end.pixels {
                     self.keep_pixels(&pixels, input.screenshot, &mut report);
@@ -143,7 +142,7 @@ impl Session {
             Some(cuda) => {
                 let trace = cuda.context.trace();
                 trace.end_frame(); // the frame's calls, the submission included
-                if self.anatomy.recording() {
+                if recording {
                     parts.extend(anatomy::call_spans(trace.last_frame()));
                 }
                 cuda.context.take_errors()

@@ -113,10 +113,8 @@ impl Transfer for Interop {
         // On the host clock (while calibrated): the map's span is its part before the kernel.
         let marks = self.events.marks_us();
         for (index, stage) in [Stage::Map, Stage::Kernel, Stage::Unmap].into_iter().enumerate() {
-            match marks.get(index) {
-                Some(&start) => times.set_gpu_at(stage, Lane::Cuda, start, intervals[index]),
-                None => times.set_gpu(stage, intervals[index]),
-            }
+            let start = marks.get(index).copied().unwrap_or(f64::NAN);
+            times.set_gpu_at(stage, Lane::Cuda, start, intervals[index]);
         }
         // The map's time counts the maps made ahead for the next frame too.
         times.set_gpu(Stage::Map, intervals[0] + intervals[3]);
@@ -181,7 +179,6 @@ impl Interop {
         let timing = self.events.begin_calibrated(&stream)?;
         timing.mark(0, &stream)?;
         let started = Instant::now();
-        let map_started = started;
         let mapped = if fresh.is_empty() { None } else { Some(interop::map(&stream, &mut fresh)?) };
         let mut spans = [DeviceSpan { ptr: 0, bytes: 0 }; interop::MAX_MAPPED];
         if let Some(mapped) = &mapped {
@@ -194,7 +191,7 @@ impl Interop {
         }
         timing.mark(1, &stream)?;
         let mut map_us = micros_since(started);
-        times.set_host_span(Stage::Map, crate::stats::clock_us(map_started), map_us);
+        times.set_host_span(Stage::Map, crate::stats::clock_us(started), map_us);
 
         let started = Instant::now();
         compute(Target::Device { buffers: &spans[..count], stream: &stream })?;

@@ -645,11 +645,9 @@ pub(crate) fn poll_stages(events: &mut EventRing, stages: &[Stage]) -> Result<Op
     };
     let mut times = StageTimes::default();
     for (index, (&stage, &microseconds)) in stages.iter().zip(intervals.iter()).enumerate() {
-        times.set_gpu(stage, microseconds);
-        // Placed on the host clock where the ring was calibrated (NaN starts are ignored).
-        if let Some(&start) = events.marks_us().get(index) {
-            times.set_gpu_at(stage, Lane::Cuda, start, microseconds);
-        }
+        // Placed on the host clock where the ring was calibrated (a NaN start places nothing).
+        let start = events.marks_us().get(index).copied().unwrap_or(f64::NAN);
+        times.set_gpu_at(stage, Lane::Cuda, start, microseconds);
     }
     Ok(Some(LateGpuTimes { frame, times }))
 }

@@ -109,7 +109,7 @@ pub fn show(ui: &mut egui::Ui, history: &FrameHistory, state: &mut TimelineState
     ui.horizontal(|ui| {
         for (label, extension) in [("save CSV", "csv"), ("save JSON", "json")] {
             if ui.button(label).clicked() {
-                let path = export_path(extension);
+                let path = export_path("timeline", extension);
                 message = Some(match export(history, &path) {
                     Ok(()) => format!("wrote {}", path.display()),
                     Err(error) => error.to_string(),
@@ -137,9 +137,10 @@ fn decimate<'a>(samples: &[&'a FrameSample], columns: usize, total: impl Fn(&Fra
     Decimated { frames, bucket }
 }
 
-fn export_path(extension: &str) -> PathBuf {
+/// A file name for an export from the panel, in the working folder: `interop-lab-WHAT-SECONDS.EXT`.
+pub fn export_path(what: &str, extension: &str) -> PathBuf {
     let seconds = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    PathBuf::from(format!("interop-lab-timeline-{seconds}.{extension}"))
+    PathBuf::from(format!("interop-lab-{what}-{seconds}.{extension}"))
 }
 
 /// Writes every recorded frame: CSV (one row per frame, host and GPU µs per stage) for a `.csv`

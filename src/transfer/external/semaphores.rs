@@ -123,10 +123,8 @@ impl GpuOrder {
         let start_us = crate::stats::clock_us(started);
         let sync_us = (micros_since(started) - kernel_us).max(0.0);
         // Host time of the calls that order the step; nothing here waits on the host.
-        times.set_host(Stage::Sync, sync_us);
-        times.set_host_span(Stage::Sync, start_us, sync_us);
-        times.set_host(Stage::Kernel, kernel_us);
-        times.set_host_span(Stage::Kernel, start_us + sync_us, kernel_us);
+        times.set_host_at(Stage::Sync, start_us, sync_us);
+        times.set_host_at(Stage::Kernel, start_us + sync_us, kernel_us);
         Ok(times)
     }
 }
