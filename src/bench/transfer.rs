@@ -35,7 +35,7 @@ pub struct TransferBenchArgs {
     /// Buffers used in turn, comma-separated: from 2, the interop path maps the next frame's
     /// buffer during this frame and the external path's semaphores release it ahead (the other
     /// paths prepare nothing, so only depth 1 is run for them).
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
     pub pipeline_depth: Vec<u32>,
     /// Untimed frames first.
     #[arg(long, default_value_t = 10)]
