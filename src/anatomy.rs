@@ -55,7 +55,7 @@ pub struct Edge {
     pub label: String,
 }
 
-/// How a transfer path orders two stages of a frame: `from` ends before `to` starts.
+/// How a transfer path orders two stages: `from` ends before `to` of this frame starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EdgeRule {
     /// The stage that comes first.
@@ -64,6 +64,21 @@ pub struct EdgeRule {
     pub to: Stage,
     /// What orders them.
     pub label: &'static str,
+    /// Which frame's `from` it is.
+    pub from_frame: FromFrame,
+}
+
+/// The frame whose stage an [`EdgeRule`] starts at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FromFrame {
+    /// This frame.
+    This,
+    /// The frame that last used this frame's buffers: as many frames back as sets of buffers are
+    /// used in turn (the pipeline depth).
+    LastUse,
+    /// As `LastUse`, only while one set of buffers is used: deeper, the wait happens in the frame
+    /// before, while it prepares the next set, which has no span of its own.
+    LastUseAtDepthOne,
 }
 
 /// How well a lane's times sit on the one clock.
@@ -97,7 +112,16 @@ impl FrameAnatomy {
     /// The anatomy of `sample`, which started at `start_us`, with `extra` spans (driver calls,
     /// the frame loop's own parts) and the edges `rules` give where both stages have a span.
     /// A stage's edge end is its GPU span where one was measured, its host span otherwise.
-    pub fn build(sample: &FrameSample, start_us: f64, extra: Vec<Span>, rules: &[EdgeRule]) -> Self {
+    /// `last_use` is the frame that last used this frame's buffers and `depth` how many frames
+    /// back it is, for the rules that start there.
+    pub fn build(
+        sample: &FrameSample,
+        start_us: f64,
+        extra: Vec<Span>,
+        rules: &[EdgeRule],
+        last_use: Option<&FrameSample>,
+        depth: u32,
+    ) -> Self {
         let mut spans = Vec::new();
         for stage in Stage::ALL {
             if let Some((start, dur)) = sample.stages.host_span(stage) {
@@ -116,14 +140,13 @@ impl FrameAnatomy {
         let edges = rules
             .iter()
             .filter_map(|rule| {
-                let (from, to) = (span_of(rule.from)?, span_of(rule.to)?);
-                Some(Edge {
-                    from: from.lane,
-                    from_us: from.end_us(),
-                    to: to.lane,
-                    to_us: to.start_us,
-                    label: rule.label.to_owned(),
-                })
+                let to = span_of(rule.to)?;
+                let (from, from_us) = match rule.from_frame {
+                    FromFrame::This => span_of(rule.from).map(|from| (from.lane, from.end_us()))?,
+                    FromFrame::LastUseAtDepthOne if depth != 1 => return None,
+                    FromFrame::LastUse | FromFrame::LastUseAtDepthOne => stage_end(last_use?, rule.from)?,
+                };
+                Some(Edge { from, from_us, to: to.lane, to_us: to.start_us, label: rule.label.to_owned() })
             })
             .collect();
         Self { frame: sample.frame, start_us, spans, edges }
@@ -194,6 +217,15 @@ pub fn idle_fraction(frames: &[FrameAnatomy], lane: Lane) -> Option<f64> {
         }
     }
     Some((1.0 - busy / (last - first)).clamp(0.0, 1.0))
+}
+
+/// Where `stage` of `sample` ended, and on which lane: its GPU span where one was measured, its
+/// host span otherwise.
+fn stage_end(sample: &FrameSample, stage: Stage) -> Option<(Lane, f64)> {
+    if let (Some((lane, start)), Some(dur)) = (sample.stages.gpu_start(stage), sample.stages.gpu(stage)) {
+        return Some((lane, start + dur.max(0.0)));
+    }
+    sample.stages.host_span(stage).map(|(start, dur)| (Lane::Host, start + dur.max(0.0)))
 }
 
 fn stage_span(lane: Lane, stage: Stage, start_us: f64, dur_us: f64) -> Span {
@@ -292,8 +324,9 @@ mod tests {
 
     #[test]
     fn edges_join_the_gpu_spans_where_measured() {
-        let rules = [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait" }];
-        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules);
+        let rules =
+            [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait", from_frame: FromFrame::This }];
+        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules, None, 1);
         assert_eq!(anatomy.spans.len(), 4);
         assert_eq!(anatomy.edges.len(), 1);
         let edge = &anatomy.edges[0];
@@ -301,13 +334,41 @@ mod tests {
         assert_eq!((edge.from_us, edge.to_us), (142.0, 150.0));
         assert_eq!(anatomy.end_us(), 170.0);
         // A rule whose stage has no span gives no edge.
-        let none = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[EdgeRule { from: Stage::Unmap, ..rules[0] }]);
+        let none =
+            FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[EdgeRule { from: Stage::Unmap, ..rules[0] }], None, 1);
         assert!(none.edges.is_empty());
     }
 
     #[test]
+    fn an_edge_from_the_frame_that_last_used_the_buffers() {
+        let rule = |from_frame| EdgeRule { from: Stage::Draw, to: Stage::Kernel, label: "released", from_frame };
+        // Frame 7's draw on the graphics lane ended at 170; frame 9's kernel starts at 312.
+        let mut later = sample();
+        later.frame = 9;
+        later.stages.set_gpu_at(Stage::Kernel, Lane::Cuda, 312.0, 30.0);
+        let earlier = sample();
+        let anatomy = FrameAnatomy::build(&later, 300.0, Vec::new(), &[rule(FromFrame::LastUse)], Some(&earlier), 2);
+        assert_eq!(anatomy.edges.len(), 1);
+        let edge = &anatomy.edges[0];
+        assert_eq!((edge.from, edge.from_us, edge.to, edge.to_us), (Lane::Graphics, 170.0, Lane::Cuda, 312.0));
+        // Where that frame is not known, or the rule holds only with one set of buffers and two
+        // are used, there is no edge.
+        let rules = [rule(FromFrame::LastUse)];
+        assert!(FrameAnatomy::build(&later, 300.0, Vec::new(), &rules, None, 2).edges.is_empty());
+        let rules = [rule(FromFrame::LastUseAtDepthOne)];
+        assert!(FrameAnatomy::build(&later, 300.0, Vec::new(), &rules, Some(&earlier), 2).edges.is_empty());
+        assert_eq!(FrameAnatomy::build(&later, 300.0, Vec::new(), &rules, Some(&earlier), 1).edges.len(), 1);
+        // Without a GPU span the earlier stage's host span counts.
+        let mut host_only = sample();
+        host_only.stages = StageTimes::default();
+        host_only.stages.set_host_span(Stage::Draw, 120.0, 5.0);
+        let anatomy = FrameAnatomy::build(&later, 300.0, Vec::new(), &[rule(FromFrame::LastUse)], Some(&host_only), 2);
+        assert_eq!((anatomy.edges[0].from, anatomy.edges[0].from_us), (Lane::Host, 125.0));
+    }
+
+    #[test]
     fn idle_time_counts_overlapping_spans_once() {
-        let first = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[]);
+        let first = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[], None, 1);
         // The next frame starts at 200: the window is 100–200.
         let second = FrameAnatomy { frame: 8, start_us: 200.0, spans: Vec::new(), edges: Vec::new() };
         let frames = [first.clone(), second.clone()];
@@ -327,22 +388,24 @@ mod tests {
 
     #[test]
     fn the_critical_path_follows_the_edges_back_from_the_last_span() {
-        let rules = [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait" }];
-        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules);
+        let rules =
+            [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait", from_frame: FromFrame::This }];
+        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules, None, 1);
         let names: Vec<(Lane, &str)> =
             anatomy.critical_path().iter().map(|&i| (anatomy.spans[i].lane, anatomy.spans[i].name)).collect();
         // The GL draw ends last (170); it waited for CUDA's kernel (the edge), which came after
         // nothing on its lane: the host's draw (120–125) is not on the path.
         assert_eq!(names, vec![(Lane::Graphics, "draw"), (Lane::Cuda, "kernel")]);
         // Without the edge, the draw is alone on its lane: the path is the draw itself.
-        let alone = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[]);
+        let alone = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[], None, 1);
         assert_eq!(alone.critical_path().len(), 1);
     }
 
     #[test]
     fn chrome_trace_has_a_process_per_api_and_a_flow_per_edge() {
-        let rules = [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait" }];
-        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules);
+        let rules =
+            [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait", from_frame: FromFrame::This }];
+        let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules, None, 1);
         let trace = chrome_trace(&[anatomy], "Vulkan", &[]);
         let events = trace["traceEvents"].as_array().expect("events");
         let processes: Vec<&str> =

@@ -245,8 +245,17 @@ fn gpu_options(spec: DemoSpec, renderer: GraphicsApi, transfer: TransferRequest)
 }
 
 /// A CUDA path's trace: the CUDA lane has the path's stages, every frame's driver calls are on
-/// the host lane, and the path's edges are there and point forward (within calibration error).
-fn check_cuda_path(name: &str, renderer: GraphicsApi, transfer: TransferRequest, graphics: &str, edge: &str) {
+/// the host lane, and the path's edges are there and point forward (within calibration error):
+/// `edge` from CUDA to the graphics lane within a frame, `released` from the graphics lane (the
+/// draw of the frame before) to CUDA.
+fn check_cuda_path(
+    name: &str,
+    renderer: GraphicsApi,
+    transfer: TransferRequest,
+    graphics: &str,
+    edge: &str,
+    released: &str,
+) {
     let spec = DemoSpec::new(NBodySettings { bodies: Some(16384), ..NBodySettings::default() });
     let checked = traced_run(name, gpu_options(spec, renderer, transfer), 40);
     assert_eq!(checked.frames, 40);
@@ -258,6 +267,8 @@ fn check_cuda_path(name: &str, renderer: GraphicsApi, transfer: TransferRequest,
     assert!(count(calls, "cuLaunchKernel") >= 40, "each frame's launches on the host lane: {calls:?}");
     let crossing = checked.edges.iter().filter(|(from, to, label)| from == "CUDA" && to == graphics && label == edge);
     assert!(crossing.count() >= 30, "the {edge:?} edge from CUDA to {graphics} in most frames: {:?}", checked.edges);
+    let back = checked.edges.iter().filter(|(from, to, label)| from == graphics && to == "CUDA" && label == released);
+    assert!(back.count() >= 30, "the {released:?} edge from {graphics} to CUDA in most frames: {:?}", checked.edges);
     check_call_order(&checked);
 }
 
@@ -270,6 +281,7 @@ fn gl_interop_frames_order_the_unmap_before_the_draw() {
         TransferRequest::Interop,
         "OpenGL",
         "unmapped: the draw may read",
+        "GL has finished with the buffer: the map returns",
     );
 }
 
@@ -282,6 +294,7 @@ fn semaphore_frames_order_the_signal_before_the_draw() {
         TransferRequest::ExternalSemaphores,
         "OpenGL",
         "CUDA signals the semaphore the draw waits for",
+        "GL signals it has finished with the buffers; CUDA waits",
     );
 }
 
@@ -294,6 +307,7 @@ fn vulkan_frames_order_the_timeline_signal_before_the_draw() {
         TransferRequest::Auto,
         "Vulkan",
         "CUDA signals the timeline value the draw waits for",
+        "Vulkan signals it has read the buffer; CUDA waits",
     );
 }
 

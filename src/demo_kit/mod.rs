@@ -105,6 +105,12 @@ pub trait Demo {
     /// The demo's transfer path and CUDA stream.
     fn pipeline(&self) -> &Pipeline;
 
+    /// Hook: how many sets of buffers the frames use in turn (the pipeline depth), so the frame
+    /// that last used this frame's buffers is that many back.
+    fn buffer_sets(&self) -> u32 {
+        1
+    }
+
     /// What a transfer path moves of this demo: its pipeline, the buffers a path switch carries
     /// over, and the buffer the last frame drew.
     fn shared(&mut self) -> SharedParts<'_>;

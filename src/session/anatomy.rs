@@ -28,6 +28,8 @@ struct FrameRecord {
     start_us: f64,
     extra: Vec<Span>,
     rules: &'static [EdgeRule],
+    /// Sets of buffers used in turn: the frame that last used this one's is this many back.
+    depth: u32,
 }
 
 /// The frames' records, oldest first.
@@ -50,25 +52,38 @@ impl AnatomyLog {
         self.recording = on;
     }
 
-    /// Keeps frame `frame`, which started at `started`, with its `extra` spans (none unless
-    /// recording: the caller gathers them only then).
-    pub(super) fn push(&mut self, frame: u64, started: Instant, rules: &'static [EdgeRule], extra: Vec<Span>) {
+    /// Keeps frame `frame`, which started at `started`, ordered by `rules` with `depth` sets of
+    /// buffers in turn, with its `extra` spans (none unless recording: the caller gathers them
+    /// only then).
+    pub(super) fn push(
+        &mut self,
+        frame: u64,
+        started: Instant,
+        rules: &'static [EdgeRule],
+        depth: u32,
+        extra: Vec<Span>,
+    ) {
         if self.records.len() == KEPT {
             self.records.pop_front();
         }
-        self.records.push_back(FrameRecord { frame, start_us: clock_us(started), extra, rules });
+        self.records.push_back(FrameRecord { frame, start_us: clock_us(started), extra, rules, depth });
     }
 
     /// The anatomy of the last `last` frames the history still holds, oldest first.
     pub(super) fn frames(&self, history: &FrameHistory, last: usize) -> Vec<FrameAnatomy> {
         let skip = history.len().saturating_sub(last);
-        history.samples().skip(skip).filter_map(|sample| self.build(sample)).collect()
+        history.samples().skip(skip).filter_map(|sample| self.build(history, sample)).collect()
     }
 
-    /// The anatomy of `sample`, when its record is still kept.
-    fn build(&self, sample: &FrameSample) -> Option<FrameAnatomy> {
+    /// The anatomy of `sample`, when its record is still kept, with the edges from the frame
+    /// that last used its buffers where the history still holds that one.
+    fn build(&self, history: &FrameHistory, sample: &FrameSample) -> Option<FrameAnatomy> {
         let record = self.records.iter().rev().find(|r| r.frame == sample.frame)?;
-        Some(FrameAnatomy::build(sample, record.start_us, record.extra.clone(), record.rules))
+        let last_use = sample.frame.checked_sub(u64::from(record.depth)).and_then(|earlier| {
+            // Frame numbers rise through the history, so the search stops at the first older one.
+            history.samples().rev().skip_while(|s| s.frame > earlier).next().filter(|s| s.frame == earlier)
+        });
+        Some(FrameAnatomy::build(sample, record.start_us, record.extra.clone(), record.rules, last_use, record.depth))
     }
 
     /// The frames the panel's view shows: the last [`VIEW_FRAMES`] in which the demo stepped (so
@@ -83,7 +98,7 @@ impl AnatomyLog {
         }
         let newest = recent.iter().position(placed).unwrap_or(0);
         let mut frames: Vec<FrameAnatomy> =
-            recent[newest..].iter().take(VIEW_FRAMES).filter_map(|sample| self.build(sample)).collect();
+            recent[newest..].iter().take(VIEW_FRAMES).filter_map(|sample| self.build(history, sample)).collect();
         frames.reverse();
         frames
     }

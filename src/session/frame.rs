@@ -149,8 +149,9 @@ impl Session {
             }
             None => Vec::new(),
         };
-        let rules = self.demo.as_deref().map_or(&[][..], |demo| demo.pipeline().kind().edges());
-        self.anatomy.push(frame, started, rules, parts);
+        let (rules, depth) =
+            self.demo.as_deref().map_or((&[][..], 1), |demo| (demo.pipeline().kind().edges(), demo.buffer_sets()));
+        self.anatomy.push(frame, started, rules, depth, parts);
         for error in late_errors {
             report.error(&error);
             self.push_message(error.to_string());

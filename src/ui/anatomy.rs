@@ -176,7 +176,8 @@ fn lanes(ui: &mut egui::Ui, frames: &[FrameAnatomy], api: &str) {
     let edge_stroke = egui::Stroke::new(1.2, egui::Color32::from_rgb(255, 140, 0));
     for edge in frames.iter().flat_map(|f| &f.edges) {
         let (Some(from), Some(to)) = (row_of(edge.from, false), row_of(edge.to, false)) else { continue };
-        let start = egui::pos2(x(edge.from_us), row_top(from) + ROW_HEIGHT / 2.0);
+        // An edge from a frame left of the view starts at the view's edge.
+        let start = egui::pos2(x(edge.from_us).max(left), row_top(from) + ROW_HEIGHT / 2.0);
         let end = egui::pos2(x(edge.to_us), row_top(to) + ROW_HEIGHT / 2.0);
         painter.arrow(start, end - start, edge_stroke);
     }

@@ -279,6 +279,10 @@ impl Demo for NBody {
         &self.pipeline
     }
 
+    fn buffer_sets(&self) -> u32 {
+        self.velocities.len() as u32
+    }
+
     fn shared(&mut self) -> SharedParts<'_> {
         SharedParts {
             pipeline: &mut self.pipeline,

@@ -198,6 +198,10 @@ impl Demo for Wave {
         &self.pipeline
     }
 
+    fn buffer_sets(&self) -> u32 {
+        self.positions.len() as u32
+    }
+
     fn shared(&mut self) -> SharedParts<'_> {
         SharedParts {
             pipeline: &mut self.pipeline,
