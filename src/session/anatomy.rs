@@ -81,7 +81,7 @@ impl AnatomyLog {
         let record = self.records.iter().rev().find(|r| r.frame == sample.frame)?;
         let last_use = sample.frame.checked_sub(u64::from(record.depth)).and_then(|earlier| {
             // Frame numbers rise through the history, so the search stops at the first older one.
-            history.samples().rev().skip_while(|s| s.frame > earlier).next().filter(|s| s.frame == earlier)
+            history.samples().rev().find(|s| s.frame <= earlier).filter(|s| s.frame == earlier)
         });
         Some(FrameAnatomy::build(sample, record.start_us, record.extra.clone(), record.rules, last_use, record.depth))
     }
