@@ -66,6 +66,9 @@ pub struct EdgeRule {
     pub label: &'static str,
     /// Which frame's `from` it is.
     pub from_frame: FromFrame,
+    /// The call that makes the ordering (a semaphore's signal or wait), whose arguments (the
+    /// semaphore and its value) the edge's label shows where the frame's calls were recorded.
+    pub via: Option<&'static str>,
 }
 
 /// The frame whose stage an [`EdgeRule`] starts at.
@@ -146,7 +149,13 @@ impl FrameAnatomy {
                     FromFrame::LastUseAtDepthOne if depth != 1 => return None,
                     FromFrame::LastUse | FromFrame::LastUseAtDepthOne => stage_end(last_use?, rule.from)?,
                 };
-                Some(Edge { from, from_us, to: to.lane, to_us: to.start_us, label: rule.label.to_owned() })
+                // The last such call: a step may consume an earlier signal before its own wait.
+                let call = rule.via.and_then(|via| spans.iter().rev().find(|s| s.call && s.name == via));
+                let label = match call {
+                    Some(call) if !call.detail.is_empty() => format!("{} ({})", rule.label, call.detail),
+                    _ => rule.label.to_owned(),
+                };
+                Some(Edge { from, from_us, to: to.lane, to_us: to.start_us, label })
             })
             .collect();
         Self { frame: sample.frame, start_us, spans, edges }
@@ -324,8 +333,13 @@ mod tests {
 
     #[test]
     fn edges_join_the_gpu_spans_where_measured() {
-        let rules =
-            [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait", from_frame: FromFrame::This }];
+        let rules = [EdgeRule {
+            from: Stage::Kernel,
+            to: Stage::Draw,
+            label: "signal, wait",
+            from_frame: FromFrame::This,
+            via: None,
+        }];
         let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules, None, 1);
         assert_eq!(anatomy.spans.len(), 4);
         assert_eq!(anatomy.edges.len(), 1);
@@ -333,6 +347,18 @@ mod tests {
         assert_eq!((edge.from, edge.to), (Lane::Cuda, Lane::Graphics));
         assert_eq!((edge.from_us, edge.to_us), (142.0, 150.0));
         assert_eq!(anatomy.end_us(), 170.0);
+        // With the frame's calls recorded, the edge names the semaphore and value of its call.
+        let signal = Span {
+            lane: Lane::Host,
+            name: "cuSignalExternalSemaphoresAsync",
+            detail: "written = 42".to_owned(),
+            start_us: 108.0,
+            dur_us: 1.0,
+            call: true,
+        };
+        let via = [EdgeRule { via: Some("cuSignalExternalSemaphoresAsync"), ..rules[0] }];
+        let anatomy = FrameAnatomy::build(&sample(), 100.0, vec![signal], &via, None, 1);
+        assert_eq!(anatomy.edges[0].label, "signal, wait (written = 42)");
         // A rule whose stage has no span gives no edge.
         let none =
             FrameAnatomy::build(&sample(), 100.0, Vec::new(), &[EdgeRule { from: Stage::Unmap, ..rules[0] }], None, 1);
@@ -341,7 +367,8 @@ mod tests {
 
     #[test]
     fn an_edge_from_the_frame_that_last_used_the_buffers() {
-        let rule = |from_frame| EdgeRule { from: Stage::Draw, to: Stage::Kernel, label: "released", from_frame };
+        let rule =
+            |from_frame| EdgeRule { from: Stage::Draw, to: Stage::Kernel, label: "released", from_frame, via: None };
         // Frame 7's draw on the graphics lane ended at 170; frame 9's kernel starts at 312.
         let mut later = sample();
         later.frame = 9;
@@ -388,8 +415,13 @@ mod tests {
 
     #[test]
     fn the_critical_path_follows_the_edges_back_from_the_last_span() {
-        let rules =
-            [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait", from_frame: FromFrame::This }];
+        let rules = [EdgeRule {
+            from: Stage::Kernel,
+            to: Stage::Draw,
+            label: "signal, wait",
+            from_frame: FromFrame::This,
+            via: None,
+        }];
         let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules, None, 1);
         let names: Vec<(Lane, &str)> =
             anatomy.critical_path().iter().map(|&i| (anatomy.spans[i].lane, anatomy.spans[i].name)).collect();
@@ -403,8 +435,13 @@ mod tests {
 
     #[test]
     fn chrome_trace_has_a_process_per_api_and_a_flow_per_edge() {
-        let rules =
-            [EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait", from_frame: FromFrame::This }];
+        let rules = [EdgeRule {
+            from: Stage::Kernel,
+            to: Stage::Draw,
+            label: "signal, wait",
+            from_frame: FromFrame::This,
+            via: None,
+        }];
         let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules, None, 1);
         let trace = chrome_trace(&[anatomy], "Vulkan", &[]);
         let events = trace["traceEvents"].as_array().expect("events");

@@ -74,17 +74,22 @@ impl TransferKind {
     /// How this path orders a frame's stages across the APIs: the frame anatomy's edges.
     pub fn edges(self) -> &'static [EdgeRule] {
         const fn rule(from: Stage, to: Stage, label: &'static str) -> EdgeRule {
-            EdgeRule { from, to, label, from_frame: FromFrame::This }
+            EdgeRule { from, to, label, from_frame: FromFrame::This, via: None }
+        }
+        const SIGNAL: Option<&str> = Some("cuSignalExternalSemaphoresAsync");
+        const WAIT: Option<&str> = Some("cuWaitExternalSemaphoresAsync");
+        const fn signalled(label: &'static str) -> EdgeRule {
+            EdgeRule { via: SIGNAL, ..rule(Stage::Kernel, Stage::Draw, label) }
         }
         // From the draw of the frame that last used the buffers to this frame's kernel: what
         // keeps CUDA from writing a buffer the graphics API still reads.
-        const fn after_last_draw(from_frame: FromFrame, label: &'static str) -> EdgeRule {
-            EdgeRule { from: Stage::Draw, to: Stage::Kernel, label, from_frame }
+        const fn after_last_draw(from_frame: FromFrame, via: Option<&'static str>, label: &'static str) -> EdgeRule {
+            EdgeRule { from: Stage::Draw, to: Stage::Kernel, label, from_frame, via }
         }
         const INTEROP: &[EdgeRule] = &[
             rule(Stage::Map, Stage::Kernel, "mapped: the kernel may write"),
             rule(Stage::Unmap, Stage::Draw, "unmapped: the draw may read"),
-            after_last_draw(FromFrame::LastUseAtDepthOne, "GL has finished with the buffer: the map returns"),
+            after_last_draw(FromFrame::LastUseAtDepthOne, None, "GL has finished with the buffer: the map returns"),
         ];
         const HOST_COPY: &[EdgeRule] = &[
             rule(Stage::Kernel, Stage::Download, "stream order: then the copy"),
@@ -94,15 +99,15 @@ impl TransferKind {
         const HOST_WAITS: &[EdgeRule] = &[
             rule(Stage::Kernel, Stage::Sync, "the host waits for the stream"),
             rule(Stage::Sync, Stage::Draw, "waited: the draw may read"),
-            after_last_draw(FromFrame::LastUse, "the host waited for GL's fence: the kernel may write"),
+            after_last_draw(FromFrame::LastUse, None, "the host waited for GL's fence: the kernel may write"),
         ];
         const SEMAPHORES: &[EdgeRule] = &[
-            rule(Stage::Kernel, Stage::Draw, "CUDA signals the semaphore the draw waits for"),
-            after_last_draw(FromFrame::LastUse, "GL signals it has finished with the buffers; CUDA waits"),
+            signalled("CUDA signals the semaphore the draw waits for"),
+            after_last_draw(FromFrame::LastUse, WAIT, "GL signals it has finished with the buffers; CUDA waits"),
         ];
         const VULKAN: &[EdgeRule] = &[
-            rule(Stage::Kernel, Stage::Draw, "CUDA signals the timeline value the draw waits for"),
-            after_last_draw(FromFrame::LastUse, "Vulkan signals it has read the buffer; CUDA waits"),
+            signalled("CUDA signals the timeline value the draw waits for"),
+            after_last_draw(FromFrame::LastUse, WAIT, "Vulkan signals it has read the buffer; CUDA waits"),
         ];
         const CPU: &[EdgeRule] = &[
             rule(Stage::Kernel, Stage::Upload, "computed: upload"),
