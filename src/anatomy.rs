@@ -37,6 +37,13 @@ impl Span {
     pub fn end_us(&self) -> f64 {
         self.start_us + self.dur_us
     }
+
+    /// A stage in which its lane waits for another rather than works: a wait for a semaphore or
+    /// for the stream (`sync`), and on the CUDA stream the map (which sits until GL is done with
+    /// the buffers). Idle shares count these as idle.
+    pub fn waits(&self) -> bool {
+        !self.call && (self.name == Stage::Sync.name() || (self.lane == Lane::Cuda && self.name == Stage::Map.name()))
+    }
 }
 
 /// An ordering edge: the work ending at `from_us` on `from` comes before the work starting at
@@ -202,9 +209,9 @@ impl FrameAnatomy {
 }
 
 /// The share (0–1) of a window as long as the frames' periods (first frame's start to the last
-/// frame's) in which `lane` ran no stage. The window starts at the lane's first span: a GPU lane's
-/// work runs later than the host's frame, by its latency, and is measured over its own periods.
-/// `None` with fewer than two frames or no span on the lane.
+/// frame's) in which `lane` ran no stage or only waited ([`Span::waits`]). The window starts at
+/// the lane's first span: a GPU lane's work runs later than the host's frame, by its latency, and
+/// is measured over its own periods. `None` with fewer than two frames or no span on the lane.
 pub fn idle_fraction(frames: &[FrameAnatomy], lane: Lane) -> Option<f64> {
     let period = frames.last()?.start_us - frames.first()?.start_us;
     let spans = || frames.iter().flat_map(|frame| &frame.spans).filter(|s| s.lane == lane && !s.call);
@@ -213,8 +220,11 @@ pub fn idle_fraction(frames: &[FrameAnatomy], lane: Lane) -> Option<f64> {
     if period <= 0.0 {
         return None;
     }
-    let mut pieces: Vec<(f64, f64)> =
-        spans().map(|s| (s.start_us.max(first), s.end_us().min(last))).filter(|(a, b)| b > a).collect();
+    let mut pieces: Vec<(f64, f64)> = spans()
+        .filter(|s| !s.waits())
+        .map(|s| (s.start_us.max(first), s.end_us().min(last)))
+        .filter(|(a, b)| b > a)
+        .collect();
     pieces.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut busy = 0.0;
     let mut reach = f64::NEG_INFINITY;
@@ -404,13 +414,18 @@ mod tests {
         assert!((idle - 0.85).abs() < 1e-9, "{idle}");
         // CUDA: 112–142 and an overlapping 120–150 count once: 38 µs busy.
         let mut overlapping = first.clone();
-        overlapping.spans.push(stage_span(Lane::Cuda, Stage::Map, 120.0, 30.0));
+        overlapping.spans.push(stage_span(Lane::Cuda, Stage::Unmap, 120.0, 30.0));
         let idle = idle_fraction(&[overlapping, second.clone()], Lane::Cuda).expect("cuda spans");
         assert!((idle - 0.62).abs() < 1e-9, "{idle}");
         // The graphics draw at 150–170 and a late span of the first frame inside the window count.
         let idle = idle_fraction(&frames, Lane::Graphics).expect("graphics spans");
         assert!((idle - 0.8).abs() < 1e-9, "{idle}");
-        assert_eq!(idle_fraction(&[first], Lane::Host), None, "one frame has no window");
+        assert_eq!(idle_fraction(std::slice::from_ref(&first), Lane::Host), None, "one frame has no window");
+        // A map on the CUDA stream is a wait (for GL): it counts as idle, the kernel does not.
+        let mut mapped = first;
+        mapped.spans.push(stage_span(Lane::Cuda, Stage::Map, 50.0, 60.0));
+        let idle = idle_fraction(&[mapped, second], Lane::Cuda).expect("cuda spans");
+        assert!((idle - 0.7).abs() < 1e-9, "{idle}");
     }
 
     #[test]

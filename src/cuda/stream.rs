@@ -138,6 +138,17 @@ impl Event {
         self.context.trace().call("cuEventSynchronize", String::new, || unsafe { sys::cuEventSynchronize(self.raw) })
     }
 
+    /// As [`Self::synchronize`], for an event on a stream with no other work: a reading of the
+    /// GPU's clock, not a wait for work; the trace says so.
+    pub fn read_clock(&self) -> Result<()> {
+        // SAFETY: live event.
+        self.context.trace().call(
+            "cuEventSynchronize",
+            || "clock reading: an event on an idle stream of its own".to_owned(),
+            || unsafe { sys::cuEventSynchronize(self.raw) },
+        )
+    }
+
     /// Milliseconds between `start` and `self`, both completed.
     pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
         let function = elapsed_time_fn()?;

@@ -6,9 +6,10 @@
 //! whose times are yet to be read, so GPU times keep arriving, for every few frames.
 //!
 //! While the driver-call trace records every frame (the frame anatomy is shown or written), the
-//! marks are also put on the host clock: an epoch event is recorded on the idle stream between
-//! two host clock reads ([`EventRing::begin_calibrated`], every 2 s), and each mark's time is the
-//! epoch's plus the events' elapsed time.
+//! marks are also put on the host clock: an epoch event is recorded on a stream of its own, which
+//! has no other work, between two host clock reads ([`EventRing::begin_calibrated`], every 2 s),
+//! and each mark's time is the epoch's plus the events' elapsed time. The frame's own stream is
+//! never waited for.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -34,6 +35,9 @@ pub struct EventRing {
     untimed: bool,
     /// An event whose time on the host clock is known, while calibrating.
     epoch: Option<Epoch>,
+    /// The stream epochs are recorded on (made with the first): nothing else runs on it, so its
+    /// event completes as soon as the GPU reaches it.
+    clock_stream: Option<Stream>,
     /// The marks of the set [`Self::poll`] read last, µs on the host clock (NaN: not known).
     marks_us: Vec<f64>,
     context: Rc<Context>,
@@ -86,22 +90,27 @@ impl EventRing {
             next: 0,
             untimed: false,
             epoch: None,
+            clock_stream: None,
             marks_us: Vec::new(),
             context: context.clone(),
         })
     }
 
     /// As [`Self::begin`]; first, while the trace records every frame and the epoch is older than
-    /// 2 s, takes a new one: waits for `stream` to go idle, then records an event on it between
-    /// two host clock reads and waits for it. Costs that host wait, every 2 s, only then.
-    pub fn begin_calibrated(&mut self, stream: &Stream) -> Result<Marks<'_>> {
+    /// 2 s, takes a new one: records an event on the clock's own idle stream between two host
+    /// clock reads and waits for it (a few µs: the GPU only writes its clock). The frame's own
+    /// stream is not waited for.
+    pub fn begin_calibrated(&mut self) -> Result<Marks<'_>> {
         let due = self.epoch.as_ref().is_none_or(|epoch| epoch.at.elapsed() > RECALIBRATE);
         if due && self.context.trace().per_frame() {
-            stream.synchronize()?;
+            if self.clock_stream.is_none() {
+                self.clock_stream = Some(Stream::new(&self.context)?);
+            }
+            let Some(clock_stream) = &self.clock_stream else { return Ok(self.begin()) };
             let event = Event::new(&self.context)?;
             let before = Instant::now();
-            event.record(stream)?;
-            event.synchronize()?;
+            event.record(clock_stream)?;
+            event.read_clock()?;
             let after = Instant::now();
             let half = (after - before) / 2;
             self.epoch = Some(Epoch {

@@ -103,7 +103,7 @@ impl Transfer for HostCopy {
             Link::HostCopy { device, .. } => Some(device.span()),
             _ => None,
         })?;
-        let timing = self.events.begin_calibrated(stream)?;
+        let timing = self.events.begin_calibrated()?;
 
         let started = Instant::now();
         timing.mark(0, stream)?;

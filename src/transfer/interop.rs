@@ -176,7 +176,7 @@ impl Interop {
         }
         let mut times = StageTimes::default();
         let stream = self.stream.clone();
-        let timing = self.events.begin_calibrated(&stream)?;
+        let timing = self.events.begin_calibrated()?;
         timing.mark(0, &stream)?;
         let started = Instant::now();
         let mapped = if fresh.is_empty() { None } else { Some(interop::map(&stream, &mut fresh)?) };
@@ -289,7 +289,7 @@ impl Interop {
     ) -> Result<StageTimes> {
         let mut times = StageTimes::default();
         let stream = &*self.stream;
-        let timing = self.events.begin_calibrated(stream)?;
+        let timing = self.events.begin_calibrated()?;
 
         let started = Instant::now();
         timing.mark(0, stream)?;

@@ -144,7 +144,7 @@ impl VulkanShare {
     /// `written`. Every Vulkan submission from now on waits for that signal.
     pub fn cuda_step(&mut self, frame: u64, released: u64, compute: impl FnOnce(&Stream) -> Result<()>) -> Result<()> {
         let stream = &*self.stream;
-        let marks = self.events.begin_calibrated(stream)?;
+        let marks = self.events.begin_calibrated()?;
         marks.mark(0, stream)?;
         if released > 0 {
             self.cuda_read.wait_async(stream, released)?;

@@ -215,8 +215,9 @@ fn idle_line(ui: &mut egui::Ui, frames: &[FrameAnatomy], api: &str) {
     }
     if !parts.is_empty() {
         ui.label(parts.join(" · ")).on_hover_text(
-            "share of the frames' periods in which the lane ran no stage (from the lane's first span: a GPU \
-                 lane runs later than the host by its latency); 'waits for': where the edges into it come from",
+            "share of the frames' periods in which the lane ran no stage or only waited (a semaphore or stream \
+                 wait; on CUDA, the map), from the lane's first span (a GPU lane runs later than the host by its \
+                 latency); 'waits for': where the edges into it come from",
         );
     }
 }

@@ -23,7 +23,7 @@ pub(super) fn run_with_host_waits(
     gl::wait_for_gl(gl)?;
     let mut sync_us = micros_since(started);
 
-    let timing = events.begin_calibrated(stream)?;
+    let timing = events.begin_calibrated()?;
     let started = Instant::now();
     timing.mark(0, stream)?;
     compute(stream)?;

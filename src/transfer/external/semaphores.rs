@@ -101,7 +101,7 @@ impl GpuOrder {
     ) -> Result<StageTimes> {
         let names = self.import_into_gl(gl)?;
         let started = Instant::now();
-        let timing = events.begin_calibrated(&self.stream)?;
+        let timing = events.begin_calibrated()?;
         let mut calls = GpuCalls {
             gl,
             semaphores: self.gl,
