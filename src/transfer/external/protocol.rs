@@ -39,8 +39,7 @@ pub(super) struct Protocol {
 
 impl Protocol {
     /// One step writing `buffers`; `next` (empty: not pipelined) are the next step's buffers, for
-    /// which GL's `released` is signalled as soon as CUDA has signalled this step's `written`,
-    /// before GL waits for it (and so before this frame's draw).
+    /// which GL's `released` is signalled right after this step's wait, before this frame's draw.
     pub(super) fn step(&mut self, calls: &mut impl StepCalls, buffers: GlNames, next: GlNames) -> Result<()> {
         if self.written_pending {
             calls.gl_wait_written()?;
@@ -61,21 +60,13 @@ impl Protocol {
         calls.compute()?;
         calls.cuda_signal_written()?;
         self.written_pending = true;
-        // The next step's buffers were last drawn before this step (`next` frames back), so GL
-        // may release them before it waits for this kernel: the next kernel need not wait for
-        // this frame's hand-over to GL and back.
+        calls.gl_wait_written()?;
+        self.written_pending = false;
         if !next.as_slice().is_empty() {
             calls.gl_signal_released(next, true)?;
             self.released_pending = true;
             self.released_for = Some(next);
         }
-        if let Err(error) = calls.gl_wait_written() {
-            // The frame fails and its caller draws the last picture again, perhaps from the
-            // buffers just released: the next step waits for a release given after that draw.
-            self.released_for = None;
-            return Err(error);
-        }
-        self.written_pending = false;
         Ok(())
     }
 }
