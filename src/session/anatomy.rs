@@ -88,15 +88,23 @@ impl AnatomyLog {
 
     /// The frames the panel's view shows: the last [`VIEW_FRAMES`] in which the demo stepped (so
     /// a paused demo holds the view still, and a step adds one), from the newest whose GPU times
-    /// have arrived (they come a few frames late); the last frames when none has.
+    /// have all arrived (they come a few frames late, CUDA's and the graphics API's apart: a
+    /// frame with only some would join its edges to host spans); else from the newest with any;
+    /// the last frames when none has.
     pub(super) fn for_view(&self, history: &FrameHistory) -> Vec<FrameAnatomy> {
         let stepped = |sample: &&FrameSample| sample.stages.host(Stage::Kernel).is_some();
         let placed = |sample: &&FrameSample| Stage::ALL.iter().any(|&stage| sample.stages.gpu_start(stage).is_some());
+        let on_cuda = |sample: &&FrameSample| matches!(sample.stages.gpu_start(Stage::Kernel), Some((Lane::Cuda, _)));
         let mut recent: Vec<&FrameSample> = history.samples().rev().take(VIEW_SCAN).filter(stepped).collect();
         if recent.is_empty() {
             recent = history.samples().rev().take(VIEW_FRAMES).collect();
         }
-        let newest = recent.iter().position(placed).unwrap_or(0);
+        let cuda = recent.iter().any(on_cuda);
+        let settled = |sample: &&FrameSample| {
+            let drawn = matches!(sample.stages.gpu_start(Stage::Draw), Some((Lane::Graphics, _)));
+            drawn && (!cuda || on_cuda(sample))
+        };
+        let newest = recent.iter().position(settled).or_else(|| recent.iter().position(placed)).unwrap_or(0);
         let mut frames: Vec<FrameAnatomy> =
             recent[newest..].iter().take(VIEW_FRAMES).filter_map(|sample| self.build(history, sample)).collect();
         frames.reverse();
