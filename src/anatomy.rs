@@ -137,7 +137,7 @@ impl FrameAnatomy {
             if let Some((start, dur)) = sample.stages.host_span(stage) {
                 spans.push(stage_span(Lane::Host, stage, start, dur));
             }
-            if let (Some((lane, start)), Some(dur)) = (sample.stages.gpu_start(stage), sample.stages.gpu(stage)) {
+            if let Some((lane, start, dur)) = sample.stages.gpu_span(stage) {
                 spans.push(stage_span(lane, stage, start, dur));
             }
         }
@@ -241,7 +241,7 @@ pub fn idle_fraction(frames: &[FrameAnatomy], lane: Lane) -> Option<f64> {
 /// Where `stage` of `sample` ended, and on which lane: its GPU span where one was measured, its
 /// host span otherwise.
 fn stage_end(sample: &FrameSample, stage: Stage) -> Option<(Lane, f64)> {
-    if let (Some((lane, start)), Some(dur)) = (sample.stages.gpu_start(stage), sample.stages.gpu(stage)) {
+    if let Some((lane, start, dur)) = sample.stages.gpu_span(stage) {
         return Some((lane, start + dur.max(0.0)));
     }
     sample.stages.host_span(stage).map(|(start, dur)| (Lane::Host, start + dur.max(0.0)))
@@ -401,6 +401,25 @@ mod tests {
         host_only.stages.set_host_span(Stage::Draw, 120.0, 5.0);
         let anatomy = FrameAnatomy::build(&later, 300.0, Vec::new(), &[rule(FromFrame::LastUse)], Some(&host_only), 2);
         assert_eq!((anatomy.edges[0].from, anatomy.edges[0].from_us), (Lane::Host, 125.0));
+    }
+
+    #[test]
+    fn a_span_keeps_its_own_length_when_the_gpu_time_counts_more() {
+        // GL interop at depth 2: the map's GPU time counts the maps made ahead for the next
+        // frame too, but its span is the map before the kernel, which must not reach past it.
+        let mut sample = sample();
+        sample.stages.set_gpu_at(Stage::Map, Lane::Cuda, 100.0, 10.0);
+        sample.stages.set_gpu(Stage::Map, 300.0);
+        let rules = [rules_map_kernel()];
+        let anatomy = FrameAnatomy::build(&sample, 100.0, Vec::new(), &rules, None, 2);
+        let map = anatomy.spans.iter().find(|s| s.lane == Lane::Cuda && s.name == "map").expect("map span");
+        assert_eq!((map.start_us, map.dur_us), (100.0, 10.0));
+        assert_eq!((anatomy.edges[0].from_us, anatomy.edges[0].to_us), (110.0, 112.0));
+        assert_eq!(sample.stages.gpu(Stage::Map), Some(300.0));
+    }
+
+    fn rules_map_kernel() -> EdgeRule {
+        EdgeRule { from: Stage::Map, to: Stage::Kernel, label: "mapped", from_frame: FromFrame::This, via: None }
     }
 
     #[test]

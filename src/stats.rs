@@ -88,7 +88,9 @@ pub struct StageTimes {
     host_us: [Option<f64>; Stage::ALL.len()],
     gpu_us: [Option<f64>; Stage::ALL.len()],
     host_span: [Option<(f64, f64)>; Stage::ALL.len()],
-    gpu_at: [Option<(Lane, f64)>; Stage::ALL.len()],
+    /// Where the GPU part ran: lane, start and length (the span's own; the GPU time above may
+    /// count more, e.g. interop's map with the maps made ahead).
+    gpu_at: [Option<(Lane, f64, f64)>; Stage::ALL.len()],
 }
 
 impl StageTimes {
@@ -123,7 +125,7 @@ impl StageTimes {
         if microseconds.is_finite() {
             self.gpu_us[stage.index()] = Some(microseconds);
             if start_us.is_finite() {
-                self.gpu_at[stage.index()] = Some((lane, start_us));
+                self.gpu_at[stage.index()] = Some((lane, start_us, microseconds));
             }
         }
     }
@@ -135,6 +137,13 @@ impl StageTimes {
 
     /// Where and when the GPU part of `stage` started.
     pub fn gpu_start(&self, stage: Stage) -> Option<(Lane, f64)> {
+        self.gpu_at[stage.index()].map(|(lane, start, _)| (lane, start))
+    }
+
+    /// Where the GPU part of `stage` ran: lane, start and length, µs. The length is the span set
+    /// with its start ([`Self::set_gpu_at`]), which a later [`Self::set_gpu`] (a GPU time that
+    /// counts more than the span) does not change.
+    pub fn gpu_span(&self, stage: Stage) -> Option<(Lane, f64, f64)> {
         self.gpu_at[stage.index()]
     }
 

@@ -146,6 +146,36 @@ fn count(names: &[String], name: &str) -> usize {
     names.iter().filter(|n| *n == name).count()
 }
 
+/// The traces the GPU machine wrote (docs/traces: n-body on GL interop and on external memory
+/// with semaphores in a GL window, and offscreen on Vulkan) load as Chrome traces: a calibrated
+/// CUDA lane with a kernel in every frame, the graphics API's lane with its draws, and edges both
+/// ways between the two (the hand-over to the draw, and the release from the frame before), each
+/// forward in time within the stated error.
+#[test]
+fn the_gpu_machines_traces_load_as_chrome_traces() {
+    let mut paths: Vec<_> = std::fs::read_dir("docs/traces")
+        .expect("docs/traces (tests run from the project's root)")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.to_string_lossy().ends_with(".trace.json"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 3, "the GPU machine's traces: {paths:?}");
+    for path in &paths {
+        let checked = check_trace(path);
+        let graphics = if path.to_string_lossy().contains("vulkan") { "Vulkan" } else { "OpenGL" };
+        let frames = checked.frames as usize;
+        assert!(frames >= 30, "{path:?}: {frames} frames");
+        assert!(checked.calibrated.contains_key("CUDA"), "{path:?}: the CUDA lane is calibrated");
+        assert_eq!(count(&checked.stages["CUDA"], "kernel"), frames, "{path:?}: a kernel per frame");
+        assert_eq!(count(&checked.stages[graphics], "draw"), frames, "{path:?}: a draw per frame");
+        for (from, to) in [("CUDA", graphics), (graphics, "CUDA")] {
+            let crossing = checked.edges.iter().filter(|(f, t, _)| f == from && t == to).count();
+            assert!(crossing >= frames - 1, "{path:?}: {crossing} edges {from} → {to} in {frames} frames");
+        }
+        check_call_order(&checked);
+    }
+}
+
 #[test]
 fn a_cpu_run_on_gl_writes_host_and_gl_lanes_with_forward_edges() {
     let options = HeadlessOptions {

@@ -149,8 +149,10 @@ impl Session {
             }
             None => Vec::new(),
         };
-        let (rules, depth) =
-            self.demo.as_deref().map_or((&[][..], 1), |demo| (demo.pipeline().kind().edges(), demo.buffer_sets()));
+        let (rules, depth) = self.demo.as_deref().map_or((&[][..], 1), |demo| {
+            let pipeline = demo.pipeline();
+            (pipeline.kind().edges_with(pipeline.what_if()), demo.buffer_sets())
+        });
         self.anatomy.push(frame, started, rules, depth, parts);
         for error in late_errors {
             report.error(&error);

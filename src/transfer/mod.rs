@@ -123,6 +123,32 @@ impl TransferKind {
         }
     }
 
+    /// As [`Self::edges`], with `what_if` in force: where a switch takes an ordering away, its
+    /// edge stays, labelled as not waited for, so the view and the trace show the draw starting
+    /// before the signal it skipped whenever it does.
+    pub fn edges_with(self, what_if: WhatIf) -> &'static [EdgeRule] {
+        const VULKAN_NO_WAIT: &[EdgeRule] = &[
+            EdgeRule {
+                from: Stage::Kernel,
+                to: Stage::Draw,
+                label: "what if: the draw does not wait for CUDA's signal (torn where this points back)",
+                from_frame: FromFrame::This,
+                via: Some("cuSignalExternalSemaphoresAsync"),
+            },
+            EdgeRule {
+                from: Stage::Draw,
+                to: Stage::Kernel,
+                label: "Vulkan signals it has read the buffer; CUDA waits",
+                from_frame: FromFrame::LastUse,
+                via: Some("cuWaitExternalSemaphoresAsync"),
+            },
+        ];
+        match self {
+            Self::Vulkan if what_if.skip_semaphore_wait => VULKAN_NO_WAIT,
+            _ => self.edges(),
+        }
+    }
+
     /// A short label for the panel.
     pub fn label(self) -> &'static str {
         match self {
@@ -679,4 +705,21 @@ pub(crate) fn cuda_calibration(events: &EventRing) -> Option<Calibration> {
         None => (None, "not calibrated yet: calibration runs while the anatomy is recorded".to_owned()),
     };
     Some(Calibration { lane: Lane::Cuda, name: "CUDA stream".to_owned(), error_us, note })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skipped_semaphore_wait_keeps_its_edge_labelled_as_not_waited_for() {
+        let skipped = WhatIf { skip_semaphore_wait: true, ..WhatIf::default() };
+        let edges = TransferKind::Vulkan.edges_with(skipped);
+        assert_eq!(edges.len(), TransferKind::Vulkan.edges().len());
+        assert!(edges[0].label.starts_with("what if: the draw does not wait"), "{:?}", edges[0]);
+        assert_eq!((edges[0].from, edges[0].to), (Stage::Kernel, Stage::Draw));
+        // Nothing changes without the switch, nor on a path the switch does not apply to.
+        assert_eq!(TransferKind::Vulkan.edges_with(WhatIf::default()), TransferKind::Vulkan.edges());
+        assert_eq!(TransferKind::Interop.edges_with(skipped), TransferKind::Interop.edges());
+    }
 }
