@@ -341,15 +341,14 @@ mod tests {
         FrameSample { frame: 7, frame_us: 100.0, stages }
     }
 
+    /// CUDA's kernel before the graphics draw, within a frame.
+    fn signal_wait() -> EdgeRule {
+        EdgeRule { from: Stage::Kernel, to: Stage::Draw, label: "signal, wait", from_frame: FromFrame::This, via: None }
+    }
+
     #[test]
     fn edges_join_the_gpu_spans_where_measured() {
-        let rules = [EdgeRule {
-            from: Stage::Kernel,
-            to: Stage::Draw,
-            label: "signal, wait",
-            from_frame: FromFrame::This,
-            via: None,
-        }];
+        let rules = [signal_wait()];
         let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules, None, 1);
         assert_eq!(anatomy.spans.len(), 4);
         assert_eq!(anatomy.edges.len(), 1);
@@ -410,16 +409,12 @@ mod tests {
         let mut sample = sample();
         sample.stages.set_gpu_at(Stage::Map, Lane::Cuda, 100.0, 10.0);
         sample.stages.set_gpu(Stage::Map, 300.0);
-        let rules = [rules_map_kernel()];
+        let rules = [EdgeRule { from: Stage::Map, to: Stage::Kernel, label: "mapped", ..signal_wait() }];
         let anatomy = FrameAnatomy::build(&sample, 100.0, Vec::new(), &rules, None, 2);
         let map = anatomy.spans.iter().find(|s| s.lane == Lane::Cuda && s.name == "map").expect("map span");
         assert_eq!((map.start_us, map.dur_us), (100.0, 10.0));
         assert_eq!((anatomy.edges[0].from_us, anatomy.edges[0].to_us), (110.0, 112.0));
         assert_eq!(sample.stages.gpu(Stage::Map), Some(300.0));
-    }
-
-    fn rules_map_kernel() -> EdgeRule {
-        EdgeRule { from: Stage::Map, to: Stage::Kernel, label: "mapped", from_frame: FromFrame::This, via: None }
     }
 
     #[test]
@@ -449,13 +444,7 @@ mod tests {
 
     #[test]
     fn the_critical_path_follows_the_edges_back_from_the_last_span() {
-        let rules = [EdgeRule {
-            from: Stage::Kernel,
-            to: Stage::Draw,
-            label: "signal, wait",
-            from_frame: FromFrame::This,
-            via: None,
-        }];
+        let rules = [signal_wait()];
         let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules, None, 1);
         let names: Vec<(Lane, &str)> =
             anatomy.critical_path().iter().map(|&i| (anatomy.spans[i].lane, anatomy.spans[i].name)).collect();
@@ -469,13 +458,7 @@ mod tests {
 
     #[test]
     fn chrome_trace_has_a_process_per_api_and_a_flow_per_edge() {
-        let rules = [EdgeRule {
-            from: Stage::Kernel,
-            to: Stage::Draw,
-            label: "signal, wait",
-            from_frame: FromFrame::This,
-            via: None,
-        }];
+        let rules = [signal_wait()];
         let anatomy = FrameAnatomy::build(&sample(), 100.0, Vec::new(), &rules, None, 1);
         let trace = chrome_trace(&[anatomy], "Vulkan", &[]);
         let events = trace["traceEvents"].as_array().expect("events");
