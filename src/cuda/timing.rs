@@ -103,10 +103,10 @@ impl EventRing {
     pub fn begin_calibrated(&mut self) -> Result<Marks<'_>> {
         let due = self.epoch.as_ref().is_none_or(|epoch| epoch.at.elapsed() > RECALIBRATE);
         if due && self.context.trace().per_frame() {
-            if self.clock_stream.is_none() {
-                self.clock_stream = Some(Stream::new(&self.context)?);
-            }
-            let Some(clock_stream) = &self.clock_stream else { return Ok(self.begin()) };
+            let clock_stream = match &mut self.clock_stream {
+                Some(stream) => stream,
+                none => none.insert(Stream::new(&self.context)?),
+            };
             let event = Event::new(&self.context)?;
             let before = Instant::now();
             event.record(clock_stream)?;

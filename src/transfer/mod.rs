@@ -73,6 +73,13 @@ pub enum TransferKind {
 impl TransferKind {
     /// How this path orders a frame's stages across the APIs: the frame anatomy's edges.
     pub fn edges(self) -> &'static [EdgeRule] {
+        self.edges_with(WhatIf::default())
+    }
+
+    /// As [`Self::edges`], with `what_if` in force: where a switch takes an ordering away, its
+    /// edge stays, labelled as not waited for, so the view and the trace show the draw starting
+    /// before the signal it skipped whenever it does.
+    pub fn edges_with(self, what_if: WhatIf) -> &'static [EdgeRule] {
         const fn rule(from: Stage, to: Stage, label: &'static str) -> EdgeRule {
             EdgeRule { from, to, label, from_frame: FromFrame::This, via: None }
         }
@@ -105,9 +112,12 @@ impl TransferKind {
             signalled("CUDA signals the semaphore the draw waits for"),
             after_last_draw(FromFrame::LastUse, WAIT, "GL signals it has finished with the buffers; CUDA waits"),
         ];
-        const VULKAN: &[EdgeRule] = &[
-            signalled("CUDA signals the timeline value the draw waits for"),
-            after_last_draw(FromFrame::LastUse, WAIT, "Vulkan signals it has read the buffer; CUDA waits"),
+        const VULKAN_READ: EdgeRule =
+            after_last_draw(FromFrame::LastUse, WAIT, "Vulkan signals it has read the buffer; CUDA waits");
+        const VULKAN: &[EdgeRule] = &[signalled("CUDA signals the timeline value the draw waits for"), VULKAN_READ];
+        const VULKAN_NO_WAIT: &[EdgeRule] = &[
+            signalled("what if: the draw does not wait for CUDA's signal (torn where this points back)"),
+            VULKAN_READ,
         ];
         const CPU: &[EdgeRule] = &[
             rule(Stage::Kernel, Stage::Upload, "computed: upload"),
@@ -118,34 +128,9 @@ impl TransferKind {
             Self::HostCopy | Self::HostCopyPageable => HOST_COPY,
             Self::External => HOST_WAITS,
             Self::ExternalSemaphores => SEMAPHORES,
+            Self::Vulkan if what_if.skip_semaphore_wait => VULKAN_NO_WAIT,
             Self::Vulkan => VULKAN,
             Self::Cpu => CPU,
-        }
-    }
-
-    /// As [`Self::edges`], with `what_if` in force: where a switch takes an ordering away, its
-    /// edge stays, labelled as not waited for, so the view and the trace show the draw starting
-    /// before the signal it skipped whenever it does.
-    pub fn edges_with(self, what_if: WhatIf) -> &'static [EdgeRule] {
-        const VULKAN_NO_WAIT: &[EdgeRule] = &[
-            EdgeRule {
-                from: Stage::Kernel,
-                to: Stage::Draw,
-                label: "what if: the draw does not wait for CUDA's signal (torn where this points back)",
-                from_frame: FromFrame::This,
-                via: Some("cuSignalExternalSemaphoresAsync"),
-            },
-            EdgeRule {
-                from: Stage::Draw,
-                to: Stage::Kernel,
-                label: "Vulkan signals it has read the buffer; CUDA waits",
-                from_frame: FromFrame::LastUse,
-                via: Some("cuWaitExternalSemaphoresAsync"),
-            },
-        ];
-        match self {
-            Self::Vulkan if what_if.skip_semaphore_wait => VULKAN_NO_WAIT,
-            _ => self.edges(),
         }
     }
 
