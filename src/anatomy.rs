@@ -142,19 +142,14 @@ impl FrameAnatomy {
             }
         }
         spans.extend(extra);
-        let span_of = |stage: Stage| {
-            let name = stage.name();
-            let gpu = spans.iter().find(|s| !s.call && s.lane != Lane::Host && s.name == name);
-            gpu.or_else(|| spans.iter().find(|s| !s.call && s.lane == Lane::Host && s.name == name))
-        };
         let edges = rules
             .iter()
             .filter_map(|rule| {
-                let to = span_of(rule.to)?;
-                let (from, from_us) = match rule.from_frame {
-                    FromFrame::This => span_of(rule.from).map(|from| (from.lane, from.end_us()))?,
+                let (to, to_us, _) = placed(sample, rule.to)?;
+                let (from, start, dur) = match rule.from_frame {
+                    FromFrame::This => placed(sample, rule.from)?,
                     FromFrame::LastUseAtDepthOne if depth != 1 => return None,
-                    FromFrame::LastUse | FromFrame::LastUseAtDepthOne => stage_end(last_use?, rule.from)?,
+                    FromFrame::LastUse | FromFrame::LastUseAtDepthOne => placed(last_use?, rule.from)?,
                 };
                 // The last such call: a step may consume an earlier signal before its own wait.
                 let call = rule.via.and_then(|via| spans.iter().rev().find(|s| s.call && s.name == via));
@@ -162,7 +157,7 @@ impl FrameAnatomy {
                     Some(call) if !call.detail.is_empty() => format!("{} ({})", rule.label, call.detail),
                     _ => rule.label.to_owned(),
                 };
-                Some(Edge { from, from_us, to: to.lane, to_us: to.start_us, label })
+                Some(Edge { from, from_us: start + dur, to, to_us, label })
             })
             .collect();
         Self { frame: sample.frame, start_us, spans, edges }
@@ -238,13 +233,14 @@ pub fn idle_fraction(frames: &[FrameAnatomy], lane: Lane) -> Option<f64> {
     Some((1.0 - busy / (last - first)).clamp(0.0, 1.0))
 }
 
-/// Where `stage` of `sample` ended, and on which lane: its GPU span where one was measured, its
-/// host span otherwise.
-fn stage_end(sample: &FrameSample, stage: Stage) -> Option<(Lane, f64)> {
-    if let Some((lane, start, dur)) = sample.stages.gpu_span(stage) {
-        return Some((lane, start + dur.max(0.0)));
-    }
-    sample.stages.host_span(stage).map(|(start, dur)| (Lane::Host, start + dur.max(0.0)))
+/// Where `stage` of `sample` ran, for its edges: lane, start and length (µs) of its GPU span where
+/// one was measured, of its host span otherwise.
+fn placed(sample: &FrameSample, stage: Stage) -> Option<(Lane, f64, f64)> {
+    let (lane, start, dur) = sample
+        .stages
+        .gpu_span(stage)
+        .or_else(|| sample.stages.host_span(stage).map(|(start, dur)| (Lane::Host, start, dur)))?;
+    Some((lane, start, dur.max(0.0)))
 }
 
 fn stage_span(lane: Lane, stage: Stage, start_us: f64, dur_us: f64) -> Span {
