@@ -56,6 +56,9 @@ enum BenchCommand {
     Map(MapBenchArgs),
     /// What recording the frame anatomy costs per frame: off, recorded, and shown in the panel.
     Anatomy(bench::anatomy::AnatomyBenchArgs),
+    /// What one hand-off between two GPU queues costs here (CUDA streams, CUDA contexts, CUDA,
+    /// Vulkan, GL), apart from any demo: chains of round trips with tiny commands, no host wait.
+    Handoff(bench::handoff::HandoffBenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -131,6 +134,10 @@ fn run(cli: Cli, stop: &StopRequest) -> Result<ExitCode> {
         }
         Some(Command::Bench(BenchCommand::Anatomy(args))) => {
             print!("{}", bench::anatomy::run(&args, stop)?.table);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench(BenchCommand::Handoff(args))) => {
+            print!("{}", bench::handoff::run(&args)?.table);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(BenchCommand::Map(args))) => {

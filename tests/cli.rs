@@ -436,6 +436,22 @@ fn doctor_lists_vulkan_devices_with_their_uuids_or_says_why_not() {
 }
 
 #[test]
+fn bench_handoff_refuses_bad_counts_and_says_when_cuda_cannot_run() {
+    for (args, expected) in [(&["--rounds", "1"][..], "--rounds"), (&["--batches", "0"][..], "--batches")] {
+        let output = binary().args(["bench", "handoff"]).args(args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr:?} should name {expected:?}");
+    }
+    // On the CPU backend no hand-off to CUDA can run: the run ends with the reason, not a panic
+    // or an empty table.
+    let output = binary().args(["bench", "handoff", "--backend", "cpu"]).env_remove("DISPLAY").output().expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("measures hand-offs to and from CUDA") && stderr.contains("--backend cpu"), "{stderr}");
+}
+
+#[test]
 fn bench_transfer_reports_latency_and_period_for_each_path_it_runs_and_why_it_skips_others() {
     let dir = temp_dir("bench-transfer");
     let json = dir.join("transfer.json");

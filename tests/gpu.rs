@@ -648,3 +648,42 @@ fn pipelined_frames_match(
         }
     }
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn bench_handoff_measures_every_pair_and_each_chain_keeps_its_order() {
+    let args = interop_lab::bench::handoff::HandoffBenchArgs {
+        rounds: 20,
+        batches: 2,
+        json: None,
+        cuda: interop_lab::args::CudaArgs {
+            backend: BackendRequest::Cuda,
+            transfer: TransferRequest::Auto,
+            device: None,
+            device_flag: None,
+            kernels: None,
+            shaders: None,
+            no_cache: false,
+        },
+    };
+    let report = interop_lab::bench::handoff::run(&args).expect("bench handoff");
+    let results = report.json["results"].as_array().expect("results");
+    assert_eq!(results.len(), 8, "{}", report.table);
+    for row in results {
+        assert!(row["skipped"].is_null(), "every pair runs on the GPU machine: {row}\n{}", report.table);
+        if let Some(latency) = row["latency_us"]["median"].as_f64() {
+            assert!(latency.is_finite() && latency > 0.0, "{row}");
+            continue;
+        }
+        let round = row["round_trip_us"].as_f64().expect("a round trip");
+        assert!(round.is_finite() && round > 0.0, "{row}");
+        // The CUDA stream's own time per round is inside the wall time per round (plus the
+        // clock's reading error): a GPU figure above it would mean the events were misplaced.
+        if let Some(gpu) = row["gpu_round_trip_us"].as_f64() {
+            assert!(gpu > 0.0 && gpu <= round * 1.05 + 5.0, "{row}");
+        }
+        // Where the pair checks its order, the other side's last command saw the last round.
+        assert_ne!(row["order_checked"], false, "{row}\n{}", report.table);
+    }
+    println!("{}", report.table);
+}

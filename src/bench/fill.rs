@@ -19,8 +19,20 @@ pub fn launch_fill(
     span: crate::cuda::DeviceSpan,
     value: u32,
 ) -> Result<()> {
+    launch_fill_blocks(function, limits, stream, span, value, 1024)
+}
+
+/// As [`launch_fill`], with `blocks` blocks of 256 threads (the kernel strides over the rest).
+pub fn launch_fill_blocks(
+    function: &mut Function,
+    limits: &DeviceLimits,
+    stream: &Stream,
+    span: crate::cuda::DeviceSpan,
+    value: u32,
+    blocks: u32,
+) -> Result<()> {
     let words = (span.bytes / 4) as u64;
-    let config = LaunchConfig { grid: [1024, 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
+    let config = LaunchConfig { grid: [blocks.max(1), 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
     let mut args = [arg(&span.ptr), arg(&words), arg(&value)];
     // SAFETY: matches fill(unsigned*, unsigned long long, unsigned); the kernel writes words
     // < span.bytes / 4 only, inside `span` (a mapped or allocated buffer).

@@ -7,6 +7,7 @@
 
 pub mod anatomy;
 pub mod fill;
+pub mod handoff;
 pub mod map;
 pub mod transfer;
 pub mod vulkan;

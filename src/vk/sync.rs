@@ -90,9 +90,9 @@ impl Drop for TimelineSemaphore {
     }
 }
 
-/// A binary semaphore made only to be exported: Vulkan never waits on it or signals it, the
-/// APIs that import it do (OpenGL's `GL_EXT_semaphore_fd` and CUDA, which can import semaphores
-/// but not make them). Destroyed on drop; the imports keep the payload alive on their own.
+/// A binary semaphore made to be exported: the APIs that import it wait on it and signal it
+/// (OpenGL's `GL_EXT_semaphore_fd` and CUDA, which can import semaphores but not make them);
+/// Vulkan itself does so only in `bench handoff`'s Vulkan ⇄ GL row. Destroyed on drop; the imports keep the payload alive on their own.
 pub struct ExportableBinarySemaphore {
     semaphore: vk::Semaphore,
     context: Rc<VulkanContext>,
@@ -109,6 +109,11 @@ impl ExportableBinarySemaphore {
         let semaphore = unsafe { context.device().create_semaphore(&create_info, None) }
             .map_err(|e| vk_error("vkCreateSemaphore", e))?;
         Ok(Self { semaphore, context: context.clone() })
+    }
+
+    /// The Vulkan handle, for a submission that waits on it or signals it.
+    pub fn raw(&self) -> vk::Semaphore {
+        self.semaphore
     }
 
     /// A new file descriptor for the semaphore; each call gives one more reference to the same

@@ -1,0 +1,647 @@
+//! `interop-lab bench handoff`: what one hand-off between two of the GPU's queues costs on this
+//! machine, apart from any demo and any buffer size.
+//!
+//! Each chain row enqueues round trips back to back, with no host wait until the end: one side
+//! runs a tiny command (a one-block kernel, a 4-byte fill or copy) and signals; the other waits
+//! for that signal on the GPU, runs a tiny command of its own and signals back. A round trip is
+//! two hand-offs, so the chain's time per round is what two hand-offs cost when nothing else
+//! runs. The pairs differ in one thing each: two CUDA streams of one context (events), two CUDA
+//! contexts (a semaphore, no graphics API), CUDA and Vulkan, CUDA and GL, Vulkan and GL. The host
+//! rows are the controls: one tiny command and a host wait for it, per API.
+#![allow(unsafe_code)]
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use ash::vk as raw;
+use clap::Args;
+use glow::HasContext;
+use serde_json::json;
+
+use super::fill::launch_fill_blocks;
+use crate::args::CudaArgs;
+use crate::cuda::import::ImportedSemaphore;
+use crate::cuda::{Context, DeviceBuffer, DeviceLimits, Event, Function, Module, Stream};
+use crate::demo_kit::bench::BenchReport;
+use crate::gl::context::headless::HeadlessGl;
+use crate::gl::external::GlSemaphores;
+use crate::runtime::{self, CudaRuntime};
+use crate::stats::Percentiles;
+use crate::vk::commands::CommandRing;
+use crate::vk::device::{DeviceChoice, VulkanContext};
+use crate::vk::memory::{Buffer, MemoryKind};
+use crate::vk::sync::{ExportableBinarySemaphore, Signal, TimelineSemaphore, Wait};
+use crate::{Error, Result, gl};
+
+/// `interop-lab bench handoff`.
+#[derive(Args, Debug)]
+pub struct HandoffBenchArgs {
+    /// Round trips in each chain.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(2..=10_000))]
+    pub rounds: u32,
+    /// Timed chains per row, after one untimed chain; each row reports their median.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub batches: u32,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    pub json: Option<PathBuf>,
+    /// Backend and device.
+    #[command(flatten)]
+    pub cuda: CudaArgs,
+}
+
+/// Bytes each side's tiny command writes.
+const TINY_BYTES: usize = 4096;
+/// Longest a row may wait for the GPU before it says the GPU is stuck.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One chain: its wall time from the first call to the end of the host's wait, the host's time
+/// spent making the calls, and the CUDA stream's own time from the first round to the last
+/// (events), where CUDA is on the chain.
+struct Chain {
+    wall_us: f64,
+    enqueue_us: f64,
+    gpu_us: Option<f64>,
+    /// The tiny commands wrote what the last round asked for (`None`: not checked on this pair).
+    checked: Option<bool>,
+}
+
+/// A row's outcome.
+enum Row {
+    /// Round trips: µs per round (wall, host calls, GPU), medians over the timed chains.
+    Chain { wall: f64, enqueue: f64, gpu: Option<f64>, checked: Option<bool> },
+    /// One command and a host wait, each timed.
+    Latency(Percentiles),
+}
+
+/// How a row is measured.
+type RowFn = fn(&mut Bench) -> Result<Row>;
+
+/// Everything the rows share: CUDA (a context, two streams, the fill kernel), the headless GL
+/// context and Vulkan on the CUDA device, each made once.
+struct Bench {
+    rounds: u32,
+    batches: u32,
+    fill: Function,
+    limits: DeviceLimits,
+    scratch: [DeviceBuffer; 2],
+    streams: [Stream; 2],
+    cuda: Rc<CudaRuntime>,
+    vulkan: std::result::Result<Rc<VulkanContext>, String>,
+    gl: std::sync::Arc<glow::Context>,
+}
+
+/// Runs every row on a headless GL context, CUDA and Vulkan on one device; a row whose APIs do
+/// not run here says why.
+pub fn run(args: &HandoffBenchArgs) -> Result<BenchReport> {
+    crate::output::check_optional(&args.json, crate::output::OutputKind::Data, "--json")?;
+    let options = args.cuda.options();
+    let context = HeadlessGl::new(runtime::preferred_cuda_device(&options))?;
+    let gl = context.gl().clone();
+    let selection = runtime::select(&options, &gl, &|name| context.proc_address(name));
+    let cuda = selection.cuda.clone().ok_or_else(|| {
+        Error::Unavailable(format!(
+            "bench handoff measures hand-offs to and from CUDA, which is not running: {}",
+            selection.reason
+        ))
+    })?;
+    let device = cuda.context.device().clone();
+    let compiled = cuda.compiler.compile(&super::fill::KERNEL, &[])?;
+    let module = Module::load(&cuda.context, &compiled)?;
+    let vulkan = VulkanContext::new(&DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() })
+        .map_err(|e| e.to_string());
+    let mut bench = Bench {
+        rounds: args.rounds,
+        batches: args.batches,
+        fill: module.function("fill")?,
+        limits: DeviceLimits::from(&device),
+        scratch: [DeviceBuffer::new(&cuda.context, TINY_BYTES)?, DeviceBuffer::new(&cuda.context, TINY_BYTES)?],
+        streams: [Stream::new(&cuda.context)?, Stream::new(&cuda.context)?],
+        cuda,
+        vulkan,
+        gl,
+    };
+    let rows: [(&str, &str, RowFn); 8] = [
+        ("host_cuda", "host waits for a CUDA kernel", Bench::host_cuda),
+        ("host_vulkan", "host waits for a Vulkan fill", Bench::host_vulkan),
+        ("host_gl", "host waits for a GL copy", Bench::host_gl),
+        ("cuda_streams", "CUDA stream ⇄ stream (events)", Bench::cuda_streams),
+        ("cuda_contexts", "CUDA context ⇄ context", Bench::cuda_contexts),
+        ("cuda_vulkan", "CUDA ⇄ Vulkan (timelines)", Bench::cuda_vulkan),
+        ("cuda_gl", "CUDA ⇄ GL (binary)", Bench::cuda_gl),
+        ("vulkan_gl", "Vulkan ⇄ GL (binary)", Bench::vulkan_gl),
+    ];
+    let mut table = format!(
+        "hand-offs on {}: chains of {} round trips enqueued back to back, one host wait at the end; median of {} \
+         chains (one more untimed first). A round trip is two hand-offs.\n{:<36} {:>12} {:>12} {:>12}  {}\n",
+        device.name,
+        args.rounds,
+        args.batches,
+        "pair",
+        "µs / round",
+        "GPU µs",
+        "host calls",
+        "(host rows: µs per command and wait, median / p90)"
+    );
+    let mut results = Vec::new();
+    for (key, label, row) in rows {
+        match row(&mut bench) {
+            Ok(Row::Chain { wall, enqueue, gpu, checked }) => {
+                let gpu_text = gpu.map(|g| format!("{g:.1}")).unwrap_or_else(|| "–".to_owned());
+                let check = match checked {
+                    Some(false) => "  the last round's writes were NOT seen: the order did not hold",
+                    _ => "",
+                };
+                table.push_str(&format!("{label:<36} {wall:>12.1} {gpu_text:>12} {enqueue:>12.1}{check}\n"));
+                results.push(json!({
+                    "pair": key, "label": label, "round_trip_us": wall, "hand_off_us": wall / 2.0,
+                    "gpu_round_trip_us": gpu, "host_calls_us": enqueue, "order_checked": checked,
+                }));
+            }
+            Ok(Row::Latency(latency)) => {
+                table.push_str(&format!(
+                    "{label:<36} {:>12.1} {:>12} {:>12}  p90 {:.1}\n",
+                    latency.median, "–", "–", latency.p90
+                ));
+                results.push(json!({ "pair": key, "label": label, "latency_us": latency }));
+            }
+            Err(error) => {
+                table.push_str(&format!("{label:<36} not run: {error}\n"));
+                results.push(json!({ "pair": key, "label": label, "skipped": error.to_string() }));
+            }
+        }
+    }
+    let json = json!({
+        "benchmark": "handoff",
+        "device": device.name,
+        "gl": gl::GlInfo::query(&bench.gl),
+        "rounds": args.rounds,
+        "method": format!(
+            "chains of {} round trips enqueued back to back with no host wait until the end: one side runs a tiny \
+             command (a one-block fill kernel of {TINY_BYTES} bytes, vkCmdFillBuffer, a 4-byte glCopyBufferSubData) \
+             and signals, the other waits on the GPU, runs its own and signals back; round_trip_us is the wall time \
+             from the first call to the end of the host's wait over the rounds, gpu_round_trip_us the CUDA stream's \
+             events from the first round to the last over the rounds; median of {} chains after one untimed. \
+             Host rows: one tiny command and a host wait, each timed, median and p90",
+            args.rounds, args.batches
+        ),
+        "results": results,
+    });
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        crate::output::write(path, (text + "\n").as_bytes())?;
+    }
+    Ok(BenchReport { json, table })
+}
+
+/// Microseconds since `started`.
+fn micros(started: Instant) -> f64 {
+    started.elapsed().as_secs_f64() * 1e6
+}
+
+impl Bench {
+    fn vulkan(&self) -> Result<Rc<VulkanContext>> {
+        self.vulkan.clone().map_err(Error::Unavailable)
+    }
+
+    fn gl_semaphores(&self) -> Result<GlSemaphores> {
+        self.cuda.gl_semaphores.ok_or_else(|| {
+            Error::Unavailable("this GL context offers no GL_EXT_semaphore_fd (or external memory)".to_owned())
+        })
+    }
+
+    /// The one-block fill on `stream` over scratch buffer `which`, word i = value ^ i.
+    fn tiny_kernel(&mut self, stream: usize, which: usize, value: u32) -> Result<()> {
+        launch_fill_blocks(&mut self.fill, &self.limits, &self.streams[stream], self.scratch[which].span(), value, 1)
+    }
+
+    /// Runs one untimed and `batches` timed chains of `chain(first_round)` and takes the medians
+    /// per round. Every chain must pass its own check where it makes one.
+    fn chains(&mut self, mut chain: impl FnMut(&mut Self, u64) -> Result<Chain>) -> Result<Row> {
+        let rounds = f64::from(self.rounds);
+        let (mut wall, mut enqueue, mut gpu) = (Vec::new(), Vec::new(), Vec::new());
+        let mut checked = None;
+        for batch in 0..=self.batches {
+            let measured = chain(self, u64::from(batch) * u64::from(self.rounds))?;
+            if batch == 0 {
+                continue;
+            }
+            wall.push(measured.wall_us / rounds);
+            enqueue.push(measured.enqueue_us / rounds);
+            gpu.extend(measured.gpu_us.map(|g| g / rounds));
+            if let Some(ok) = measured.checked {
+                checked = Some(checked.unwrap_or(true) && ok);
+            }
+        }
+        let median = |values: Vec<f64>| Percentiles::of(values.into_iter()).map(|p| p.median);
+        Ok(Row::Chain {
+            wall: median(wall).ok_or_else(|| Error::Unavailable("no chain finished".to_owned()))?,
+            enqueue: median(enqueue).unwrap_or(f64::NAN),
+            gpu: median(gpu),
+            checked,
+        })
+    }
+
+    /// Times `rounds × batches` of `once` (a command and the host's wait for it).
+    fn latencies(&mut self, mut once: impl FnMut(&mut Self, u32) -> Result<()>) -> Result<Row> {
+        let mut times = Vec::new();
+        for i in 0..self.rounds * (self.batches + 1) {
+            let started = Instant::now();
+            once(self, i)?;
+            if i >= self.rounds {
+                times.push(micros(started));
+            }
+        }
+        Percentiles::of(times.into_iter()).map(Row::Latency).ok_or_else(|| Error::Unavailable("no samples".to_owned()))
+    }
+
+    fn host_cuda(&mut self) -> Result<Row> {
+        self.latencies(|bench, i| {
+            bench.tiny_kernel(0, 0, i)?;
+            bench.streams[0].synchronize()
+        })
+    }
+
+    fn host_vulkan(&mut self) -> Result<Row> {
+        let vulkan = self.vulkan()?;
+        // Declared in this order so they drop in the other: the ring waits for its submissions first.
+        let done = TimelineSemaphore::new(&vulkan, false)?;
+        let target = Buffer::new(&vulkan, TINY_BYTES, raw::BufferUsageFlags::TRANSFER_DST, MemoryKind::HostVisible)?;
+        let mut ring = CommandRing::new(&vulkan, 2)?;
+        self.latencies(|_, i| {
+            let value = u64::from(i) + 1;
+            ring.submit(&[], &[Signal::timeline(&done, value)], |r| r.fill(&target, i))?;
+            wait_timeline(&done, value)
+        })
+    }
+
+    fn host_gl(&mut self) -> Result<Row> {
+        let gl = self.gl.clone();
+        let pair = GlPair::new(&gl)?;
+        let row = self.latencies(|_, _| {
+            pair.copy(&gl);
+            gl::wait_for_gl(&gl)
+        });
+        pair.delete(&gl);
+        row
+    }
+
+    fn cuda_streams(&mut self) -> Result<Row> {
+        let context = self.cuda.context.clone();
+        let (there, back) = (Event::new_untimed(&context)?, Event::new_untimed(&context)?);
+        let marks = [Event::new(&context)?, Event::new(&context)?];
+        self.chains(|bench, first| {
+            let started = Instant::now();
+            for r in 0..bench.rounds {
+                if r > 0 {
+                    bench.streams[0].wait_event(&back)?;
+                } else {
+                    marks[0].record(&bench.streams[0])?;
+                }
+                bench.tiny_kernel(0, 0, (first + u64::from(r)) as u32)?;
+                there.record(&bench.streams[0])?;
+                bench.streams[1].wait_event(&there)?;
+                bench.tiny_kernel(1, 1, (first + u64::from(r)) as u32)?;
+                back.record(&bench.streams[1])?;
+            }
+            bench.streams[0].wait_event(&back)?;
+            marks[1].record(&bench.streams[0])?;
+            let enqueue_us = micros(started);
+            bench.streams[0].synchronize()?;
+            let wall_us = micros(started);
+            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
+            let last = (first + u64::from(bench.rounds) - 1) as u32;
+            let checked = Some(first_word(&bench.scratch[1], &bench.streams[0])? == last);
+            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked })
+        })
+    }
+
+    fn cuda_contexts(&mut self) -> Result<Row> {
+        let vulkan = self.vulkan()?;
+        let home = self.cuda.context.clone();
+        let other = OtherContext::new(&home, &self.cuda)?;
+        let there = TimelineSemaphore::new(&vulkan, true)?;
+        let back = TimelineSemaphore::new(&vulkan, true)?;
+        let imported = (|| -> Result<_> {
+            home.make_current()?;
+            let home_side = (
+                ImportedSemaphore::new_timeline(&home, there.export_fd()?, "there")?,
+                ImportedSemaphore::new_timeline(&home, back.export_fd()?, "back")?,
+            );
+            other.context.make_current()?;
+            let other_side = (
+                ImportedSemaphore::new_timeline(&other.context, there.export_fd()?, "there")?,
+                ImportedSemaphore::new_timeline(&other.context, back.export_fd()?, "back")?,
+            );
+            home.make_current()?;
+            Ok((home_side, other_side))
+        })();
+        let ((home_there, home_back), (other_there, other_back)) = match imported {
+            Ok(sides) => sides,
+            Err(error) => {
+                other.release(&home);
+                return Err(error);
+            }
+        };
+        let marks = [Event::new(&home)?, Event::new(&home)?];
+        let mut other = other;
+        let row = self.chains(|bench, first| {
+            let started = Instant::now();
+            for r in 0..bench.rounds {
+                let value = first + u64::from(r) + 1;
+                let stream = &bench.streams[0];
+                if r > 0 {
+                    home_back.wait_async(stream, value - 1)?;
+                } else {
+                    marks[0].record(stream)?;
+                }
+                bench.tiny_kernel(0, 0, value as u32)?;
+                home_there.signal_async(&bench.streams[0], value)?;
+                other.context.make_current()?;
+                let ran = (|| {
+                    other_there.wait_async(&other.stream, value)?;
+                    launch_fill_blocks(
+                        &mut other.fill,
+                        &other.limits,
+                        &other.stream,
+                        other.scratch.span(),
+                        value as u32,
+                        1,
+                    )?;
+                    other_back.signal_async(&other.stream, value)
+                })();
+                home.make_current()?;
+                ran?;
+            }
+            let last = first + u64::from(bench.rounds);
+            home_back.wait_async(&bench.streams[0], last)?;
+            marks[1].record(&bench.streams[0])?;
+            let enqueue_us = micros(started);
+            bench.streams[0].synchronize()?;
+            let wall_us = micros(started);
+            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
+            other.context.make_current()?;
+            let seen = first_word(&other.scratch, &other.stream);
+            home.make_current()?;
+            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: Some(seen? == last as u32) })
+        });
+        // The other context's stream and the imports go before the semaphores and the context.
+        drop((home_there, home_back));
+        other.context.make_current().ok();
+        drop((other_there, other_back));
+        other.release(&home);
+        row
+    }
+
+    fn cuda_vulkan(&mut self) -> Result<Row> {
+        let vulkan = self.vulkan()?;
+        let there = TimelineSemaphore::new(&vulkan, true)?;
+        let back = TimelineSemaphore::new(&vulkan, true)?;
+        let context = self.cuda.context.clone();
+        let cuda_there = ImportedSemaphore::new_timeline(&context, there.export_fd()?, "there")?;
+        let cuda_back = ImportedSemaphore::new_timeline(&context, back.export_fd()?, "back")?;
+        let target = Buffer::new(&vulkan, TINY_BYTES, raw::BufferUsageFlags::TRANSFER_DST, MemoryKind::HostVisible)?;
+        // One command buffer per round: the ring never holds the host back inside a chain (and,
+        // declared last, it drops first, waiting for its submissions).
+        let mut ring = CommandRing::new(&vulkan, self.rounds as usize + 1)?;
+        let marks = [Event::new(&context)?, Event::new(&context)?];
+        let row = self.chains(|bench, first| {
+            let started = Instant::now();
+            for r in 0..bench.rounds {
+                let value = first + u64::from(r) + 1;
+                let stream = &bench.streams[0];
+                if r > 0 {
+                    cuda_back.wait_async(stream, value - 1)?;
+                } else {
+                    marks[0].record(stream)?;
+                }
+                bench.tiny_kernel(0, 0, value as u32)?;
+                cuda_there.signal_async(&bench.streams[0], value)?;
+                let wait = Wait::timeline(&there, value, raw::PipelineStageFlags::TRANSFER);
+                ring.submit(&[wait], &[Signal::timeline(&back, value)], |rec| rec.fill(&target, value as u32))?;
+            }
+            let last = first + u64::from(bench.rounds);
+            cuda_back.wait_async(&bench.streams[0], last)?;
+            marks[1].record(&bench.streams[0])?;
+            let enqueue_us = micros(started);
+            bench.streams[0].synchronize()?;
+            let wall_us = micros(started);
+            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
+            let seen = host_word(&target);
+            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: Some(seen == Some(last as u32)) })
+        });
+        // Nothing may still wait on the semaphores when they go (the ring waits for Vulkan's side).
+        let settled = self.streams[0].synchronize();
+        drop((cuda_there, cuda_back));
+        settled?;
+        row
+    }
+
+    fn cuda_gl(&mut self) -> Result<Row> {
+        let vulkan = self.vulkan()?;
+        let semaphores = self.gl_semaphores()?;
+        let gl = self.gl.clone();
+        let there = ExportableBinarySemaphore::new(&vulkan)?;
+        let back = ExportableBinarySemaphore::new(&vulkan)?;
+        let context = self.cuda.context.clone();
+        let cuda_there = ImportedSemaphore::new_binary(&context, there.export_fd()?, "there")?;
+        let cuda_back = ImportedSemaphore::new_binary(&context, back.export_fd()?, "back")?;
+        let names = GlNames::import(&gl, semaphores, &there, &back)?;
+        let pair = GlPair::new(&gl)?;
+        let marks = [Event::new(&context)?, Event::new(&context)?];
+        let row = self.chains(|bench, first| {
+            let started = Instant::now();
+            for r in 0..bench.rounds {
+                let stream = &bench.streams[0];
+                if r > 0 {
+                    cuda_back.wait_async(stream, 0)?;
+                } else {
+                    marks[0].record(stream)?;
+                }
+                bench.tiny_kernel(0, 0, (first + u64::from(r)) as u32)?;
+                cuda_there.signal_async(&bench.streams[0], 0)?;
+                semaphores.wait(&gl, names.there, &[])?;
+                pair.copy(&gl);
+                semaphores.signal(&gl, names.back, &[])?;
+            }
+            cuda_back.wait_async(&bench.streams[0], 0)?;
+            marks[1].record(&bench.streams[0])?;
+            let enqueue_us = micros(started);
+            bench.streams[0].synchronize()?;
+            let wall_us = micros(started);
+            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
+            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: None })
+        });
+        let settled = self.streams[0].synchronize();
+        semaphores.finish();
+        names.delete(semaphores);
+        pair.delete(&gl);
+        drop((cuda_there, cuda_back));
+        settled?;
+        row
+    }
+
+    fn vulkan_gl(&mut self) -> Result<Row> {
+        let vulkan = self.vulkan()?;
+        let semaphores = self.gl_semaphores()?;
+        let gl = self.gl.clone();
+        let there = ExportableBinarySemaphore::new(&vulkan)?;
+        let back = ExportableBinarySemaphore::new(&vulkan)?;
+        let names = GlNames::import(&gl, semaphores, &there, &back)?;
+        let pair = GlPair::new(&gl)?;
+        let end = TimelineSemaphore::new(&vulkan, false)?;
+        let target = Buffer::new(&vulkan, TINY_BYTES, raw::BufferUsageFlags::TRANSFER_DST, MemoryKind::HostVisible)?;
+        let mut ring = CommandRing::new(&vulkan, self.rounds as usize + 2)?;
+        let transfer = raw::PipelineStageFlags::TRANSFER;
+        let row = self.chains(|bench, first| {
+            let started = Instant::now();
+            for r in 0..bench.rounds {
+                let word = (first + u64::from(r)) as u32;
+                let waits = [Wait::binary(back.raw(), transfer)];
+                let waits: &[Wait<'_>] = if r > 0 { &waits } else { &[] };
+                ring.submit(waits, &[Signal::binary(there.raw())], |rec| rec.fill(&target, word))?;
+                semaphores.wait(&gl, names.there, &[])?;
+                pair.copy(&gl);
+                semaphores.signal(&gl, names.back, &[])?;
+            }
+            let last = first / u64::from(bench.rounds) + 1;
+            ring.submit(&[Wait::binary(back.raw(), transfer)], &[Signal::timeline(&end, last)], |_| Ok(()))?;
+            let enqueue_us = micros(started);
+            wait_timeline(&end, last)?;
+            let wall_us = micros(started);
+            let seen = host_word(&target);
+            let expected = (first + u64::from(bench.rounds) - 1) as u32;
+            Ok(Chain { wall_us, enqueue_us, gpu_us: None, checked: Some(seen == Some(expected)) })
+        });
+        let settled = end.value().and_then(|value| wait_timeline(&end, value));
+        semaphores.finish();
+        names.delete(semaphores);
+        pair.delete(&gl);
+        settled?;
+        row
+    }
+}
+
+/// Waits on the host for `semaphore` to reach `value`, or says the GPU is stuck.
+fn wait_timeline(semaphore: &TimelineSemaphore, value: u64) -> Result<()> {
+    if semaphore.wait(value, TIMEOUT)? {
+        Ok(())
+    } else {
+        Err(Error::Unavailable(format!("a Vulkan submission did not finish within {} s", TIMEOUT.as_secs())))
+    }
+}
+
+/// The first word of a host-visible Vulkan buffer.
+fn host_word(buffer: &Buffer) -> Option<u32> {
+    buffer.host_bytes().and_then(|bytes| bytes.get(..4)).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// The first word of a scratch buffer (fill writes value ^ 0 there), read through `stream`.
+fn first_word(buffer: &DeviceBuffer, stream: &Stream) -> Result<u32> {
+    let mut word = [0u8; 4];
+    buffer.download(stream, &mut word)?;
+    Ok(u32::from_ne_bytes(word))
+}
+
+/// A second CUDA context on the same device, with what its side of a chain needs. Made current
+/// only while its calls are made; its resources go with it current ([`Self::release`]).
+struct OtherContext {
+    fill: Function,
+    limits: DeviceLimits,
+    scratch: DeviceBuffer,
+    stream: Stream,
+    context: Rc<Context>,
+}
+
+impl OtherContext {
+    fn new(home: &Rc<Context>, cuda: &CudaRuntime) -> Result<Self> {
+        let context = Context::new_separate(home.driver(), home.device().ordinal)?;
+        context.make_current()?;
+        let made = (|| -> Result<Self> {
+            let compiled = cuda.compiler.compile(&super::fill::KERNEL, &[])?;
+            let module = Module::load(&context, &compiled)?;
+            Ok(Self {
+                fill: module.function("fill")?,
+                limits: DeviceLimits::from(context.device()),
+                scratch: DeviceBuffer::new(&context, TINY_BYTES)?,
+                stream: Stream::new(&context)?,
+                context: context.clone(),
+            })
+        })();
+        home.make_current()?;
+        made
+    }
+
+    /// Finishes its stream and frees its resources with the context current, then makes `home`
+    /// current again.
+    fn release(self, home: &Rc<Context>) {
+        if self.context.make_current().is_ok() {
+            if let Err(error) = self.stream.synchronize() {
+                log::warn!("the second CUDA context's stream did not finish: {error}");
+            }
+            drop(self);
+        }
+        if let Err(error) = home.make_current() {
+            log::warn!("the benchmark's CUDA context could not be made current again: {error}");
+        }
+    }
+}
+
+/// GL's imports of a pair of semaphores.
+#[derive(Clone, Copy)]
+struct GlNames {
+    there: u32,
+    back: u32,
+}
+
+impl GlNames {
+    fn import(
+        gl: &glow::Context,
+        semaphores: GlSemaphores,
+        there: &ExportableBinarySemaphore,
+        back: &ExportableBinarySemaphore,
+    ) -> Result<Self> {
+        let there_name = semaphores.import(gl, there.export_fd()?)?;
+        match back.export_fd().and_then(|fd| semaphores.import(gl, fd)) {
+            Ok(back_name) => Ok(Self { there: there_name, back: back_name }),
+            Err(error) => {
+                semaphores.delete(there_name);
+                Err(error)
+            }
+        }
+    }
+
+    fn delete(self, semaphores: GlSemaphores) {
+        semaphores.delete(self.there);
+        semaphores.delete(self.back);
+    }
+}
+
+/// Two small GL buffers: GL's tiny command copies 4 bytes from one to the other.
+struct GlPair {
+    source: gl::Buffer,
+    destination: gl::Buffer,
+}
+
+impl GlPair {
+    fn new(gl: &glow::Context) -> Result<Self> {
+        Ok(Self { source: gl::Buffer::new(gl, &[7u8; 16])?, destination: gl::Buffer::uninitialized(gl, 16)? })
+    }
+
+    fn copy(&self, gl: &glow::Context) {
+        // SAFETY: two live 16-byte buffers of the current context; 4 bytes copied inside both.
+        unsafe {
+            gl.bind_buffer(glow::COPY_READ_BUFFER, self.source.raw());
+            gl.bind_buffer(glow::COPY_WRITE_BUFFER, self.destination.raw());
+            gl.copy_buffer_sub_data(glow::COPY_READ_BUFFER, glow::COPY_WRITE_BUFFER, 0, 0, 4);
+            gl.bind_buffer(glow::COPY_READ_BUFFER, None);
+            gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
+        }
+    }
+
+    fn delete(mut self, gl: &glow::Context) {
+        self.source.destroy(gl);
+        self.destination.destroy(gl);
+    }
+}
