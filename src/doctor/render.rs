@@ -150,6 +150,7 @@ fn render_vulkan(out: &mut String, report: &Report) {
                 (v.external_semaphore_fd, "external semaphore fd"),
                 (v.timeline_semaphore, "timeline semaphores"),
                 (v.dynamic_rendering, "dynamic rendering (--renderer vulkan)"),
+                (v.cuda_kernel_launch, "CUDA kernels in its command buffers (VK_NV_cuda_kernel_launch)"),
             ]
             .iter()
             .filter_map(|(has, name)| has.then_some(*name))

@@ -466,6 +466,7 @@ mod tests {
             external_semaphore_fd: shares,
             timeline_semaphore: true,
             dynamic_rendering: true,
+            cuda_kernel_launch: false,
         };
         (vk::PhysicalDevice::null(), description)
     }

@@ -59,6 +59,9 @@ pub struct VulkanDevice {
     pub timeline_semaphore: bool,
     /// Dynamic rendering (Vulkan 1.3): what the app's Vulkan renderer draws with.
     pub dynamic_rendering: bool,
+    /// `VK_NV_cuda_kernel_launch`: CUDA kernels launched from Vulkan's own command buffers, with
+    /// no second context to hand off to (not used yet; doctor reports it).
+    pub cuda_kernel_launch: bool,
 }
 
 /// "name (driver)", as the log and the panel say it.
@@ -217,6 +220,7 @@ fn describe(instance: &ash::Instance, device: vk::PhysicalDevice) -> Result<Vulk
         external_semaphore_fd: has(ash::khr::external_semaphore_fd::NAME),
         timeline_semaphore,
         dynamic_rendering,
+        cuda_kernel_launch: has(ash::nv::cuda_kernel_launch::NAME),
     })
 }
 
