@@ -668,7 +668,7 @@ fn bench_handoff_measures_every_pair_and_each_chain_keeps_its_order() {
     };
     let report = interop_lab::bench::handoff::run(&args).expect("bench handoff");
     let results = report.json["results"].as_array().expect("results");
-    assert_eq!(results.len(), 8, "{}", report.table);
+    assert_eq!(results.len(), 10, "{}", report.table);
     for row in results {
         assert!(row["skipped"].is_null(), "every pair runs on the GPU machine: {row}\n{}", report.table);
         if let Some(latency) = row["latency_us"]["median"].as_f64() {

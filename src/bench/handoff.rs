@@ -6,8 +6,10 @@
 //! for that signal on the GPU, runs a tiny command of its own and signals back. A round trip is
 //! two hand-offs, so the chain's time per round is what two hand-offs cost when nothing else
 //! runs. The pairs differ in one thing each: two CUDA streams of one context (events), two CUDA
-//! contexts (a semaphore, no graphics API), CUDA and Vulkan, CUDA and GL, Vulkan and GL. The host
-//! rows are the controls: one tiny command and a host wait for it, per API.
+//! contexts (a semaphore, no graphics API), CUDA and Vulkan, CUDA and GL, Vulkan and GL; and CUDA
+//! with each graphics API where the way back is not a semaphore but a word of shared memory the
+//! graphics API writes and CUDA's stream polls (`cuStreamWaitValue64`). The host rows are the
+//! controls: one tiny command and a host wait for it, per API.
 #![allow(unsafe_code)]
 
 use std::path::PathBuf;
@@ -21,7 +23,9 @@ use serde_json::json;
 
 use super::fill::launch_fill_blocks;
 use crate::args::CudaArgs;
-use crate::cuda::import::ImportedSemaphore;
+use crate::cuda::external::ExportableMemory;
+use crate::cuda::import::{ImportedMemory, ImportedSemaphore};
+use crate::cuda::memory::copy_to_device;
 use crate::cuda::{Context, DeviceBuffer, DeviceLimits, Event, Function, Module, Stream};
 use crate::demo_kit::bench::BenchReport;
 use crate::gl::context::headless::HeadlessGl;
@@ -122,15 +126,17 @@ pub fn run(args: &HandoffBenchArgs) -> Result<BenchReport> {
         vulkan,
         gl,
     };
-    let rows: [(&str, &str, RowFn); 8] = [
+    let rows: [(&str, &str, RowFn); 10] = [
         ("host_cuda", "host waits for a CUDA kernel", Bench::host_cuda),
         ("host_vulkan", "host waits for a Vulkan fill", Bench::host_vulkan),
         ("host_gl", "host waits for a GL copy", Bench::host_gl),
-        ("cuda_streams", "CUDA stream ⇄ stream (events)", Bench::cuda_streams),
-        ("cuda_contexts", "CUDA context ⇄ context", Bench::cuda_contexts),
-        ("cuda_vulkan", "CUDA ⇄ Vulkan (timelines)", Bench::cuda_vulkan),
-        ("cuda_gl", "CUDA ⇄ GL (binary)", Bench::cuda_gl),
-        ("vulkan_gl", "Vulkan ⇄ GL (binary)", Bench::vulkan_gl),
+        ("cuda_streams", "CUDA stream <-> stream (events)", Bench::cuda_streams),
+        ("cuda_contexts", "CUDA context <-> context", Bench::cuda_contexts),
+        ("cuda_vulkan", "CUDA <-> Vulkan (timelines)", Bench::cuda_vulkan),
+        ("cuda_gl", "CUDA <-> GL (binary)", Bench::cuda_gl),
+        ("vulkan_gl", "Vulkan <-> GL (binary)", Bench::vulkan_gl),
+        ("cuda_vulkan_word", "CUDA <-> Vulkan (back: a word)", Bench::cuda_vulkan_word),
+        ("cuda_gl_word", "CUDA <-> GL (back: a word)", Bench::cuda_gl_word),
     ];
     let mut table = format!(
         "hand-offs on {}: chains of {} round trips enqueued back to back, one host wait at the end; median of {} \
@@ -146,7 +152,13 @@ pub fn run(args: &HandoffBenchArgs) -> Result<BenchReport> {
     );
     let mut results = Vec::new();
     for (key, label, row) in rows {
-        match row(&mut bench) {
+        let measured = row(&mut bench);
+        match &measured {
+            Ok(Row::Chain { wall, .. }) => log::info!("bench handoff: {label}: {wall:.1} µs a round trip"),
+            Ok(Row::Latency(latency)) => log::info!("bench handoff: {label}: {:.1} µs", latency.median),
+            Err(error) => log::info!("bench handoff: {label}: not run: {error}"),
+        }
+        match measured {
             Ok(Row::Chain { wall, enqueue, gpu, checked }) => {
                 let gpu_text = gpu.map(|g| format!("{g:.1}")).unwrap_or_else(|| "–".to_owned());
                 let check = match checked {
@@ -518,6 +530,156 @@ impl Bench {
         semaphores.finish();
         names.delete(semaphores);
         pair.delete(&gl);
+        settled?;
+        row
+    }
+}
+
+impl Bench {
+    /// Waits (at most [`TIMEOUT`]) for the stream to pass `end`, the event after its wait for the
+    /// word to reach `last`. Should the word never come, the other stream writes it, so the first
+    /// is not left waiting for ever, and the row says what happened.
+    fn finish_word_chain(&self, end: &Event, address: u64, last: u64) -> Result<()> {
+        let started = Instant::now();
+        while !end.is_complete()? {
+            if started.elapsed() > TIMEOUT {
+                self.streams[1].write_value(address, last)?;
+                self.streams[0].synchronize()?;
+                return Err(Error::Unavailable(format!(
+                    "the word the graphics API writes did not reach CUDA's stream within {} s",
+                    TIMEOUT.as_secs()
+                )));
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
+    fn cuda_vulkan_word(&mut self) -> Result<Row> {
+        let vulkan = self.vulkan()?;
+        let there = TimelineSemaphore::new(&vulkan, true)?;
+        let context = self.cuda.context.clone();
+        let cuda_there = ImportedSemaphore::new_timeline(&context, there.export_fd()?, "there")?;
+        let usage = raw::BufferUsageFlags::TRANSFER_DST;
+        let word = Buffer::new(&vulkan, TINY_BYTES, usage, MemoryKind::Exportable)?;
+        let cuda_word = ImportedMemory::new(&context, word.export_fd()?, word.allocation_size(), TINY_BYTES)?;
+        let address = cuda_word.span().ptr;
+        let mut ring = CommandRing::new(&vulkan, self.rounds as usize + 1)?;
+        // The word starts at 0 (exported memory holds anything at first).
+        let done = TimelineSemaphore::new(&vulkan, false)?;
+        ring.submit(&[], &[Signal::timeline(&done, 1)], |rec| rec.write_done_word(&word, 0))?;
+        wait_timeline(&done, 1)?;
+        let marks = [Event::new(&context)?, Event::new(&context)?];
+        let row = self.chains(|bench, first| {
+            let started = Instant::now();
+            for r in 0..bench.rounds {
+                let value = first + u64::from(r) + 1;
+                let stream = &bench.streams[0];
+                if r > 0 {
+                    stream.wait_value(address, value - 1)?;
+                } else {
+                    marks[0].record(stream)?;
+                }
+                bench.tiny_kernel(0, 0, value as u32)?;
+                cuda_there.signal_async(&bench.streams[0], value)?;
+                let wait = Wait::timeline(&there, value, raw::PipelineStageFlags::TRANSFER);
+                ring.submit(&[wait], &[], |rec| rec.write_done_word(&word, value))?;
+            }
+            let last = first + u64::from(bench.rounds);
+            bench.streams[0].wait_value(address, last)?;
+            marks[1].record(&bench.streams[0])?;
+            let enqueue_us = micros(started);
+            bench.finish_word_chain(&marks[1], address, last)?;
+            let wall_us = micros(started);
+            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
+            // Reaching the end means CUDA saw the last word: nothing more to check.
+            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: None })
+        });
+        let settled = self.streams[0].synchronize();
+        drop(ring); // waits for Vulkan's submissions
+        drop((cuda_there, cuda_word));
+        settled?;
+        row
+    }
+
+    fn cuda_gl_word(&mut self) -> Result<Row> {
+        let vulkan = self.vulkan()?;
+        let semaphores = self.gl_semaphores()?;
+        let memory_objects = self
+            .cuda
+            .external
+            .ok_or_else(|| Error::Unavailable("this GL context offers no GL_EXT_memory_object_fd".to_owned()))?;
+        let gl = self.gl.clone();
+        let context = self.cuda.context.clone();
+        let there = ExportableBinarySemaphore::new(&vulkan)?;
+        let cuda_there = ImportedSemaphore::new_binary(&context, there.export_fd()?, "there")?;
+        let shared = ExportableMemory::new(&context, TINY_BYTES)?;
+        copy_to_device(&self.streams[0], shared.span(), &[0u8; 8])?;
+        self.streams[0].synchronize()?;
+        let address = shared.span().ptr;
+        let (memory, mut gl_word) =
+            memory_objects.import_buffer(&gl, shared.export_fd()?, shared.allocation_size(), TINY_BYTES)?;
+        let names = match semaphores.import(&gl, there.export_fd()?) {
+            Ok(name) => name,
+            Err(error) => {
+                gl_word.destroy(&gl);
+                memory_objects.delete(memory);
+                return Err(error);
+            }
+        };
+        // Every value GL copies into the shared word, 8 bytes each, written by the host up front.
+        let values = match gl::Buffer::uninitialized(&gl, self.rounds as usize * 8) {
+            Ok(values) => values,
+            Err(error) => {
+                semaphores.delete(names);
+                gl_word.destroy(&gl);
+                memory_objects.delete(memory);
+                return Err(error);
+            }
+        };
+        let marks = [Event::new(&context)?, Event::new(&context)?];
+        let row = self.chains(|bench, first| {
+            let words: Vec<u8> = (0..u64::from(bench.rounds)).flat_map(|r| (first + r + 1).to_ne_bytes()).collect();
+            values.write(&gl, &words)?;
+            let started = Instant::now();
+            for r in 0..bench.rounds {
+                let value = first + u64::from(r) + 1;
+                let stream = &bench.streams[0];
+                if r > 0 {
+                    stream.wait_value(address, value - 1)?;
+                } else {
+                    marks[0].record(stream)?;
+                }
+                bench.tiny_kernel(0, 0, value as u32)?;
+                cuda_there.signal_async(&bench.streams[0], 0)?;
+                semaphores.wait(&gl, names, &[])?;
+                // SAFETY: live buffers of the current context; 8 bytes inside both.
+                unsafe {
+                    gl.bind_buffer(glow::COPY_READ_BUFFER, values.raw());
+                    gl.bind_buffer(glow::COPY_WRITE_BUFFER, gl_word.raw());
+                    gl.copy_buffer_sub_data(glow::COPY_READ_BUFFER, glow::COPY_WRITE_BUFFER, r as i32 * 8, 0, 8);
+                    gl.bind_buffer(glow::COPY_READ_BUFFER, None);
+                    gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
+                    gl.flush();
+                }
+            }
+            let last = first + u64::from(bench.rounds);
+            bench.streams[0].wait_value(address, last)?;
+            marks[1].record(&bench.streams[0])?;
+            let enqueue_us = micros(started);
+            bench.finish_word_chain(&marks[1], address, last)?;
+            let wall_us = micros(started);
+            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
+            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: None })
+        });
+        let settled = self.streams[0].synchronize();
+        semaphores.finish();
+        semaphores.delete(names);
+        let mut values = values;
+        values.destroy(&gl);
+        gl_word.destroy(&gl);
+        memory_objects.delete(memory);
+        drop(cuda_there);
         settled?;
         row
     }

@@ -62,6 +62,31 @@ impl Stream {
             .call("cuStreamWaitEvent", String::new, || unsafe { sys::cuStreamWaitEvent(self.raw, event.raw, 0) })
     }
 
+    /// `cuStreamWaitValue64`: work queued on this stream after the call waits, on the GPU, until
+    /// the 64-bit word at `address` (device memory, 8-byte aligned: memory another API writes, for
+    /// one) is at least `value`. The host does not wait.
+    pub fn wait_value(&self, address: sys::CUdeviceptr, value: u64) -> Result<()> {
+        let flags = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
+        // SAFETY: a live stream; the caller keeps the memory at `address` alive while the stream
+        // may wait on it.
+        self.context.trace().call(
+            "cuStreamWaitValue64",
+            || format!("word ≥ {value}"),
+            || unsafe { sys::cuStreamWaitValue64_v2(self.raw, address, value, flags) },
+        )
+    }
+
+    /// `cuStreamWriteValue64`: when the stream reaches this point, the 64-bit word at `address`
+    /// (device memory, 8-byte aligned) becomes `value`.
+    pub fn write_value(&self, address: sys::CUdeviceptr, value: u64) -> Result<()> {
+        // SAFETY: a live stream; the caller keeps the memory at `address` alive until written.
+        self.context.trace().call(
+            "cuStreamWriteValue64",
+            || format!("word = {value}"),
+            || unsafe { sys::cuStreamWriteValue64_v2(self.raw, address, value, 0) },
+        )
+    }
+
     /// Blocks the host until all work queued so far has finished.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: `raw` is a live stream.

@@ -66,6 +66,29 @@ impl Recorder<'_> {
         Ok(())
     }
 
+    /// Writes `value` into the first 8 bytes of `destination` (`vkCmdUpdateBuffer`) once every
+    /// command recorded before it in this submission has finished: a word another API (CUDA's
+    /// `cuStreamWaitValue64`) can wait for instead of a semaphore.
+    pub fn write_done_word(&self, destination: &Buffer, value: u64) -> Result<()> {
+        if destination.len() < 8 {
+            return Err(Error::InvalidInput("a done word needs a buffer of at least 8 bytes".to_owned()));
+        }
+        // SAFETY: a buffer in the recording state; a live buffer of at least 8 bytes (checked).
+        unsafe {
+            self.device.cmd_pipeline_barrier(
+                self.buffer,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[],
+            );
+            self.device.cmd_update_buffer(self.buffer, destination.raw(), 0, &value.to_ne_bytes());
+        }
+        Ok(())
+    }
+
     /// Copies `source` (the whole image's bytes, rows top first) into `texture`, then makes it
     /// ready for fragment shaders to sample.
     pub fn upload(&self, texture: &Texture, source: &Buffer) -> Result<()> {
