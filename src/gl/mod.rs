@@ -93,7 +93,9 @@ pub enum DrawState {
     Additive,
 }
 
-/// Clears the framebuffer, sets the viewport to `origin`/`size`, then sets `state`.
+/// Clears the whole framebuffer (depth too where `state` tests it: additive scenes do not, and
+/// every depth-tested scene clears it as it begins), sets the viewport to `origin`/`size`, then
+/// sets `state`.
 pub fn begin_scene(gl: &glow::Context, origin: [u32; 2], size: [u32; 2], clear: [f32; 4], state: DrawState) {
     // SAFETY: state changes on the current context.
     unsafe {
@@ -101,7 +103,10 @@ pub fn begin_scene(gl: &glow::Context, origin: [u32; 2], size: [u32; 2], clear: 
         gl.viewport(origin[0] as i32, origin[1] as i32, size[0].max(1) as i32, size[1].max(1) as i32);
         gl.clear_color(clear[0], clear[1], clear[2], clear[3]);
         gl.clear_depth_f32(1.0);
-        gl.clear(glow::COLOR_BUFFER_BIT | glow::DEPTH_BUFFER_BIT);
+        match state {
+            DrawState::DepthTested => gl.clear(glow::COLOR_BUFFER_BIT | glow::DEPTH_BUFFER_BIT),
+            DrawState::Additive => gl.clear(glow::COLOR_BUFFER_BIT),
+        }
         gl.enable(glow::PROGRAM_POINT_SIZE);
         match state {
             DrawState::DepthTested => {

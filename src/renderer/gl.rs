@@ -34,12 +34,22 @@ pub struct GlRenderer {
     draw_timer: TimerQueries,
     panel_timer: TimerQueries,
     frame: u64,
+    /// The frame's clear is still to be made: a scene clears the whole framebuffer as it begins
+    /// ([`gl::begin_scene`]), so the frame's own clear is made only if none was drawn.
+    clear_pending: bool,
     info: RendererInfo,
     gl: Arc<glow::Context>,
     surface: Surface,
 }
 
 impl GlRenderer {
+    /// Clears the framebuffer if nothing has since the frame began.
+    fn flush_clear(&mut self) {
+        if std::mem::take(&mut self.clear_pending) {
+            gl::begin_scene(&self.gl, [0, 0], self.size(), [0.0, 0.0, 0.0, 1.0], gl::DrawState::DepthTested);
+        }
+    }
+
     /// Opens a GL context drawing into `target` (shader files from `shaders` when given), and
     /// chooses what CUDA shares with it: GL interop when the context runs on the CUDA device.
     pub fn open(target: Target<'_>, options: &CudaOptions, shaders: Option<&Path>) -> Result<(Self, Selection)> {
@@ -106,6 +116,7 @@ impl GlRenderer {
             draw_timer,
             panel_timer,
             frame: 0,
+            clear_pending: false,
             info,
             gl,
             surface,
@@ -165,8 +176,7 @@ impl Renderer for GlRenderer {
             }
             Surface::Offscreen { framebuffer, .. } => framebuffer.bind(&self.gl),
         }
-        let size = self.size();
-        gl::begin_scene(&self.gl, [0, 0], size, [0.0, 0.0, 0.0, 1.0], gl::DrawState::DepthTested);
+        self.clear_pending = true;
         Ok(true)
     }
 
@@ -178,10 +188,14 @@ impl Renderer for GlRenderer {
         self.draw_timer.begin(&self.gl, self.frame);
         let drawn = self.scenes.draw(Graphics::Gl(&self.gl), scene, view);
         self.draw_timer.end(&self.gl);
+        if drawn.is_ok() {
+            self.clear_pending = false; // the scene cleared the whole framebuffer as it began
+        }
         drawn
     }
 
     fn paint_panel(&mut self, panel: PanelPaint<'_>) -> Result<()> {
+        self.flush_clear();
         let size = self.size();
         let (frame, gl) = (self.frame, self.gl.clone());
         self.panel_timer.begin(&gl, frame);
@@ -193,6 +207,7 @@ impl Renderer for GlRenderer {
     }
 
     fn end_frame(&mut self, capture: bool) -> Result<Option<Vec<u8>>> {
+        self.flush_clear();
         let size = self.size();
         match &self.surface {
             Surface::Window { window, .. } => {

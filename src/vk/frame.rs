@@ -123,7 +123,7 @@ impl VulkanGraphics {
     pub fn record_overlay<R>(&self, record: impl FnOnce(vk::CommandBuffer) -> Result<R>) -> Result<R> {
         let commands = self.commands.try_borrow().map_err(|_| busy())?;
         let recorder = commands.recorder()?;
-        self.target.begin_overlay(&recorder);
+        self.target.begin_overlay(&recorder)?;
         let recorded = record(recorder.raw().1);
         self.target.end_rendering(&recorder);
         recorded
@@ -228,11 +228,8 @@ impl VulkanGraphics {
             }
             timer.begin(&commands.recorder()?, slot, frame);
         }
-        let cleared = self.target.clear(&commands.recorder()?, clear);
-        if cleared.is_err() {
-            self.abandon(&mut commands);
-        }
-        cleared
+        self.target.clear(clear);
+        Ok(())
     }
 
     /// Records into the frame begun by [`Self::begin_frame`].
@@ -255,10 +252,18 @@ impl VulkanGraphics {
 
     fn finish_frame(&self, present: Option<(&Swapchain, &Acquired)>) -> Result<()> {
         let mut commands = self.commands.try_borrow_mut().map_err(|_| busy())?;
+        // A frame that drew nothing over the whole target still clears it.
+        if let Err(error) = commands.recorder().and_then(|recorder| self.target.flush_clear(&recorder)) {
+            self.abandon(&mut commands);
+            return Err(error);
+        }
         if let Some((swapchain, acquired)) = present {
             let recorder = commands.recorder()?;
-            let source = self.target.prepare_copy(&recorder);
-            if let Err(error) = swapchain.record_copy(&recorder, source, self.target.size(), acquired) {
+            let copied = self
+                .target
+                .prepare_copy(&recorder)
+                .and_then(|source| swapchain.record_copy(&recorder, source, self.target.size(), acquired));
+            if let Err(error) = copied {
                 self.abandon(&mut commands);
                 return Err(error);
             }

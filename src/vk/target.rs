@@ -35,6 +35,18 @@ pub struct OffscreenTarget {
     /// The colour image's layout after the last recorded command (commands are submitted in the
     /// order they are recorded, so this is the layout the next one finds).
     color_layout: Cell<vk::ImageLayout>,
+    /// The frame's clear colour, until the clear is recorded (see [`Self::clear`]).
+    pending_clear: Cell<Option<[f32; 4]>>,
+}
+
+/// Whether a rendering pass uses the depth attachment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Cleared to 1 at the start of the pass, for depth-tested pipelines.
+    Cleared,
+    /// Neither cleared nor kept: the pass's pipeline does not test depth (additive sprites), so
+    /// clearing it would be work for nothing.
+    Unused,
 }
 
 impl OffscreenTarget {
@@ -70,7 +82,14 @@ impl OffscreenTarget {
         )?;
         let bytes = size[0] as usize * size[1] as usize * 4;
         let readback = Buffer::new(context, bytes, vk::BufferUsageFlags::TRANSFER_DST, MemoryKind::HostVisible)?;
-        Ok(Self { color, depth, readback, size, color_layout: Cell::new(vk::ImageLayout::UNDEFINED) })
+        Ok(Self {
+            color,
+            depth,
+            readback,
+            size,
+            color_layout: Cell::new(vk::ImageLayout::UNDEFINED),
+            pending_clear: Cell::new(None),
+        })
     }
 
     /// Width and height in pixels.
@@ -78,17 +97,31 @@ impl OffscreenTarget {
         self.size
     }
 
-    /// Records: clear the whole target to `clear` (colour; depth to 1).
-    pub fn clear(&self, recorder: &Recorder<'_>, clear: [f32; 4]) -> Result<()> {
+    /// Clears the whole target's colour to `clear`, with the frame's first rendering: a pass that
+    /// covers the whole target clears it anyway, so the frame's clear is folded into it; before
+    /// any other pass (or the panel, or the end of the frame) it is recorded as a pass of its own.
+    /// On a GPU with little graphics hardware a full-target clear is worth not making twice.
+    pub fn clear(&self, clear: [f32; 4]) {
+        self.pending_clear.set(Some(clear));
+    }
+
+    /// Records the clear [`Self::clear`] asked for, if it is still to be made.
+    pub fn flush_clear(&self, recorder: &Recorder<'_>) -> Result<()> {
+        let Some(clear) = self.pending_clear.take() else { return Ok(()) };
         let whole = Rect { origin: [0, 0], size: self.size };
-        self.begin_rendering(recorder, whole, clear)?;
+        self.begin_rendering(recorder, whole, clear, Depth::Unused)?;
         self.end_rendering(recorder);
         Ok(())
     }
 
-    /// Records: start drawing into `rect` (clearing it to `clear`, depth to 1), with the viewport
-    /// and scissor set to it.
-    pub fn begin_rendering(&self, recorder: &Recorder<'_>, rect: Rect, clear: [f32; 4]) -> Result<()> {
+    /// Records: start drawing into `rect` (clearing it to `clear`; depth cleared to 1 or unused),
+    /// with the viewport and scissor set to it.
+    pub fn begin_rendering(&self, recorder: &Recorder<'_>, rect: Rect, clear: [f32; 4], depth: Depth) -> Result<()> {
+        if rect.origin == [0, 0] && rect.size == self.size {
+            self.pending_clear.set(None); // this pass clears every pixel itself
+        } else {
+            self.flush_clear(recorder)?;
+        }
         let [x, y] = rect.origin;
         let [width, height] = rect.size;
         if width == 0 || height == 0 || x + width > self.size[0] || y + height > self.size[1] {
@@ -117,10 +150,14 @@ impl OffscreenTarget {
             .load_op(vk::AttachmentLoadOp::CLEAR)
             .store_op(vk::AttachmentStoreOp::STORE)
             .clear_value(vk::ClearValue { color: vk::ClearColorValue { float32: clear } })];
+        let depth_load = match depth {
+            Depth::Cleared => vk::AttachmentLoadOp::CLEAR,
+            Depth::Unused => vk::AttachmentLoadOp::DONT_CARE,
+        };
         let depth = vk::RenderingAttachmentInfo::default()
             .image_view(self.depth.view)
             .image_layout(vk::ImageLayout::DEPTH_ATTACHMENT_OPTIMAL)
-            .load_op(vk::AttachmentLoadOp::CLEAR)
+            .load_op(depth_load)
             .store_op(vk::AttachmentStoreOp::DONT_CARE)
             .clear_value(vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } });
         let rendering = vk::RenderingInfo::default()
@@ -158,7 +195,8 @@ impl OffscreenTarget {
 
     /// Starts drawing over the whole target, keeping what is there and with no depth (an overlay:
     /// the panel); the viewport is the caller's to set. End with [`Self::end_rendering`].
-    pub fn begin_overlay(&self, recorder: &Recorder<'_>) {
+    pub fn begin_overlay(&self, recorder: &Recorder<'_>) -> Result<()> {
+        self.flush_clear(recorder)?;
         let (device, commands) = recorder.raw();
         self.transition(recorder, vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
         let color = [vk::RenderingAttachmentInfo::default()
@@ -173,12 +211,14 @@ impl OffscreenTarget {
         let rendering = vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&color);
         // SAFETY: a recording command buffer; the attachment is in the layout named.
         unsafe { device.cmd_begin_rendering(commands, &rendering) };
+        Ok(())
     }
 
     /// Records what makes the colour image the source of a copy; returns the image.
-    pub(crate) fn prepare_copy(&self, recorder: &Recorder<'_>) -> vk::Image {
+    pub(crate) fn prepare_copy(&self, recorder: &Recorder<'_>) -> Result<vk::Image> {
+        self.flush_clear(recorder)?;
         self.transition(recorder, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
-        self.color.image
+        Ok(self.color.image)
     }
 
     /// Records: stop drawing.
