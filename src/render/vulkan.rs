@@ -124,7 +124,7 @@ impl VulkanScenes {
                 topology: Topology::Triangles,
                 vertex_buffers: 0,
                 textures: 2,
-                blend: Blend::DepthTested,
+                blend: Blend::Opaque,
                 push_constant_bytes: std::mem::size_of::<PictureConstants>() as u32,
             };
             let pipeline = GraphicsPipeline::new(vulkan.context(), &description)?;
@@ -162,7 +162,7 @@ impl VulkanScenes {
         let rect = Rect { origin: view.origin, size: view.size };
         let pipeline = &pass.pipeline;
         vulkan.record(|recorder, target| {
-            target.begin_rendering(recorder, rect, PICTURE_CLEAR, Depth::Cleared)?;
+            target.begin_rendering(recorder, rect, PICTURE_CLEAR, Depth::Unused)?;
             let drawn = recorder.draw_fullscreen(pipeline, bytemuck::bytes_of(&constants), set);
             target.end_rendering(recorder);
             drawn

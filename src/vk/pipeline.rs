@@ -35,6 +35,16 @@ pub enum Blend {
     /// Added (source × its alpha + destination, as GL's `SRC_ALPHA, ONE`), no depth: glowing
     /// sprites.
     Additive,
+    /// Written over, no depth: a picture that covers its view.
+    Opaque,
+}
+
+impl Blend {
+    /// Whether pipelines of this kind test depth; those that do not are made without a depth
+    /// attachment, and so are the passes that draw them (no depth to clear or keep).
+    pub fn tests_depth(self) -> bool {
+        self == Blend::DepthTested
+    }
 }
 
 /// The primitives a pipeline assembles.
@@ -176,13 +186,13 @@ impl GraphicsPipeline {
             .line_width(1.0);
         let multisample =
             vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(vk::SampleCountFlags::TYPE_1);
-        let depth_tested = description.blend == Blend::DepthTested;
+        let depth_tested = description.blend.tests_depth();
         let depth = vk::PipelineDepthStencilStateCreateInfo::default()
             .depth_test_enable(depth_tested)
             .depth_write_enable(depth_tested)
             .depth_compare_op(vk::CompareOp::LESS);
         let attachment = match description.blend {
-            Blend::DepthTested => vk::PipelineColorBlendAttachmentState::default()
+            Blend::DepthTested | Blend::Opaque => vk::PipelineColorBlendAttachmentState::default()
                 .blend_enable(false)
                 .color_write_mask(vk::ColorComponentFlags::RGBA),
             Blend::Additive => vk::PipelineColorBlendAttachmentState::default()
@@ -202,7 +212,7 @@ impl GraphicsPipeline {
         let color_formats = [COLOR_FORMAT];
         let mut rendering = vk::PipelineRenderingCreateInfo::default()
             .color_attachment_formats(&color_formats)
-            .depth_attachment_format(DEPTH_FORMAT);
+            .depth_attachment_format(if depth_tested { DEPTH_FORMAT } else { vk::Format::UNDEFINED });
         let create_info = vk::GraphicsPipelineCreateInfo::default()
             .stages(&stages)
             .vertex_input_state(&vertex_input)

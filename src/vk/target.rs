@@ -44,8 +44,8 @@ pub struct OffscreenTarget {
 pub enum Depth {
     /// Cleared to 1 at the start of the pass, for depth-tested pipelines.
     Cleared,
-    /// Neither cleared nor kept: the pass's pipeline does not test depth (additive sprites), so
-    /// clearing it would be work for nothing.
+    /// No depth attachment: the pass's pipelines do not test depth (additive sprites, a picture;
+    /// see [`super::pipeline::Blend::tests_depth`]), so clearing it would be work for nothing.
     Unused,
 }
 
@@ -150,21 +150,17 @@ impl OffscreenTarget {
             .load_op(vk::AttachmentLoadOp::CLEAR)
             .store_op(vk::AttachmentStoreOp::STORE)
             .clear_value(vk::ClearValue { color: vk::ClearColorValue { float32: clear } })];
-        let depth_load = match depth {
-            Depth::Cleared => vk::AttachmentLoadOp::CLEAR,
-            Depth::Unused => vk::AttachmentLoadOp::DONT_CARE,
-        };
+        let uses_depth = depth == Depth::Cleared;
         let depth = vk::RenderingAttachmentInfo::default()
             .image_view(self.depth.view)
             .image_layout(vk::ImageLayout::DEPTH_ATTACHMENT_OPTIMAL)
-            .load_op(depth_load)
+            .load_op(vk::AttachmentLoadOp::CLEAR)
             .store_op(vk::AttachmentStoreOp::DONT_CARE)
             .clear_value(vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } });
-        let rendering = vk::RenderingInfo::default()
-            .render_area(area)
-            .layer_count(1)
-            .color_attachments(&color)
-            .depth_attachment(&depth);
+        let mut rendering = vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&color);
+        if uses_depth {
+            rendering = rendering.depth_attachment(&depth);
+        }
         // Flipped viewport (negative height): clip-space y up, as in GL.
         let viewport = vk::Viewport {
             x: x as f32,
@@ -177,15 +173,17 @@ impl OffscreenTarget {
         // SAFETY: a buffer in the recording state; the images and views are live; the area lies
         // inside the target (checked above).
         unsafe {
-            device.cmd_pipeline_barrier(
-                commands,
-                vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS | vk::PipelineStageFlags::LATE_FRAGMENT_TESTS,
-                vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS | vk::PipelineStageFlags::LATE_FRAGMENT_TESTS,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &[depth_barrier],
-            );
+            if uses_depth {
+                device.cmd_pipeline_barrier(
+                    commands,
+                    vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS | vk::PipelineStageFlags::LATE_FRAGMENT_TESTS,
+                    vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS | vk::PipelineStageFlags::LATE_FRAGMENT_TESTS,
+                    vk::DependencyFlags::empty(),
+                    &[],
+                    &[],
+                    &[depth_barrier],
+                );
+            }
             device.cmd_begin_rendering(commands, &rendering);
             device.cmd_set_viewport(commands, 0, &[viewport]);
             device.cmd_set_scissor(commands, 0, &[area]);
