@@ -82,6 +82,19 @@ enum Row {
 /// How a row is measured.
 type RowFn = fn(&mut Bench) -> Result<Row>;
 
+/// How the CUDA side of a chain waits for the other side, signals it, and how the host waits
+/// for the chain's end mark.
+struct CudaLegs<'a> {
+    wait_back: &'a dyn Fn(&Stream, u64) -> Result<()>,
+    signal_there: &'a dyn Fn(&Stream, u64) -> Result<()>,
+    finish: &'a dyn Fn(&Bench, &Event, u64) -> Result<()>,
+}
+
+/// The host's wait at the end of a chain whose stream waits only on semaphores or events.
+fn synchronize(bench: &Bench, _end: &Event, _last: u64) -> Result<()> {
+    bench.streams[0].synchronize()
+}
+
 /// Everything the rows share: CUDA (a context, two streams, the fill kernel), the headless GL
 /// context and Vulkan on the CUDA device, each made once.
 struct Bench {
@@ -255,6 +268,40 @@ impl Bench {
         })
     }
 
+    /// One chain led by CUDA on stream 0: each round waits for the other side's signal of the
+    /// round before (`wait_back`; the first round records the start mark instead), runs the
+    /// tiny kernel, signals `there` with the round's value and has the other side enqueue its
+    /// part (`other`); at the end the stream waits for the last round's signal back, records the
+    /// end mark, and the host waits for it (`finish`). Round values run first + 1 ..= first + rounds.
+    fn cuda_led_chain(
+        &mut self,
+        first: u64,
+        marks: &[Event; 2],
+        legs: &CudaLegs<'_>,
+        other: &mut dyn FnMut(&mut Self, u64) -> Result<()>,
+    ) -> Result<Chain> {
+        let started = Instant::now();
+        for r in 0..self.rounds {
+            let value = first + u64::from(r) + 1;
+            if r > 0 {
+                (legs.wait_back)(&self.streams[0], value - 1)?;
+            } else {
+                marks[0].record(&self.streams[0])?;
+            }
+            self.tiny_kernel(0, 0, value as u32)?;
+            (legs.signal_there)(&self.streams[0], value)?;
+            other(self, value)?;
+        }
+        let last = first + u64::from(self.rounds);
+        (legs.wait_back)(&self.streams[0], last)?;
+        marks[1].record(&self.streams[0])?;
+        let enqueue_us = micros(started);
+        (legs.finish)(self, &marks[1], last)?;
+        let wall_us = micros(started);
+        let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
+        Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: None })
+    }
+
     /// Times `rounds × batches` of `once` (a command and the host's wait for it).
     fn latencies(&mut self, mut once: impl FnMut(&mut Self, u32) -> Result<()>) -> Result<Row> {
         let mut times = Vec::new();
@@ -303,29 +350,20 @@ impl Bench {
         let context = self.cuda.context.clone();
         let (there, back) = (Event::new_untimed(&context)?, Event::new_untimed(&context)?);
         let marks = [Event::new(&context)?, Event::new(&context)?];
+        let legs = CudaLegs {
+            wait_back: &|stream, _| stream.wait_event(&back),
+            signal_there: &|stream, _| there.record(stream),
+            finish: &synchronize,
+        };
         self.chains(|bench, first| {
-            let started = Instant::now();
-            for r in 0..bench.rounds {
-                if r > 0 {
-                    bench.streams[0].wait_event(&back)?;
-                } else {
-                    marks[0].record(&bench.streams[0])?;
-                }
-                bench.tiny_kernel(0, 0, (first + u64::from(r)) as u32)?;
-                there.record(&bench.streams[0])?;
+            let mut chain = bench.cuda_led_chain(first, &marks, &legs, &mut |bench, value| {
                 bench.streams[1].wait_event(&there)?;
-                bench.tiny_kernel(1, 1, (first + u64::from(r)) as u32)?;
-                back.record(&bench.streams[1])?;
-            }
-            bench.streams[0].wait_event(&back)?;
-            marks[1].record(&bench.streams[0])?;
-            let enqueue_us = micros(started);
-            bench.streams[0].synchronize()?;
-            let wall_us = micros(started);
-            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
-            let last = (first + u64::from(bench.rounds) - 1) as u32;
-            let checked = Some(first_word(&bench.scratch[1], &bench.streams[0])? == last);
-            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked })
+                bench.tiny_kernel(1, 1, value as u32)?;
+                back.record(&bench.streams[1])
+            })?;
+            let last = (first + u64::from(bench.rounds)) as u32;
+            chain.checked = Some(first_word(&bench.scratch[1], &bench.streams[0])? == last);
+            Ok(chain)
         })
     }
 
@@ -358,45 +396,28 @@ impl Bench {
         };
         let marks = [Event::new(&home)?, Event::new(&home)?];
         let mut other = other;
+        let legs = CudaLegs {
+            wait_back: &|stream, value| home_back.wait_async(stream, value),
+            signal_there: &|stream, value| home_there.signal_async(stream, value),
+            finish: &synchronize,
+        };
         let row = self.chains(|bench, first| {
-            let started = Instant::now();
-            for r in 0..bench.rounds {
-                let value = first + u64::from(r) + 1;
-                let stream = &bench.streams[0];
-                if r > 0 {
-                    home_back.wait_async(stream, value - 1)?;
-                } else {
-                    marks[0].record(stream)?;
-                }
-                bench.tiny_kernel(0, 0, value as u32)?;
-                home_there.signal_async(&bench.streams[0], value)?;
+            let mut chain = bench.cuda_led_chain(first, &marks, &legs, &mut |_, value| {
                 other.context.make_current()?;
                 let ran = (|| {
                     other_there.wait_async(&other.stream, value)?;
-                    launch_fill_blocks(
-                        &mut other.fill,
-                        &other.limits,
-                        &other.stream,
-                        other.scratch.span(),
-                        value as u32,
-                        1,
-                    )?;
+                    let span = other.scratch.span();
+                    launch_fill_blocks(&mut other.fill, &other.limits, &other.stream, span, value as u32, 1)?;
                     other_back.signal_async(&other.stream, value)
                 })();
                 home.make_current()?;
-                ran?;
-            }
-            let last = first + u64::from(bench.rounds);
-            home_back.wait_async(&bench.streams[0], last)?;
-            marks[1].record(&bench.streams[0])?;
-            let enqueue_us = micros(started);
-            bench.streams[0].synchronize()?;
-            let wall_us = micros(started);
-            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
+                ran
+            })?;
             other.context.make_current()?;
             let seen = first_word(&other.scratch, &other.stream);
             home.make_current()?;
-            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: Some(seen? == last as u32) })
+            chain.checked = Some(seen? == (first + u64::from(bench.rounds)) as u32);
+            Ok(chain)
         });
         // The other context's stream and the imports go before the semaphores and the context.
         drop((home_there, home_back));
@@ -418,30 +439,18 @@ impl Bench {
         // declared last, it drops first, waiting for its submissions).
         let mut ring = CommandRing::new(&vulkan, self.rounds as usize + 1)?;
         let marks = [Event::new(&context)?, Event::new(&context)?];
+        let legs = CudaLegs {
+            wait_back: &|stream, value| cuda_back.wait_async(stream, value),
+            signal_there: &|stream, value| cuda_there.signal_async(stream, value),
+            finish: &synchronize,
+        };
         let row = self.chains(|bench, first| {
-            let started = Instant::now();
-            for r in 0..bench.rounds {
-                let value = first + u64::from(r) + 1;
-                let stream = &bench.streams[0];
-                if r > 0 {
-                    cuda_back.wait_async(stream, value - 1)?;
-                } else {
-                    marks[0].record(stream)?;
-                }
-                bench.tiny_kernel(0, 0, value as u32)?;
-                cuda_there.signal_async(&bench.streams[0], value)?;
+            let mut chain = bench.cuda_led_chain(first, &marks, &legs, &mut |_, value| {
                 let wait = Wait::timeline(&there, value, raw::PipelineStageFlags::TRANSFER);
-                ring.submit(&[wait], &[Signal::timeline(&back, value)], |rec| rec.fill(&target, value as u32))?;
-            }
-            let last = first + u64::from(bench.rounds);
-            cuda_back.wait_async(&bench.streams[0], last)?;
-            marks[1].record(&bench.streams[0])?;
-            let enqueue_us = micros(started);
-            bench.streams[0].synchronize()?;
-            let wall_us = micros(started);
-            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
-            let seen = host_word(&target);
-            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: Some(seen == Some(last as u32)) })
+                ring.submit(&[wait], &[Signal::timeline(&back, value)], |rec| rec.fill(&target, value as u32))
+            })?;
+            chain.checked = Some(host_word(&target) == Some((first + u64::from(bench.rounds)) as u32));
+            Ok(chain)
         });
         // Nothing may still wait on the semaphores when they go (the ring waits for Vulkan's side).
         let settled = self.streams[0].synchronize();
@@ -462,28 +471,17 @@ impl Bench {
         let names = GlNames::import(&gl, semaphores, &there, &back)?;
         let pair = GlPair::new(&gl)?;
         let marks = [Event::new(&context)?, Event::new(&context)?];
+        let legs = CudaLegs {
+            wait_back: &|stream, _| cuda_back.wait_async(stream, 0),
+            signal_there: &|stream, _| cuda_there.signal_async(stream, 0),
+            finish: &synchronize,
+        };
         let row = self.chains(|bench, first| {
-            let started = Instant::now();
-            for r in 0..bench.rounds {
-                let stream = &bench.streams[0];
-                if r > 0 {
-                    cuda_back.wait_async(stream, 0)?;
-                } else {
-                    marks[0].record(stream)?;
-                }
-                bench.tiny_kernel(0, 0, (first + u64::from(r)) as u32)?;
-                cuda_there.signal_async(&bench.streams[0], 0)?;
+            bench.cuda_led_chain(first, &marks, &legs, &mut |_, _| {
                 semaphores.wait(&gl, names.there, &[])?;
                 pair.copy(&gl);
-                semaphores.signal(&gl, names.back, &[])?;
-            }
-            cuda_back.wait_async(&bench.streams[0], 0)?;
-            marks[1].record(&bench.streams[0])?;
-            let enqueue_us = micros(started);
-            bench.streams[0].synchronize()?;
-            let wall_us = micros(started);
-            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
-            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: None })
+                semaphores.signal(&gl, names.back, &[])
+            })
         });
         let settled = self.streams[0].synchronize();
         semaphores.finish();
@@ -570,30 +568,17 @@ impl Bench {
         ring.submit(&[], &[Signal::timeline(&done, 1)], |rec| rec.write_done_word(&word, 0))?;
         wait_timeline(&done, 1)?;
         let marks = [Event::new(&context)?, Event::new(&context)?];
+        let legs = CudaLegs {
+            wait_back: &|stream, value| stream.wait_value(address, value),
+            signal_there: &|stream, value| cuda_there.signal_async(stream, value),
+            finish: &|bench, end, last| bench.finish_word_chain(end, address, last),
+        };
+        // Reaching the end means CUDA saw the last word: nothing more to check.
         let row = self.chains(|bench, first| {
-            let started = Instant::now();
-            for r in 0..bench.rounds {
-                let value = first + u64::from(r) + 1;
-                let stream = &bench.streams[0];
-                if r > 0 {
-                    stream.wait_value(address, value - 1)?;
-                } else {
-                    marks[0].record(stream)?;
-                }
-                bench.tiny_kernel(0, 0, value as u32)?;
-                cuda_there.signal_async(&bench.streams[0], value)?;
+            bench.cuda_led_chain(first, &marks, &legs, &mut |_, value| {
                 let wait = Wait::timeline(&there, value, raw::PipelineStageFlags::TRANSFER);
-                ring.submit(&[wait], &[], |rec| rec.write_done_word(&word, value))?;
-            }
-            let last = first + u64::from(bench.rounds);
-            bench.streams[0].wait_value(address, last)?;
-            marks[1].record(&bench.streams[0])?;
-            let enqueue_us = micros(started);
-            bench.finish_word_chain(&marks[1], address, last)?;
-            let wall_us = micros(started);
-            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
-            // Reaching the end means CUDA saw the last word: nothing more to check.
-            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: None })
+                ring.submit(&[wait], &[], |rec| rec.write_done_word(&word, value))
+            })
         });
         let settled = self.streams[0].synchronize();
         drop(ring); // waits for Vulkan's submissions
@@ -638,39 +623,29 @@ impl Bench {
             }
         };
         let marks = [Event::new(&context)?, Event::new(&context)?];
+        let legs = CudaLegs {
+            wait_back: &|stream, value| stream.wait_value(address, value),
+            signal_there: &|stream, _| cuda_there.signal_async(stream, 0),
+            finish: &|bench, end, last| bench.finish_word_chain(end, address, last),
+        };
         let row = self.chains(|bench, first| {
             let words: Vec<u8> = (0..u64::from(bench.rounds)).flat_map(|r| (first + r + 1).to_ne_bytes()).collect();
             values.write(&gl, &words)?;
-            let started = Instant::now();
-            for r in 0..bench.rounds {
-                let value = first + u64::from(r) + 1;
-                let stream = &bench.streams[0];
-                if r > 0 {
-                    stream.wait_value(address, value - 1)?;
-                } else {
-                    marks[0].record(stream)?;
-                }
-                bench.tiny_kernel(0, 0, value as u32)?;
-                cuda_there.signal_async(&bench.streams[0], 0)?;
+            bench.cuda_led_chain(first, &marks, &legs, &mut |_, value| {
                 semaphores.wait(&gl, names, &[])?;
+                // Round `value` copies the value written for it (8 bytes at (value − first − 1)·8).
+                let offset = ((value - first - 1) * 8) as i32;
                 // SAFETY: live buffers of the current context; 8 bytes inside both.
                 unsafe {
                     gl.bind_buffer(glow::COPY_READ_BUFFER, values.raw());
                     gl.bind_buffer(glow::COPY_WRITE_BUFFER, gl_word.raw());
-                    gl.copy_buffer_sub_data(glow::COPY_READ_BUFFER, glow::COPY_WRITE_BUFFER, r as i32 * 8, 0, 8);
+                    gl.copy_buffer_sub_data(glow::COPY_READ_BUFFER, glow::COPY_WRITE_BUFFER, offset, 0, 8);
                     gl.bind_buffer(glow::COPY_READ_BUFFER, None);
                     gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
                     gl.flush();
                 }
-            }
-            let last = first + u64::from(bench.rounds);
-            bench.streams[0].wait_value(address, last)?;
-            marks[1].record(&bench.streams[0])?;
-            let enqueue_us = micros(started);
-            bench.finish_word_chain(&marks[1], address, last)?;
-            let wall_us = micros(started);
-            let gpu_us = f64::from(marks[1].elapsed_ms_since(&marks[0])?) * 1e3;
-            Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: None })
+                Ok(())
+            })
         });
         let settled = self.streams[0].synchronize();
         semaphores.finish();
