@@ -99,9 +99,6 @@ pub fn run(args: &AnatomyBenchArgs, stop: &StopRequest) -> Result<AnatomyBench> 
     }
     let _ = std::fs::remove_file(&trace_path);
     let json = json!({ "bench": "anatomy", "demo": "wave", "renderer": args.renderer.label(), "rows": rows });
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&json).map_err(|e| crate::Error::InvalidInput(e.to_string()))?;
-        crate::output::write(path, text.as_bytes())?;
-    }
+    crate::demo_kit::bench::write_json(&args.json, &json)?;
     Ok(AnatomyBench { table, json })
 }

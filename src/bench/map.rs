@@ -303,10 +303,7 @@ pub fn run(args: &MapBenchArgs) -> Result<BenchReport> {
         ),
         "results": results,
     });
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
-        crate::output::write(path, (text + "\n").as_bytes())?;
-    }
+    crate::demo_kit::bench::write_json(&args.json, &json)?;
     Ok(BenchReport { json, table })
 }
 

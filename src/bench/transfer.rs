@@ -355,10 +355,7 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
         ),
         "results": results,
     });
-    if let Some(path) = &options.json {
-        let text = serde_json::to_string_pretty(&json).map_err(|e| Error::InvalidInput(e.to_string()))?;
-        crate::output::write(path, (text + "\n").as_bytes())?;
-    }
+    crate::demo_kit::bench::write_json(&options.json, &json)?;
     Ok(BenchReport { json, table })
 }
 
