@@ -10,7 +10,7 @@ use crate::sources::SourceFile;
 use crate::vk::frame::VulkanGraphics;
 use crate::vk::memory::Buffer;
 use crate::vk::pipeline::{Blend, GraphicsPipeline, PipelineDescription, Topology};
-use crate::vk::target::{Depth, Rect};
+use crate::vk::target::Rect;
 use crate::{Error, Result, source_file};
 
 const GRID_VERTEX: SourceFile = source_file!("shaders/vulkan/wave.vert");
@@ -162,7 +162,7 @@ impl VulkanScenes {
         let rect = Rect { origin: view.origin, size: view.size };
         let pipeline = &pass.pipeline;
         vulkan.record(|recorder, target| {
-            target.begin_rendering(recorder, rect, PICTURE_CLEAR, Depth::Unused)?;
+            target.begin_rendering(recorder, rect, PICTURE_CLEAR, pipeline.tests_depth())?;
             let drawn = recorder.draw_fullscreen(pipeline, bytemuck::bytes_of(&constants), set);
             target.end_rendering(recorder);
             drawn
@@ -197,7 +197,7 @@ impl VulkanScenes {
         let buffers = [sprites.bodies.vulkan(vulkan)?, sprites.velocities.vulkan(vulkan)?];
         let rect = Rect { origin: view.origin, size: view.size };
         vulkan.record(|recorder, target| {
-            target.begin_rendering(recorder, rect, SPRITES_CLEAR, Depth::Unused)?;
+            target.begin_rendering(recorder, rect, SPRITES_CLEAR, pipeline.tests_depth())?;
             let drawn = recorder.draw(pipeline, bytemuck::bytes_of(&constants), &buffers, sprites.count);
             target.end_rendering(recorder);
             drawn
@@ -233,13 +233,16 @@ impl VulkanScenes {
         };
         let constants = bytemuck::bytes_of(&constants);
         let rect = Rect { origin: view.origin, size: view.size };
+        let triangles = match &passes.triangles {
+            Some((_, indices, count)) if grid.mesh && *count > 0 => Some((indices, *count)),
+            _ => None,
+        };
+        let pipeline = if triangles.is_some() { &passes.mesh } else { &passes.points };
         vulkan.record(|recorder, target| {
-            target.begin_rendering(recorder, rect, GRID_CLEAR, Depth::Cleared)?;
-            let drawn = match &passes.triangles {
-                Some((_, indices, count)) if grid.mesh && *count > 0 => {
-                    recorder.draw_indexed(&passes.mesh, constants, &[vertices], indices, *count)
-                }
-                _ => recorder.draw(&passes.points, constants, &[vertices], vertex_count as u32),
+            target.begin_rendering(recorder, rect, GRID_CLEAR, pipeline.tests_depth())?;
+            let drawn = match triangles {
+                Some((indices, count)) => recorder.draw_indexed(pipeline, constants, &[vertices], indices, count),
+                None => recorder.draw(pipeline, constants, &[vertices], vertex_count as u32),
             };
             target.end_rendering(recorder);
             drawn

@@ -259,11 +259,8 @@ impl VulkanGraphics {
         }
         if let Some((swapchain, acquired)) = present {
             let recorder = commands.recorder()?;
-            let copied = self
-                .target
-                .prepare_copy(&recorder)
-                .and_then(|source| swapchain.record_copy(&recorder, source, self.target.size(), acquired));
-            if let Err(error) = copied {
+            let source = self.target.prepare_copy(&recorder);
+            if let Err(error) = swapchain.record_copy(&recorder, source, self.target.size(), acquired) {
                 self.abandon(&mut commands);
                 return Err(error);
             }

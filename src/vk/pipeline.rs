@@ -83,6 +83,8 @@ pub struct GraphicsPipeline {
     push_constant_bytes: u32,
     vertex_buffers: usize,
     textures: usize,
+    /// Made with a depth attachment, for depth testing ([`Blend::tests_depth`]).
+    tests_depth: bool,
     pool: vk::DescriptorPool,
     set_layout: vk::DescriptorSetLayout,
     context: Rc<VulkanContext>,
@@ -234,10 +236,17 @@ impl GraphicsPipeline {
             push_constant_bytes: description.push_constant_bytes,
             vertex_buffers: count,
             textures,
+            tests_depth: depth_tested,
             pool: pool.keep(),
             set_layout: set_layout.keep(),
             context: context.clone(),
         })
+    }
+
+    /// Whether the pipeline tests depth: the pass that draws it must then have a depth
+    /// attachment, and must not otherwise.
+    pub fn tests_depth(&self) -> bool {
+        self.tests_depth
     }
 
     /// The Vulkan handle.

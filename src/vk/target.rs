@@ -39,16 +39,6 @@ pub struct OffscreenTarget {
     pending_clear: Cell<Option<[f32; 4]>>,
 }
 
-/// Whether a rendering pass uses the depth attachment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Depth {
-    /// Cleared to 1 at the start of the pass, for depth-tested pipelines.
-    Cleared,
-    /// No depth attachment: the pass's pipelines do not test depth (additive sprites, a picture;
-    /// see [`super::pipeline::Blend::tests_depth`]), so clearing it would be work for nothing.
-    Unused,
-}
-
 impl OffscreenTarget {
     /// A target of `size` pixels.
     pub fn new(context: &Rc<VulkanContext>, size: [u32; 2]) -> Result<Self> {
@@ -109,14 +99,22 @@ impl OffscreenTarget {
     pub fn flush_clear(&self, recorder: &Recorder<'_>) -> Result<()> {
         let Some(clear) = self.pending_clear.take() else { return Ok(()) };
         let whole = Rect { origin: [0, 0], size: self.size };
-        self.begin_rendering(recorder, whole, clear, Depth::Unused)?;
+        self.begin_rendering(recorder, whole, clear, false)?;
         self.end_rendering(recorder);
         Ok(())
     }
 
-    /// Records: start drawing into `rect` (clearing it to `clear`; depth cleared to 1 or unused),
-    /// with the viewport and scissor set to it.
-    pub fn begin_rendering(&self, recorder: &Recorder<'_>, rect: Rect, clear: [f32; 4], depth: Depth) -> Result<()> {
+    /// Records: start drawing into `rect` (clearing it to `clear`), with the viewport and scissor
+    /// set to it. `with_depth` (the pipeline's [`tests_depth`](super::pipeline::GraphicsPipeline::tests_depth)): the depth
+    /// attachment, cleared to 1; without it the pass has none, so a pipeline that does not test
+    /// depth (additive sprites, a picture) costs no depth clear.
+    pub fn begin_rendering(
+        &self,
+        recorder: &Recorder<'_>,
+        rect: Rect,
+        clear: [f32; 4],
+        with_depth: bool,
+    ) -> Result<()> {
         if rect.origin == [0, 0] && rect.size == self.size {
             self.pending_clear.set(None); // this pass clears every pixel itself
         } else {
@@ -150,7 +148,6 @@ impl OffscreenTarget {
             .load_op(vk::AttachmentLoadOp::CLEAR)
             .store_op(vk::AttachmentStoreOp::STORE)
             .clear_value(vk::ClearValue { color: vk::ClearColorValue { float32: clear } })];
-        let uses_depth = depth == Depth::Cleared;
         let depth = vk::RenderingAttachmentInfo::default()
             .image_view(self.depth.view)
             .image_layout(vk::ImageLayout::DEPTH_ATTACHMENT_OPTIMAL)
@@ -158,7 +155,7 @@ impl OffscreenTarget {
             .store_op(vk::AttachmentStoreOp::DONT_CARE)
             .clear_value(vk::ClearValue { depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 } });
         let mut rendering = vk::RenderingInfo::default().render_area(area).layer_count(1).color_attachments(&color);
-        if uses_depth {
+        if with_depth {
             rendering = rendering.depth_attachment(&depth);
         }
         // Flipped viewport (negative height): clip-space y up, as in GL.
@@ -173,7 +170,7 @@ impl OffscreenTarget {
         // SAFETY: a buffer in the recording state; the images and views are live; the area lies
         // inside the target (checked above).
         unsafe {
-            if uses_depth {
+            if with_depth {
                 device.cmd_pipeline_barrier(
                     commands,
                     vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS | vk::PipelineStageFlags::LATE_FRAGMENT_TESTS,
@@ -213,10 +210,9 @@ impl OffscreenTarget {
     }
 
     /// Records what makes the colour image the source of a copy; returns the image.
-    pub(crate) fn prepare_copy(&self, recorder: &Recorder<'_>) -> Result<vk::Image> {
-        self.flush_clear(recorder)?;
+    pub(crate) fn prepare_copy(&self, recorder: &Recorder<'_>) -> vk::Image {
         self.transition(recorder, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
-        Ok(self.color.image)
+        self.color.image
     }
 
     /// Records: stop drawing.
