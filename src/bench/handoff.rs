@@ -336,7 +336,7 @@ impl Bench {
         let gl = self.gl.clone();
         let pair = GlPair::new(&gl)?;
         let row = self.latencies(|_, _| {
-            pair.copy(&gl);
+            pair.copy(&gl)?;
             gl::wait_for_gl(&gl)
         });
         pair.delete(&gl);
@@ -476,7 +476,7 @@ impl Bench {
         let row = self.chains(|bench, first| {
             bench.cuda_led_chain(first, &marks, &legs, &mut |_, _| {
                 semaphores.wait(&gl, names.there, &[])?;
-                pair.copy(&gl);
+                pair.copy(&gl)?;
                 semaphores.signal(&gl, names.back, &[])
             })
         });
@@ -509,7 +509,7 @@ impl Bench {
                 let waits: &[Wait<'_>] = if r > 0 { &waits } else { &[] };
                 ring.submit(waits, &[Signal::binary(there.raw())], |rec| rec.fill(&target, word))?;
                 semaphores.wait(&gl, names.there, &[])?;
-                pair.copy(&gl);
+                pair.copy(&gl)?;
                 semaphores.signal(&gl, names.back, &[])?;
             }
             let last = first / u64::from(bench.rounds) + 1;
@@ -631,16 +631,9 @@ impl Bench {
             bench.cuda_led_chain(first, &marks, &legs, &mut |_, value| {
                 semaphores.wait(&gl, names, &[])?;
                 // Round `value` copies the value written for it (8 bytes at (value − first − 1)·8).
-                let offset = ((value - first - 1) * 8) as i32;
-                // SAFETY: live buffers of the current context; 8 bytes inside both.
-                unsafe {
-                    gl.bind_buffer(glow::COPY_READ_BUFFER, values.raw());
-                    gl.bind_buffer(glow::COPY_WRITE_BUFFER, gl_word.raw());
-                    gl.copy_buffer_sub_data(glow::COPY_READ_BUFFER, glow::COPY_WRITE_BUFFER, offset, 0, 8);
-                    gl.bind_buffer(glow::COPY_READ_BUFFER, None);
-                    gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
-                    gl.flush();
-                }
+                copy_gl_bytes(&gl, &values, (value - first - 1) as usize * 8, &gl_word, 8)?;
+                // SAFETY: a call on the current context.
+                unsafe { gl.flush() };
                 Ok(())
             })
         });
@@ -763,19 +756,35 @@ impl GlPair {
         Ok(Self { source: gl::Buffer::new(gl, &[7u8; 16])?, destination: gl::Buffer::uninitialized(gl, 16)? })
     }
 
-    fn copy(&self, gl: &glow::Context) {
-        // SAFETY: two live 16-byte buffers of the current context; 4 bytes copied inside both.
-        unsafe {
-            gl.bind_buffer(glow::COPY_READ_BUFFER, self.source.raw());
-            gl.bind_buffer(glow::COPY_WRITE_BUFFER, self.destination.raw());
-            gl.copy_buffer_sub_data(glow::COPY_READ_BUFFER, glow::COPY_WRITE_BUFFER, 0, 0, 4);
-            gl.bind_buffer(glow::COPY_READ_BUFFER, None);
-            gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
-        }
+    fn copy(&self, gl: &glow::Context) -> Result<()> {
+        copy_gl_bytes(gl, &self.source, 0, &self.destination, 4)
     }
 
     fn delete(mut self, gl: &glow::Context) {
         self.source.destroy(gl);
         self.destination.destroy(gl);
     }
+}
+
+/// GL's tiny command: copies `bytes` from `source` at `offset` to the start of `destination`
+/// (`glCopyBufferSubData`), on the GPU, in GL's order.
+fn copy_gl_bytes(
+    gl: &glow::Context,
+    source: &gl::Buffer,
+    offset: usize,
+    destination: &gl::Buffer,
+    bytes: usize,
+) -> Result<()> {
+    if offset + bytes > source.len() || bytes > destination.len() {
+        return Err(Error::InvalidInput(format!("a copy of {bytes} bytes at {offset} does not fit the buffers")));
+    }
+    // SAFETY: two live buffers of the current context; the range lies inside both (checked).
+    unsafe {
+        gl.bind_buffer(glow::COPY_READ_BUFFER, source.raw());
+        gl.bind_buffer(glow::COPY_WRITE_BUFFER, destination.raw());
+        gl.copy_buffer_sub_data(glow::COPY_READ_BUFFER, glow::COPY_WRITE_BUFFER, offset as i32, 0, bytes as i32);
+        gl.bind_buffer(glow::COPY_READ_BUFFER, None);
+        gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
+    }
+    Ok(())
 }
