@@ -2,6 +2,8 @@
 //! written in place (a full one fails the run, saying so), a folder or socket is refused before
 //! the run starts.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
 mod common;
 
 use std::os::unix::fs::FileTypeExt;
