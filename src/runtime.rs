@@ -488,13 +488,19 @@ pub fn open_vulkan(
     size: [u32; 2],
     window: Option<WindowHandles>,
 ) -> Result<(VulkanGraphics, Selection)> {
-    if options.transfer != TransferRequest::Auto {
-        return Err(Error::InvalidInput(
-            "--transfer chooses among the OpenGL paths; the Vulkan renderer takes Vulkan's own path with CUDA \
-             (switch to a host copy or the CPU in the panel): drop --transfer, or use --renderer gl"
-                .to_owned(),
-        ));
-    }
+    // Vulkan offers its own path and the copies through host memory; GL's paths are GL's.
+    let asked_path = match options.transfer {
+        TransferRequest::Auto => None,
+        TransferRequest::Copy => Some(TransferKind::HostCopy),
+        TransferRequest::Pageable => Some(TransferKind::HostCopyPageable),
+        TransferRequest::Interop | TransferRequest::External | TransferRequest::ExternalSemaphores => {
+            return Err(Error::InvalidInput(format!(
+                "{} is an OpenGL path; the Vulkan renderer takes Vulkan's own path with CUDA, or a copy \
+                 through host memory (--transfer copy or pageable): drop --transfer, or use --renderer gl",
+                cuda_transfer_flag(options.transfer).unwrap_or("--transfer")
+            )));
+        }
+    };
     let graphics = |choice: &DeviceChoice| {
         let context = match window {
             Some(handles) => VulkanContext::with_window(choice, handles)?,
@@ -526,10 +532,14 @@ pub fn open_vulkan(
             Err(error) => {
                 let reason = format!("CPU backend, because CUDA can't run here: {error}");
                 log::warn!("{reason}");
-                let unmet = options.device.map(|ordinal| {
-                    let flag = options.device_flag.clone().unwrap_or_else(|| format!("--device {ordinal}"));
-                    format!("{flag} was asked for, but CUDA can't run here: {error}")
-                });
+                let unmet = match options.device {
+                    Some(ordinal) => {
+                        let flag = options.device_flag.clone().unwrap_or_else(|| format!("--device {ordinal}"));
+                        Some(format!("{flag} was asked for, but CUDA can't run here: {error}"))
+                    }
+                    None => cuda_transfer_flag(options.transfer)
+                        .map(|flag| format!("{flag} was asked for, but CUDA can't run here: {error}")),
+                };
                 return Ok((graphics(&DeviceChoice::Any)?, on_cpu(reason, unmet)));
             }
         },
@@ -538,14 +548,17 @@ pub fn open_vulkan(
     let choice = DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() };
     match graphics(&choice) {
         Ok(vulkan) => {
-            let reason = format!(
+            let mut reason = format!(
                 "Vulkan runs on CUDA device {} ({}): CUDA imports the memory Vulkan allocates",
                 cuda.context.raw_device(),
                 device.name
             );
+            if let Some(path) = asked_path {
+                reason = format!("{} requested (--transfer), Vulkan on CUDA device {}", path.label(), device.name);
+            }
             let selection = Selection {
                 cuda: Some(Rc::new(cuda)),
-                transfer: TransferKind::Vulkan,
+                transfer: asked_path.unwrap_or(TransferKind::Vulkan),
                 reason,
                 unmet_request: None,
                 cuda_lost: false,

@@ -25,6 +25,7 @@ use interop_lab::demos::wave::{Wave, WaveSettings};
 use interop_lab::graphics::Graphics;
 use interop_lab::render::SceneDrawer;
 use interop_lab::render::vulkan::VulkanScenes;
+use interop_lab::runtime::TransferRequest;
 use interop_lab::runtime::{BackendRequest, CudaOptions};
 use interop_lab::transfer::TransferKind;
 use interop_lab::transfer::vulkan::{VulkanBuffer, VulkanShare};
@@ -264,6 +265,24 @@ fn the_three_demos_drawn_headless_on_the_vulkan_path_match_the_cpu_backend() {
         // (n-body after 5 steps: ~1e-6 relative positions), far below a pixel.
         assert!(drawn > 0.005, "{name}: only {:.2} % of the frame drawn", drawn * 100.0);
         assert!(db >= 30.0, "{name}: CUDA's frame differs from the CPU's: PSNR {db:.1} dB < 30");
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_vulkan_renderer_starts_on_a_host_copy_when_asked_and_draws_what_the_cpu_draws() {
+    let size = [320, 200];
+    for (request, path) in [(TransferRequest::Copy, "host_copy"), (TransferRequest::Pageable, "host_copy_pageable")] {
+        let mut copy = common::cpu_headless_options(DemoSpec::new(WaveSettings::default()), 5, size);
+        copy.cuda.backend = interop_lab::runtime::BackendRequest::Cuda;
+        copy.cuda.transfer = request;
+        let run = vulkan_run(&copy).expect("Vulkan headless on a host copy");
+        assert_eq!(run.json["transfer"], path, "{}", run.json);
+        let cpu = vulkan_run(&common::cpu_headless_options(DemoSpec::new(WaveSettings::default()), 5, size))
+            .expect("Vulkan headless, CPU");
+        let db = common::psnr(&run.pixels, &cpu.pixels);
+        eprintln!("{path}: PSNR {db:.1} dB against the CPU backend");
+        assert!(db >= 30.0, "{path}: the copied frame differs from the CPU's: PSNR {db:.1} dB < 30");
     }
 }
 

@@ -153,7 +153,17 @@ fn what_the_vulkan_renderer_cannot_do_is_refused_with_the_way_out() {
     let mut on_gl_path = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
     on_gl_path.cuda.transfer = TransferRequest::Interop;
     let message = vulkan_run(&on_gl_path).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("--transfer"), "a GL transfer path: {message}");
+    assert!(message.contains("--transfer interop") && message.contains("OpenGL path"), "a GL transfer path: {message}");
+
+    // A copy through host memory is one of Vulkan's paths: asked for without CUDA it is the
+    // CUDA request that cannot be met, said as such, not the renderer's refusal.
+    if !interop_lab::cuda::driver::driver_library_present() {
+        let mut copy = options(DemoSpec::new(WaveSettings::default()), [64, 64]);
+        copy.cuda.backend = BackendRequest::Auto;
+        copy.cuda.transfer = TransferRequest::Copy;
+        let message = vulkan_run(&copy).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("--transfer copy was asked for, but CUDA can't run here"), "{message}");
+    }
 
     if interop_lab::cuda::driver::driver_library_present() {
         println!("skipped: `--backend cuda` without a driver (this machine has one; tests/gpu_vulkan.rs runs it)");
