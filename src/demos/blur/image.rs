@@ -49,22 +49,23 @@ impl SourceImage {
         }
     }
 
-    /// Row `y` as the CPU filters take it (RGBA8 as 0..=255, RGBA32F in 0..1).
-    pub fn read_row(&self, format: PixelFormat, y: usize, row: &mut [[f32; 4]]) {
-        let width = self.width as usize;
+    /// `pixels.len()` pixels of row `y` from column `x` on, as the CPU filters take them (RGBA8
+    /// as 0..=255, RGBA32F in 0..1).
+    pub fn read_pixels(&self, format: PixelFormat, y: usize, x: usize, pixels: &mut [[f32; 4]]) {
+        let first = (y * self.width as usize + x) * 4;
         match (format, &self.rgba16) {
             (PixelFormat::Rgba8, _) => {
-                for (pixel, bytes) in row.iter_mut().zip(self.rgba8[y * width * 4..].chunks_exact(4)) {
+                for (pixel, bytes) in pixels.iter_mut().zip(self.rgba8[first..].chunks_exact(4)) {
                     *pixel = [bytes[0], bytes[1], bytes[2], bytes[3]].map(f32::from);
                 }
             }
             (PixelFormat::Rgba32f, Some(wide)) => {
-                for (pixel, words) in row.iter_mut().zip(wide[y * width * 4..].chunks_exact(4)) {
+                for (pixel, words) in pixels.iter_mut().zip(wide[first..].chunks_exact(4)) {
                     *pixel = [words[0], words[1], words[2], words[3]].map(|v| f32::from(v) / 65535.0);
                 }
             }
             (PixelFormat::Rgba32f, None) => {
-                for (pixel, bytes) in row.iter_mut().zip(self.rgba8[y * width * 4..].chunks_exact(4)) {
+                for (pixel, bytes) in pixels.iter_mut().zip(self.rgba8[first..].chunks_exact(4)) {
                     *pixel = [bytes[0], bytes[1], bytes[2], bytes[3]].map(|v| f32::from(v) / 255.0);
                 }
             }
@@ -76,7 +77,7 @@ impl SourceImage {
         let (width, height) = (self.width as usize, self.height as usize);
         let mut image = Image::new(width, height);
         for (y, row) in image.pixels.chunks_exact_mut(width).enumerate() {
-            self.read_row(format, y, row);
+            self.read_pixels(format, y, 0, row);
         }
         image
     }
@@ -193,11 +194,6 @@ pub fn save(path: &Path, size: [u32; 2], format: PixelFormat, bytes: &[u8]) -> R
         }
     };
     crate::output::write_image(path, image)
-}
-
-/// The float image the CPU filters produced, as texture bytes in `format`.
-pub fn float_image_bytes(image: &Image<f32>, format: PixelFormat, out: &mut [u8]) {
-    float_row_bytes(&image.pixels, format, out);
 }
 
 /// Pixels the CPU filters produced, as texture bytes in `format` (RGBA8 rounded as the GPU does).
