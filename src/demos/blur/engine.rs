@@ -114,12 +114,13 @@ pub fn run_cpu(source: &SourceImage, settings: &BlurSettings, planes: &mut cpu::
     let (width, height) = (source.width as usize, source.height as usize);
     let weights: Vec<f32> =
         cpu::gaussian_weights(settings.sigma, settings.radius() as usize).iter().map(|&w| w as f32).collect();
+    let read = |y: usize, x: usize, pixels: &mut [[f32; 4]]| source.read_pixels(format, y, x, pixels);
+    let write = |pixels: &[[f32; 4]], bytes: &mut [u8]| image::float_row_bytes(pixels, format, bytes);
+    let row_len = width * format.bytes_per_pixel();
     let recursive;
     let line = match settings.filter {
         Filter::Naive => {
-            // The 2-D window reads around every pixel: it takes the whole float image.
-            let blurred = cpu::naive(&source.to_float_image(format), &weights);
-            return image::float_image_bytes(&blurred, format, out);
+            return cpu::naive_rows(width, height, &weights, read, planes, out, row_len, write);
         }
         Filter::Separable => cpu::Line::Gaussian(&weights),
         Filter::Box => cpu::Line::Boxes(cpu::box_radii(settings.sigma).0),
@@ -128,7 +129,5 @@ pub fn run_cpu(source: &SourceImage, settings: &BlurSettings, planes: &mut cpu::
             cpu::Line::Recursive(&recursive)
         }
     };
-    let read = |y: usize, row: &mut [[f32; 4]]| source.read_row(format, y, row);
-    let write = |pixels: &[[f32; 4]], bytes: &mut [u8]| image::float_row_bytes(pixels, format, bytes);
-    cpu::blur_lines(width, height, line, read, planes, out, width * format.bytes_per_pixel(), write);
+    cpu::blur_lines(width, height, line, read, planes, out, row_len, write);
 }

@@ -1,8 +1,11 @@
-//! Images in and out: PNG/JPEG through the `image` crate, with the size checked before decoding,
-//! a generated test pattern when the user gives none, and PNG output at full resolution.
+//! Images in and out: PNG/JPEG through the `image` crate, with the size checked before decoding
+//! and the pixels turned upright by the file's EXIF orientation, a generated test pattern when the
+//! user gives none, and PNG output at full resolution.
 
 use std::borrow::Cow;
 use std::path::Path;
+
+use image::ImageDecoder as _;
 
 use super::cpu::{self, Image};
 use crate::pixel::PixelFormat;
@@ -49,22 +52,23 @@ impl SourceImage {
         }
     }
 
-    /// Row `y` as the CPU filters take it (RGBA8 as 0..=255, RGBA32F in 0..1).
-    pub fn read_row(&self, format: PixelFormat, y: usize, row: &mut [[f32; 4]]) {
-        let width = self.width as usize;
+    /// `pixels.len()` pixels of row `y` from column `x` on, as the CPU filters take them (RGBA8
+    /// as 0..=255, RGBA32F in 0..1).
+    pub fn read_pixels(&self, format: PixelFormat, y: usize, x: usize, pixels: &mut [[f32; 4]]) {
+        let first = (y * self.width as usize + x) * 4;
         match (format, &self.rgba16) {
             (PixelFormat::Rgba8, _) => {
-                for (pixel, bytes) in row.iter_mut().zip(self.rgba8[y * width * 4..].chunks_exact(4)) {
+                for (pixel, bytes) in pixels.iter_mut().zip(self.rgba8[first..].chunks_exact(4)) {
                     *pixel = [bytes[0], bytes[1], bytes[2], bytes[3]].map(f32::from);
                 }
             }
             (PixelFormat::Rgba32f, Some(wide)) => {
-                for (pixel, words) in row.iter_mut().zip(wide[y * width * 4..].chunks_exact(4)) {
+                for (pixel, words) in pixels.iter_mut().zip(wide[first..].chunks_exact(4)) {
                     *pixel = [words[0], words[1], words[2], words[3]].map(|v| f32::from(v) / 65535.0);
                 }
             }
             (PixelFormat::Rgba32f, None) => {
-                for (pixel, bytes) in row.iter_mut().zip(self.rgba8[y * width * 4..].chunks_exact(4)) {
+                for (pixel, bytes) in pixels.iter_mut().zip(self.rgba8[first..].chunks_exact(4)) {
                     *pixel = [bytes[0], bytes[1], bytes[2], bytes[3]].map(|v| f32::from(v) / 255.0);
                 }
             }
@@ -76,7 +80,7 @@ impl SourceImage {
         let (width, height) = (self.width as usize, self.height as usize);
         let mut image = Image::new(width, height);
         for (y, row) in image.pixels.chunks_exact_mut(width).enumerate() {
-            self.read_row(format, y, row);
+            self.read_pixels(format, y, 0, row);
         }
         image
     }
@@ -84,7 +88,9 @@ impl SourceImage {
 
 /// Decodes a PNG or JPEG, refusing sizes beyond [`MAX_SIDE`] before any pixel is decoded, and
 /// refusing an image whose decoding, or what follows it (`bytes_per_pixel` of host memory per
-/// pixel, from the caller), does not fit in the memory this process can have.
+/// pixel, from the caller), does not fit in the memory this process can have. The pixels come
+/// turned as the file's EXIF orientation says (a portrait photo taken sideways stands up), so
+/// width and height may be the stored ones swapped.
 pub fn load(path: &Path, bytes_per_pixel: u64) -> Result<SourceImage> {
     let image_error = |message: String| Error::Image { path: path.to_owned(), message };
     let reader = image::ImageReader::open(path)
@@ -101,7 +107,7 @@ pub fn load(path: &Path, bytes_per_pixel: u64) -> Result<SourceImage> {
         pixels * per_pixel,
         "use a smaller image (scale it down), or close other programs",
     )?;
-    let mut reader = image::ImageReader::open(path)
+    let reader = image::ImageReader::open(path)
         .map_err(|e| Error::io(path, e))?
         .with_guessed_format()
         .map_err(|e| Error::io(path, e))?;
@@ -109,7 +115,6 @@ pub fn load(path: &Path, bytes_per_pixel: u64) -> Result<SourceImage> {
     limits.max_image_width = Some(MAX_SIDE);
     limits.max_image_height = Some(MAX_SIDE);
     limits.max_alloc = Some(8 << 30);
-    reader.limits(limits);
     // Large images take seconds to decode: said while it runs (a bar, or lines in a log).
     let progress = (pixels >= 16 << 20).then(|| {
         crate::progress::Progress::new(
@@ -118,7 +123,8 @@ pub fn load(path: &Path, bytes_per_pixel: u64) -> Result<SourceImage> {
             &crate::stop::StopRequest::new(),
         )
     });
-    let decoded = reader.decode().map_err(|e| image_error(format!("cannot decode it: {e}")))?;
+    let decoded = decode_upright(reader, limits, path).map_err(|e| image_error(format!("cannot decode it: {e}")))?;
+    let (width, height) = (decoded.width(), decoded.height());
     let wide = decoded.color().bytes_per_pixel() / decoded.color().channel_count() > 1;
     let rgba16 = wide.then(|| decoded.to_rgba16().into_raw());
     let rgba8 = decoded.to_rgba8().into_raw();
@@ -127,6 +133,29 @@ pub fn load(path: &Path, bytes_per_pixel: u64) -> Result<SourceImage> {
         progress.done_one();
     }
     Ok(SourceImage { width, height, rgba8, rgba16, origin: path.display().to_string() })
+}
+
+/// Decodes within `limits` (the decoded buffer counted against them, as `ImageReader::decode`
+/// does), then turns the pixels the way the file's EXIF orientation says,
+/// so that a portrait photo stored sideways stands up. Turning by a quarter takes one more copy of
+/// the decoded image while it runs, within [`DECODE_BYTES_PER_PIXEL`]. An orientation that cannot
+/// be read leaves the pixels as stored, and says so.
+fn decode_upright<R: std::io::BufRead + std::io::Seek>(
+    mut reader: image::ImageReader<R>,
+    mut limits: image::Limits,
+    path: &Path,
+) -> image::ImageResult<image::DynamicImage> {
+    reader.limits(limits.clone());
+    let mut decoder = reader.into_decoder()?;
+    limits.reserve(decoder.total_bytes())?;
+    decoder.set_limits(limits)?;
+    let orientation = decoder.orientation().unwrap_or_else(|error| {
+        log::warn!("{}: its orientation cannot be read ({error}): shown as stored", path.display());
+        image::metadata::Orientation::NoTransforms
+    });
+    let mut decoded = image::DynamicImage::from_decoder(decoder)?;
+    decoded.apply_orientation(orientation);
+    Ok(decoded)
 }
 
 /// Checks an image size: both sides 1..=[`MAX_SIDE`].
@@ -195,11 +224,6 @@ pub fn save(path: &Path, size: [u32; 2], format: PixelFormat, bytes: &[u8]) -> R
     crate::output::write_image(path, image)
 }
 
-/// The float image the CPU filters produced, as texture bytes in `format`.
-pub fn float_image_bytes(image: &Image<f32>, format: PixelFormat, out: &mut [u8]) {
-    float_row_bytes(&image.pixels, format, out);
-}
-
 /// Pixels the CPU filters produced, as texture bytes in `format` (RGBA8 rounded as the GPU does).
 pub fn float_row_bytes(pixels: &[[f32; 4]], format: PixelFormat, out: &mut [u8]) {
     match format {
@@ -254,6 +278,65 @@ mod tests {
         let reloaded16 = load(&dir.join("pattern16.png"), 0).expect("reload 16-bit");
         assert!(reloaded16.rgba16.is_some(), "a 16-bit source keeps its 16 bits");
         assert!(reloaded16.rgba32f().iter().zip(&floats).all(|(a, b)| (a - b).abs() < 1e-4));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A JPEG of `width × height` mid grey with a red 8×8 square in its top left corner, and, with
+    /// `orientation`, an APP1 segment holding an EXIF orientation tag (big-endian TIFF, one entry).
+    fn jpeg_with_red_corner(width: u32, height: u32, orientation: Option<u16>) -> Vec<u8> {
+        let mut rgb = vec![128u8; (width * height * 3) as usize];
+        for y in 0..8 {
+            for x in 0..8 {
+                let at = ((y * width + x) * 3) as usize;
+                rgb[at..at + 3].copy_from_slice(&[255, 0, 0]);
+            }
+        }
+        let mut jpeg = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 100)
+            .encode(&rgb, width, height, image::ExtendedColorType::Rgb8)
+            .expect("encode");
+        let Some(orientation) = orientation else { return jpeg };
+        let mut exif = b"Exif\0\0MM\0\x2a\0\0\0\x08".to_vec();
+        exif.extend([0, 1]); // one entry
+        exif.extend([0x01, 0x12, 0, 3, 0, 0, 0, 1]); // Orientation, SHORT, one value
+        exif.extend(orientation.to_be_bytes());
+        exif.extend([0, 0, 0, 0, 0, 0]); // the value's padding, no next directory
+        let mut segment = vec![0xff, 0xe1];
+        segment.extend(u16::try_from(exif.len() + 2).expect("short segment").to_be_bytes());
+        segment.extend(exif);
+        // Right after the start-of-image marker, where cameras put it.
+        jpeg.splice(2..2, segment);
+        jpeg
+    }
+
+    fn is_red(image: &SourceImage, x: u32, y: u32) -> bool {
+        let at = ((y * image.width + x) * 4) as usize;
+        let [r, g, b] = [image.rgba8[at], image.rgba8[at + 1], image.rgba8[at + 2]];
+        r > 200 && g < 60 && b < 60
+    }
+
+    #[test]
+    fn a_jpeg_taken_sideways_loads_turned_as_its_exif_orientation_says() {
+        let dir = std::env::temp_dir().join(format!("interop-lab-orientation-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        // Stored 32 × 16, red square at the top left (x 0..8, y 0..8).
+        // (orientation, size shown, a pixel inside the square as shown, one outside it)
+        let cases = [
+            (None, (32, 16), (4, 4), (20, 4)),
+            // 6: turn 90° clockwise to show: the top left goes to the top right.
+            (Some(6), (16, 32), (12, 4), (4, 4)),
+            // 8: turn 90° anticlockwise: the top left goes to the bottom left.
+            (Some(8), (16, 32), (4, 28), (4, 4)),
+        ];
+        for (orientation, size, inside, outside) in cases {
+            let path = dir.join(format!("sideways-{orientation:?}.jpg"));
+            std::fs::write(&path, jpeg_with_red_corner(32, 16, orientation)).expect("write");
+            let loaded = load(&path, 0).expect("load");
+            assert_eq!((loaded.width, loaded.height), size, "orientation {orientation:?}: size");
+            assert_eq!(loaded.rgba8.len(), (size.0 * size.1 * 4) as usize);
+            assert!(is_red(&loaded, inside.0, inside.1), "orientation {orientation:?}: red at {inside:?}");
+            assert!(!is_red(&loaded, outside.0, outside.1), "orientation {orientation:?}: grey at {outside:?}");
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -409,7 +409,7 @@ impl Demo for Blur {
 
 /// Host memory per pixel of an image the demo blurs on path `kind` in `format`, beyond the
 /// decoder's: the RGBA8 source and, at worst, its 16-bit copy (12); on the CPU, the filters'
-/// planes (32), the bytes uploaded, and the two textures and pixel buffer a software GL keeps in
+/// plane (16), the bytes uploaded, and the two textures and pixel buffer a software GL keeps in
 /// host memory (4 texels); with CUDA, the RGBA32F copy an upload is made from and a host copy's
 /// staging (3 texels). Large images are refused with these numbers before they are decoded.
 pub fn host_bytes_per_pixel(kind: TransferKind, format: PixelFormat) -> u64 {

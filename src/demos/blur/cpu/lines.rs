@@ -1,5 +1,6 @@
-//! The separable filters line by line, on all cores: the filter of one line and the pass that
-//! runs it over rows and then columns through two reusable RGBA32F planes.
+//! The separable filters line by line, on all cores: the filter of one line, and the two passes
+//! that run it down the columns (into one reusable RGBA32F plane) and then along the rows (into
+//! the output). Each thread holds a few lines of its own, whatever the number of threads.
 
 use rayon::prelude::*;
 
@@ -27,17 +28,17 @@ impl Line<'_> {
         }
     }
 
-    /// Filters `extended` (the line with `reach` clamped pixels each side) into `out`.
-    fn run(&self, extended: &[[f32; 4]], out: &mut [[f32; 4]]) {
+    /// Filters `extended` (the line with `reach` clamped pixels each side) into `out`, with
+    /// `scratch` for the filter's own lines.
+    fn run(&self, extended: &[[f32; 4]], out: &mut [[f32; 4]], scratch: &mut FilterScratch) {
         match self {
             Line::Gaussian(weights) => gaussian_line(weights, extended, out),
-            Line::Boxes(radii) => boxes_line(*radii, extended, out),
+            Line::Boxes(radii) => boxes_line(*radii, extended, out, scratch),
             Line::Recursive(filter) => {
-                let wide: Vec<[f64; 4]> = extended.iter().map(|p| p.map(f64::from)).collect();
-                let mut result = vec![[0.0f64; 4]; out.len()];
-                recursive_line(filter, &wide, &mut result);
-                for (o, r) in out.iter_mut().zip(&result) {
-                    *o = r.map(|v| v as f32);
+                scratch.sums.resize(out.len(), [0.0; 4]);
+                recursive_line(filter, extended, &mut scratch.sums);
+                for (o, sum) in out.iter_mut().zip(&scratch.sums) {
+                    *o = sum.map(|v| v as f32);
                 }
             }
         }
@@ -58,9 +59,10 @@ fn gaussian_line(weights: &[f32], row: &[[f32; 4]], out: &mut [[f32; 4]]) {
     }
 }
 
-fn boxes_line(radii: [u32; 4], row: &[[f32; 4]], out: &mut [[f32; 4]]) {
-    let mut current = row.to_vec();
-    let mut next = Vec::with_capacity(current.len());
+fn boxes_line(radii: [u32; 4], row: &[[f32; 4]], out: &mut [[f32; 4]], scratch: &mut FilterScratch) {
+    let (mut current, mut next) = (&mut scratch.boxes, &mut scratch.next_boxes);
+    current.clear();
+    current.extend_from_slice(row);
     for &radius in &radii {
         let r = radius as usize;
         if r == 0 {
@@ -88,21 +90,57 @@ fn boxes_line(radii: [u32; 4], row: &[[f32; 4]], out: &mut [[f32; 4]]) {
     out.copy_from_slice(&current[..out.len()]);
 }
 
-/// The working memory of [`blur_lines`], kept between frames so that a frame allocates nothing:
-/// the rows pass's result, and the columns pass's (stored column by column).
+/// The lines a filter works in besides its input and output: the recursive filter's f64 sums,
+/// the box cascade's two running lines.
+#[derive(Debug, Default)]
+struct FilterScratch {
+    sums: Vec<[f64; 4]>,
+    boxes: Vec<[f32; 4]>,
+    next_boxes: Vec<[f32; 4]>,
+}
+
+/// What one thread filters in: a line with its clamped ends, its result, and the filter's own.
+/// Made once per rayon task and reused for every line of it, so it is a few lines whatever the
+/// image, and the blur's memory grows with the thread count by lines, not by images.
+#[derive(Debug, Default)]
+struct LineScratch {
+    extended: Vec<[f32; 4]>,
+    filtered: Vec<[f32; 4]>,
+    filter: FilterScratch,
+}
+
+impl LineScratch {
+    /// The extended line (`length` pixels plus `reach` each side) and the result line, sized.
+    fn lines(&mut self, length: usize, reach: usize) -> (&mut [[f32; 4]], &mut [[f32; 4]], &mut FilterScratch) {
+        self.extended.resize(length + 2 * reach, [0.0; 4]);
+        self.filtered.resize(length, [0.0; 4]);
+        (&mut self.extended, &mut self.filtered, &mut self.filter)
+    }
+}
+
+/// The working memory of the CPU filters, kept between frames so that a frame allocates no
+/// image: one RGBA32F plane. The separable filters keep their columns pass's result in it, in
+/// blocks of [`BLOCK`] columns (each block's rows one after the other); the naive filter keeps the
+/// source as floats in it, row by row.
 #[derive(Debug, Default)]
 pub struct Planes {
-    rows: Vec<[f32; 4]>,
-    columns: Vec<[f32; 4]>,
+    plane: Vec<[f32; 4]>,
 }
 
 impl Planes {
-    /// Host bytes the planes take per pixel of the image.
-    pub const BYTES_PER_PIXEL: u64 = 32;
+    /// Host bytes the working memory takes per pixel of the image.
+    pub const BYTES_PER_PIXEL: u64 = 16;
+
+    /// The plane, holding `pixels` pixels.
+    pub(super) fn sized(&mut self, pixels: usize) -> &mut [[f32; 4]] {
+        self.plane.resize(pixels, [0.0; 4]);
+        &mut self.plane
+    }
 }
 
-/// Pixels gathered together from a strided plane: one 64-byte cache line of RGBA32F.
-const STRIP: usize = 4;
+/// Columns in one block of the plane: a block is one task of the columns pass, and each of its
+/// rows is a run of 256 contiguous bytes for the rows pass to read.
+const BLOCK: usize = 16;
 
 /// Fills `extended[..reach]` and `extended[reach + n..]` with the edge pixels of the line in
 /// between (`n` pixels).
@@ -112,15 +150,16 @@ fn clamp_ends(extended: &mut [[f32; 4]], reach: usize, n: usize) {
     extended[reach + n..].fill(last);
 }
 
-/// Blurs a `width × height` image with `line`, rows then columns: `read(y, row)` fills row `y`
-/// of the source as floats, and each finished row goes to `write(row, out_row)`, where `out` holds
-/// `row_len` elements per row. Runs on all cores; `planes` is the working memory.
+/// Blurs a `width × height` image with `line`, columns then rows: `read(y, x, pixels)` fills
+/// `pixels` with row `y` of the source from column `x` on, as floats, and each finished row goes
+/// to `write(row, out_row)`, where `out` holds `row_len` elements per row. Runs on all cores;
+/// `planes` is the working memory.
 #[allow(clippy::too_many_arguments)] // a width, a height and the five parts of one pass
 pub fn blur_lines<O: Send>(
     width: usize,
     height: usize,
     line: Line<'_>,
-    read: impl Fn(usize, &mut [[f32; 4]]) + Sync,
+    read: impl Fn(usize, usize, &mut [[f32; 4]]) + Sync,
     planes: &mut Planes,
     out: &mut [O],
     row_len: usize,
@@ -130,51 +169,90 @@ pub fn blur_lines<O: Send>(
         return;
     }
     let reach = line.reach();
-    planes.rows.resize(width * height, [0.0; 4]);
-    planes.columns.resize(width * height, [0.0; 4]);
-    planes.rows.par_chunks_mut(width).enumerate().for_each_init(
-        || vec![[0.0f32; 4]; width + 2 * reach],
-        |extended, (y, row)| {
-            read(y, &mut extended[reach..reach + width]);
-            clamp_ends(extended, reach, width);
-            line.run(extended, row);
-        },
-    );
-    // Columns, STRIP at a time: one cache line of the rows plane feeds STRIP columns.
-    let rows = &planes.rows;
-    planes.columns.par_chunks_mut(height * STRIP).enumerate().for_each_init(
-        || vec![vec![[0.0f32; 4]; height + 2 * reach]; STRIP],
-        |lines, (strip, columns)| {
-            let first = strip * STRIP;
-            let count = columns.len() / height;
-            for y in 0..height {
-                let pixels = &rows[y * width + first..y * width + first + count];
-                for (line, pixel) in lines.iter_mut().zip(pixels) {
-                    line[reach + y] = *pixel;
+    let plane = planes.sized(width * height);
+    // Columns, a block at a time: the block's rows are read from the source, then each of its
+    // columns is filtered in place (the block stays in the core's cache meanwhile).
+    plane.par_chunks_mut(BLOCK * height).enumerate().for_each_init(LineScratch::default, |scratch, (block, pixels)| {
+        let columns = pixels.len() / height;
+        for (y, row) in pixels.chunks_exact_mut(columns).enumerate() {
+            read(y, block * BLOCK, row);
+        }
+        let (extended, filtered, filter) = scratch.lines(height, reach);
+        for column in 0..columns {
+            for (slot, pixel) in extended[reach..].iter_mut().zip(pixels[column..].iter().step_by(columns)) {
+                *slot = *pixel;
+            }
+            clamp_ends(extended, reach, height);
+            line.run(extended, filtered, filter);
+            for (pixel, result) in pixels[column..].iter_mut().step_by(columns).zip(filtered.iter()) {
+                *pixel = *result;
+            }
+        }
+    });
+    // Rows: each output row gathers its runs from every block, is filtered and written.
+    let plane = &*plane;
+    out.par_chunks_mut(row_len).enumerate().for_each_init(LineScratch::default, |scratch, (y, out_row)| {
+        let (extended, filtered, filter) = scratch.lines(width, reach);
+        for (block, pixels) in plane.chunks(BLOCK * height).enumerate() {
+            let columns = pixels.len() / height;
+            let first = reach + block * BLOCK;
+            extended[first..first + columns].copy_from_slice(&pixels[y * columns..(y + 1) * columns]);
+        }
+        clamp_ends(extended, reach, width);
+        line.run(extended, filtered, filter);
+        write(filtered, out_row);
+    });
+}
+
+/// The naive filter's output row `y`: the full 2-D window of `weights` around each pixel of a
+/// `width`-wide row-major float image, borders clamped.
+pub(super) fn naive_row(pixels: &[[f32; 4]], width: usize, weights: &[f32], y: usize, out: &mut [[f32; 4]]) {
+    let radius = weights.len() as isize - 1;
+    let height = (pixels.len() / width) as isize;
+    for (x, pixel) in out.iter_mut().enumerate() {
+        let mut sum = [0.0f32; 4];
+        for j in -radius..=radius {
+            let source_row = (y as isize + j).clamp(0, height - 1) as usize * width;
+            let mut row_sum = [0.0f32; 4];
+            for i in -radius..=radius {
+                let source = pixels[source_row + (x as isize + i).clamp(0, width as isize - 1) as usize];
+                let w = weights[i.unsigned_abs()];
+                for c in 0..4 {
+                    row_sum[c] += w * source[c];
                 }
             }
-            for (extended, column) in lines.iter_mut().zip(columns.chunks_exact_mut(height)) {
-                clamp_ends(extended, reach, height);
-                line.run(extended, column);
+            let w = weights[j.unsigned_abs()];
+            for c in 0..4 {
+                sum[c] += w * row_sum[c];
             }
-        },
-    );
-    // Output rows, STRIP at a time: one cache line of the columns plane feeds STRIP rows.
-    let columns = &planes.columns;
-    out.par_chunks_mut(row_len * STRIP).enumerate().for_each_init(
-        || vec![vec![[0.0f32; 4]; width]; STRIP],
-        |lines, (strip, out_rows)| {
-            let first = strip * STRIP;
-            let count = out_rows.len() / row_len;
-            for x in 0..width {
-                let pixels = &columns[x * height + first..x * height + first + count];
-                for (line, pixel) in lines.iter_mut().zip(pixels) {
-                    line[x] = *pixel;
-                }
-            }
-            for (line, out_row) in lines.iter().zip(out_rows.chunks_exact_mut(row_len)) {
-                write(line, out_row);
-            }
-        },
-    );
+        }
+        *pixel = sum;
+    }
+}
+
+/// The naive filter (the full 2-D window of `weights`) over a `width × height` image, with
+/// `read`, `out`, `row_len` and `write` as for [`blur_lines`]: the source goes into the plane of
+/// `planes` as floats, and each output row is summed from it into a line of its thread's own.
+#[allow(clippy::too_many_arguments)] // a width, a height and the five parts of one pass
+pub fn naive_rows<O: Send>(
+    width: usize,
+    height: usize,
+    weights: &[f32],
+    read: impl Fn(usize, usize, &mut [[f32; 4]]) + Sync,
+    planes: &mut Planes,
+    out: &mut [O],
+    row_len: usize,
+    write: impl Fn(&[[f32; 4]], &mut [O]) + Sync,
+) {
+    if width == 0 || height == 0 {
+        return;
+    }
+    let plane = planes.sized(width * height);
+    plane.par_chunks_mut(width).enumerate().for_each(|(y, row)| read(y, 0, row));
+    let plane = &*plane;
+    out.par_chunks_mut(row_len).enumerate().for_each_init(Vec::new, |line, (y, out_row)| {
+        line.resize(width, [0.0; 4]);
+        naive_row(plane, width, weights, y, line);
+        write(line, out_row);
+    });
 }

@@ -1,10 +1,11 @@
 //! The blur filters on the CPU (what the CPU backend runs, f32 on all cores) and their f64
 //! references (what the tests compare against). Borders clamp to the edge everywhere.
 //!
-//! The separable filters run line by line ([`blur_lines`]): rows are read from the source as
-//! they are filtered, the columns are gathered from the rows' result, and each output row is
-//! written as soon as its pixels are known. Their working memory is two RGBA32F planes
-//! ([`Planes`], 32 bytes a pixel, kept between frames): no whole-image copy beyond them.
+//! The separable filters run line by line ([`blur_lines`]): the columns are filtered from the
+//! source into one RGBA32F plane, then each output row is gathered from it, filtered and written.
+//! The naive filter ([`naive_rows`]) reads the source as floats from the same plane. That plane
+//! ([`Planes`], 16 bytes a pixel, kept between frames) is all the image-sized memory they take;
+//! each thread adds a few lines of its own, so more cores add lines, not images.
 
 mod filters;
 mod lines;
@@ -15,7 +16,7 @@ mod weights;
 use rayon::prelude::*;
 
 pub use self::filters::{boxes, gaussian, naive, recursive};
-pub use self::lines::{Line, Planes, blur_lines};
+pub use self::lines::{Line, Planes, blur_lines, naive_rows};
 pub use self::recursive_gaussian::{MIN_RECURSIVE_SIGMA, RecursiveGaussian};
 pub use self::references::{reference_boxes, reference_gaussian, reference_recursive};
 pub use self::weights::{box_radii, default_radius, gaussian_weights};

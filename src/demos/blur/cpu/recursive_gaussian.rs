@@ -169,9 +169,10 @@ impl RecursiveGaussian {
     }
 }
 
-/// The recursive Gaussian of one line, in f64, with clamp-to-edge borders taken exactly: the
-/// state entering the line from either side is that of an infinite run of the edge pixel.
-pub(super) fn recursive_line(filter: &RecursiveGaussian, row: &[[f64; 4]], out: &mut [[f64; 4]]) {
+/// The recursive Gaussian of one line (f32 or f64 pixels), in f64, with clamp-to-edge borders
+/// taken exactly: the state entering the line from either side is that of an infinite run of the
+/// edge pixel.
+pub(super) fn recursive_line<T: Copy + Into<f64>>(filter: &RecursiveGaussian, row: &[[T; 4]], out: &mut [[f64; 4]]) {
     let n = row.len();
     for pixel in out.iter_mut() {
         *pixel = [0.0; 4];
@@ -180,20 +181,20 @@ pub(super) fn recursive_line(filter: &RecursiveGaussian, row: &[[f64; 4]], out: 
         let steady = Complex(1.0, 0.0).div(pole.one_minus());
         for c in 0..4 {
             // Causal part y⁺[i] = Σ_{k≥0} h[k] x[i−k] = Σ_j c_j s_j[i], s_j[i] = x[i] + p_j s_j[i−1].
-            let edge = row[0][c];
+            let edge: f64 = row[0][c].into();
             let mut state = Complex(steady.0 * edge, steady.1 * edge);
             for i in 0..n {
-                state = Complex(row[i][c], 0.0).add(pole.mul(state));
+                state = Complex(row[i][c].into(), 0.0).add(pole.mul(state));
                 out[i][c] += multiplicity * residue.mul(state).0;
             }
             // Anticausal part y⁻[i] = Σ_{k≥1} h[k] x[i+k] = Σ_j c_j p_j t_j[i],
             // t_j[i] = x[i+1] + p_j t_j[i+1], t_j[n−1] = x[n−1] / (1 − p_j).
-            let edge = row[n - 1][c];
+            let edge: f64 = row[n - 1][c].into();
             let mut state = Complex(steady.0 * edge, steady.1 * edge);
             let weight = residue.mul(pole);
             for i in (0..n).rev() {
                 if i + 1 < n {
-                    state = Complex(row[i + 1][c], 0.0).add(pole.mul(state));
+                    state = Complex(row[i + 1][c].into(), 0.0).add(pole.mul(state));
                 }
                 out[i][c] += multiplicity * weight.mul(state).0;
             }

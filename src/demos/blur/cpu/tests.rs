@@ -178,3 +178,25 @@ fn blur_of_a_constant_image_is_that_constant_and_borders_clamp() {
     let out = reference_gaussian(&column, &gaussian_weights(1.0, 3));
     assert!(out.pixels[0][0] > 0.0 && out.pixels[0][0] < 1.0, "the top pixel mixes with the rows below it");
 }
+
+#[test]
+fn images_narrower_than_a_block_or_one_pixel_thin_match_their_references() {
+    for (width, height) in [(1, 1), (1, 9), (9, 1), (3, 40), (40, 3), (17, 2)] {
+        let image = random_image(width, height, 7);
+        let input = to_f32(&image);
+        let sigma = 4.0;
+        let weights = gaussian_weights(sigma, default_radius(sigma));
+        let weights32: Vec<f32> = weights.iter().map(|&w| w as f32).collect();
+        let filter = RecursiveGaussian::new(sigma);
+        let cases = [
+            ("separable", gaussian(&input, &weights32), reference_gaussian(&image, &weights)),
+            ("naive", naive(&input, &weights32), reference_gaussian(&image, &weights)),
+            ("box", boxes(&input, box_radii(sigma).0), reference_boxes(&image, box_radii(sigma).0)),
+            ("recursive", recursive(&input, &filter), reference_recursive(&image, &filter)),
+        ];
+        for (name, out, reference) in cases {
+            let error = max_difference(&out, &reference);
+            assert!(error < 1e-3, "{name} on {width}×{height}: {error}");
+        }
+    }
+}
