@@ -12,7 +12,9 @@ use interop_lab::cuda::{DeviceBuffer, Stream};
 use interop_lab::demo_kit::{Demo, DemoEnv};
 use interop_lab::demos::nbody::cpu::{self, Params, relative_error};
 use interop_lab::demos::nbody::presets::Preset;
-use interop_lab::demos::nbody::tree::check::{ForceErrors, direct_accelerations, force_errors, sample, test_inputs};
+use interop_lab::demos::nbody::tree::check::{
+    ForceErrors, direct_accelerations, force_errors, force_errors_against_mean, is_degenerate, sample, test_inputs,
+};
 use interop_lab::demos::nbody::tree::gpu::GpuTree;
 use interop_lab::demos::nbody::tree::{Method, TreeForces};
 use interop_lab::demos::nbody::{NBody, NBodySettings};
@@ -47,8 +49,16 @@ fn gpu_accelerations(cuda: &CudaRuntime, positions: &[[f32; 4]], theta: f64) -> 
     (out.iter().map(|a| [a[0], a[1], a[2], a[3]].map(|v| f64::from(v) * gravity)).collect(), interactions)
 }
 
-/// (GPU tree vs direct, CPU tree vs direct, GPU vs CPU tree) on the sampled bodies.
-fn compare(cuda: &CudaRuntime, positions: &[[f64; 4]], theta: f64) -> (ForceErrors, ForceErrors, ForceErrors, u64) {
+/// (GPU tree vs direct, CPU tree vs direct, GPU vs CPU tree) on the sampled bodies; relative to
+/// each body's force, or with `against_mean` to the sample's mean force (the degenerate inputs,
+/// where most bodies feel almost no net force).
+fn compare(
+    cuda: &CudaRuntime,
+    positions: &[[f64; 4]],
+    theta: f64,
+    against_mean: bool,
+) -> (ForceErrors, ForceErrors, ForceErrors, u64) {
+    let errors = if against_mean { force_errors_against_mean } else { force_errors };
     let narrow: Vec<[f32; 4]> = positions.iter().map(|p| p.map(|v| v as f32)).collect();
     let seen: Vec<[f64; 4]> = narrow.iter().map(|p| p.map(f64::from)).collect();
     let (gpu, interactions) = gpu_accelerations(cuda, &narrow, theta);
@@ -60,9 +70,9 @@ fn compare(cuda: &CudaRuntime, positions: &[[f64; 4]], theta: f64) -> (ForceErro
     let cpu_as_reference: Vec<[f64; 3]> =
         bodies.iter().map(|&i| [cpu_tree[i][0], cpu_tree[i][1], cpu_tree[i][2]]).collect();
     (
-        force_errors(&gpu, &bodies, &direct),
-        force_errors(&cpu_tree, &bodies, &direct),
-        force_errors(&gpu, &bodies, &cpu_as_reference),
+        errors(&gpu, &bodies, &direct),
+        errors(&cpu_tree, &bodies, &direct),
+        errors(&gpu, &bodies, &cpu_as_reference),
         interactions,
     )
 }
@@ -74,7 +84,7 @@ fn gpu_tree_matches_the_cpu_tree_and_direct_summation() {
     let mut random = common::Random::new();
     for (name, positions) in test_inputs(20_000, 4_000, random.next_u64()) {
         for theta in [0.2, 0.5, 1.0] {
-            let (gpu, cpu, between, interactions) = compare(&cuda, &positions, theta);
+            let (gpu, cpu, between, interactions) = compare(&cuda, &positions, theta, is_degenerate(name));
             eprintln!(
                 "{name}, θ {theta}: GPU {gpu}; CPU {cpu}; GPU vs CPU tree {between}; {:.0} interactions per body",
                 interactions as f64 / positions.len() as f64
@@ -84,7 +94,8 @@ fn gpu_tree_matches_the_cpu_tree_and_direct_summation() {
             // error against direct summation stays within 1.5× the CPU tree's plus fp32 noise.
             assert!(gpu.p99 <= 1.5 * cpu.p99 + 1e-4, "{name} θ {theta}: GPU {gpu}, CPU {cpu}");
             assert!(gpu.max <= 1.5 * cpu.max + 1e-3, "{name} θ {theta}: GPU {gpu}, CPU {cpu}");
-            assert!(between.median <= cpu.median.max(1e-5), "{name} θ {theta}: GPU vs CPU tree {between}");
+            // Both approximate the same sum: their difference is at most about both errors.
+            assert!(between.median <= 2.0 * cpu.median + 1e-5, "{name} θ {theta}: GPU vs CPU tree {between}");
         }
     }
 }
@@ -95,10 +106,11 @@ fn one_two_and_an_odd_number_of_bodies() {
     let cuda = cuda();
     for n in [1usize, 2, 3, 257, 1023, 65_537] {
         let positions = Preset::Plummer.generate(n, 7 + n as u64).positions;
-        let (gpu, cpu, _, interactions) = compare(&cuda, &positions, 0.5);
+        let (gpu, cpu, _, interactions) = compare(&cuda, &positions, 0.5, false);
         eprintln!("{n} bodies: GPU {gpu}; CPU {cpu}; {interactions} interactions");
         assert!(gpu.max.is_finite() && gpu.p99 <= 1.5 * cpu.p99 + 1e-4, "{n} bodies: GPU {gpu}, CPU {cpu}");
-        if n <= 3 {
+        if n <= 2 {
+            // Each body lies inside the root's box, so the root is opened: every pair exactly.
             assert!(gpu.max <= 1e-5, "{n} bodies are summed exactly: {gpu}");
         }
     }

@@ -299,11 +299,9 @@ mod tests {
         assert!(seen[1..].iter().all(|&count| count == 1), "every other node has one parent");
         let total: f64 = positions.iter().map(|p| p[3]).sum();
         assert!((tree.moments[0].mass - total).abs() <= 1e-12 * total.max(1.0));
+        let m = &tree.moments[0];
         for p in positions {
-            let m = &tree.moments[0];
-            for k in 0..3 {
-                assert!(m.low[k] <= p[k] && p[k] <= m.high[k]);
-            }
+            assert!((0..3).all(|k| m.low[k] <= p[k] && p[k] <= m.high[k]), "the root's box holds every body");
         }
     }
 

@@ -59,8 +59,9 @@ impl Default for ForceMethod {
 pub const MIN_THETA: f64 = 0.2;
 /// Largest opening angle accepted: beyond 1 a body may take a node it lies inside as a point.
 pub const MAX_THETA: f64 = 1.0;
-/// The default opening angle.
-pub const DEFAULT_THETA: f64 = 0.5;
+/// The default opening angle: the largest that kept p99 of the relative force error below 1 % on
+/// random and clustered bodies (measured: 0.9–1.1 % at 0.4, 0.3–0.5 % at 0.3; docs/nbody.md).
+pub const DEFAULT_THETA: f64 = 0.35;
 
 /// Checks an opening angle; the message gives the range.
 pub fn validate_theta(theta: f64) -> Result<()> {
