@@ -5,5 +5,10 @@
 use crate::sources::SourceFile;
 
 /// Every kernel file of the project.
-pub const ALL_KERNELS: &[SourceFile] =
-    &[crate::bench::fill::KERNEL, crate::demos::blur::KERNEL, crate::demos::nbody::KERNEL, crate::demos::wave::KERNEL];
+pub const ALL_KERNELS: &[SourceFile] = &[
+    crate::bench::fill::KERNEL,
+    crate::demos::blur::KERNEL,
+    crate::demos::nbody::KERNEL,
+    crate::demos::nbody::tree::gpu::KERNEL,
+    crate::demos::wave::KERNEL,
+];

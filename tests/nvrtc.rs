@@ -126,3 +126,35 @@ fn blur_formats_and_tile_widths_compile() {
         }
     }
 }
+
+#[test]
+fn nbody_tree_compiles_without_warnings_with_every_entry_point() {
+    if !nvrtc() {
+        return;
+    }
+    let version = driver::nvrtc_version().expect("NVRTC version");
+    let kernel = interop_lab::demos::nbody::tree::gpu::KERNEL;
+    for arch in ["sm_75", "sm_90"] {
+        let options = ["--ftz=true".to_owned()];
+        let (image, log) = compile_with_nvrtc(kernel.name, kernel.embedded, arch, &options, version)
+            .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(!log.contains("warning"), "{arch}: {log}");
+        // Every entry point GpuTree::new looks up is in the image.
+        for name in [
+            "tree_bounds_partial",
+            "tree_bounds_final",
+            "tree_codes",
+            "radix_histogram",
+            "radix_scatter",
+            "scan_blocks",
+            "scan_block_sums",
+            "scan_add_block_sums",
+            "tree_karras",
+            "tree_leaves",
+            "tree_moments",
+            "tree_walk",
+        ] {
+            assert!(image.windows(name.len()).any(|w| w == name.as_bytes()), "{arch}: {name} missing");
+        }
+    }
+}

@@ -9,6 +9,7 @@ use super::bench;
 use super::kernels::{Precision, Variant};
 use super::multi;
 use super::presets::Preset;
+use super::tree::{DEFAULT_THETA, Method, validate_theta};
 use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, parse_pair};
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::runtime::{BackendRequest, CudaOptions};
@@ -111,6 +112,18 @@ pub struct NBodyPhysicsArgs {
     /// Slices the j range is cut into (default: enough to fill the GPU).
     #[arg(long)]
     pub slices: Option<u32>,
+    /// How the forces are summed: every pair exactly, or the Barnes-Hut tree (O(N log N)).
+    #[arg(long, value_enum, default_value_t = Method::AllPairs)]
+    pub method: Method,
+    /// The tree's opening angle θ, 0.2..=1.0 (a node's radius over its distance; smaller is
+    /// more exact and slower).
+    #[arg(long, default_value_t = DEFAULT_THETA, value_parser = parse_theta)]
+    pub theta: f64,
+}
+
+fn parse_theta(text: &str) -> std::result::Result<f64, String> {
+    let theta: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
+    validate_theta(theta).map(|()| theta).map_err(|error| error.to_string())
 }
 
 #[derive(Args, Debug)]
@@ -227,6 +240,8 @@ impl NBodyArgs {
             save: self.save.clone(),
             devices: self.devices.as_ref().map(|list| list.0.clone()).unwrap_or_default(),
             pipeline_depth: self.pipeline_depth,
+            method: p.method,
+            theta: p.theta,
         }
     }
 

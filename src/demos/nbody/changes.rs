@@ -8,6 +8,7 @@ use super::cpu::Params;
 use super::engine::{Engine, make_engine};
 use super::kernels::{Kernels, Variant};
 use super::presets::Bodies;
+use super::tree::{ForceMethod, Method};
 use super::{
     NBody, NBodySettings, Readouts, camera_distance, make_buffers, mismatch, state, validate_bodies, validate_params,
 };
@@ -22,6 +23,8 @@ pub(super) enum Change {
     Variant(Variant),
     Slices(Option<u32>),
     PipelineDepth(u32),
+    /// Another force method or opening angle: the bodies stay, the accelerations are recomputed.
+    Method(ForceMethod),
     Save(PathBuf),
     Load(PathBuf),
     Energy,
@@ -93,6 +96,7 @@ impl NBody {
                 let bodies = self.read_bodies(graphics)?;
                 self.rebuild(graphics, settings, bodies, self.params, self.step)
             }
+            Change::Method(method) => self.set_method(graphics, method),
             Change::Slices(slices) => {
                 let settings = NBodySettings { slices, ..self.settings.clone() };
                 let bodies = self.read_bodies(graphics)?;
@@ -119,6 +123,42 @@ impl NBody {
                 }
             },
         }
+    }
+
+    /// Switches the force method and θ now, as the panel does: the bodies stay where they are.
+    pub fn switch_method(&mut self, graphics: Graphics<'_>, method: Method, theta: f64) -> Result<()> {
+        self.set_method(graphics, ForceMethod { method, theta })
+    }
+
+    /// Switches the force method or θ live: the bodies stay where they are, and the accelerations
+    /// the next kick uses are recomputed by the new method. On failure the old method stays.
+    pub(super) fn set_method(&mut self, graphics: Graphics<'_>, method: ForceMethod) -> Result<()> {
+        if method.method == Method::Tree {
+            super::tree::validate_theta(method.theta)?;
+        }
+        if method == self.settings.force_method() {
+            return Ok(());
+        }
+        let cuda = self.pipeline.cuda().cloned();
+        match (&mut self.engine, cuda) {
+            (Engine::Cuda { multi: Some(_), .. }, _) if method.method == Method::Tree => {
+                return Err(crate::Error::InvalidInput(
+                    "the tree method runs on one device: restart without --devices to use it".to_owned(),
+                ));
+            }
+            (Engine::Cuda { simulation, .. }, Some(cuda)) => {
+                self.pipeline.transfer().synchronize()?;
+                simulation.set_method(&cuda.compiler, method)?;
+            }
+            _ => {}
+        }
+        self.settings.method = method.method;
+        self.settings.theta = method.theta;
+        self.readouts = Readouts::default();
+        if matches!(self.engine, Engine::Compiling(_)) {
+            return Ok(()); // applied when the kernels arrive
+        }
+        self.initialise_accelerations(graphics)
     }
 
     /// Switches the forces kernel; a precision change converts the state.

@@ -10,6 +10,7 @@ use super::kernels::{Kernels, Precision, Variant};
 use super::multi::MultiSimulation;
 use super::presets::Bodies;
 use super::sim::Simulation;
+use super::tree::{ForceMethod, Method, TreeForces};
 use crate::cuda::module::PendingCompile;
 use crate::runtime::CudaRuntime;
 use crate::{Error, Result};
@@ -44,8 +45,12 @@ pub(super) struct CpuEngine {
     pub(super) accelerations: Vec<[f32; 4]>,
     pub(super) scratch: Scratch<f32>,
     pub(super) double: Option<CpuDouble>,
+    /// The tree method's tree and scratch (either precision).
+    pub(super) tree: TreeForces,
     /// Time of the last accelerations pass, µs.
     pub(super) forces_us: Option<f64>,
+    /// Node interactions per body of the last tree step.
+    pub(super) tree_interactions_per_body: Option<f64>,
 }
 
 pub(super) struct CpuDouble {
@@ -73,8 +78,14 @@ pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, 
                 return Ok(Engine::Compiling(Box::new(Compiling { pending, bodies: bodies.clone() })));
             }
             let kernels = Kernels::load(cuda, settings.variant)?;
-            let simulation =
+            let mut simulation =
                 Simulation::new(&cuda.context, kernels, bodies, settings.slices, settings.pipeline_depth > 1)?;
+            simulation.set_method(&cuda.compiler, settings.force_method())?;
+            if settings.devices.len() > 1 && settings.method == Method::Tree {
+                return Err(Error::InvalidInput(
+                    "the tree method runs on one device: drop --devices, or use --method all-pairs".to_owned(),
+                ));
+            }
             let multi = if settings.devices.len() > 1 {
                 let n = u32::try_from(bodies.len()).map_err(|_| Error::InvalidInput("too many bodies".to_owned()))?;
                 let multi = MultiSimulation::new(cuda, &settings.devices, settings.variant, n, settings.slices, true)?;
@@ -91,7 +102,9 @@ pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, 
         ))),
         None => {
             let n = bodies.len();
-            cpu::check_step_time(n, settings.variant.precision == Precision::F64)?;
+            if settings.method == Method::AllPairs {
+                cpu::check_step_time(n, settings.variant.precision == Precision::F64)?;
+            }
             let double = (settings.variant.precision == Precision::F64).then(|| CpuDouble {
                 positions: [bodies.positions.clone(), bodies.positions.clone()],
                 velocities: bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect(),
@@ -103,7 +116,9 @@ pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, 
                 accelerations: vec![[0.0; 4]; n],
                 scratch: Scratch::default(),
                 double,
+                tree: TreeForces::default(),
                 forces_us: None,
+                tree_interactions_per_body: None,
             })))
         }
     }
@@ -122,21 +137,37 @@ impl CpuEngine {
     /// (`buffers[0]`) and writes the next ones (`buffers[1]`) and the velocities (`buffers[2]`);
     /// fp64 steps its own state and writes float copies of positions and velocities
     /// (`buffers[0]`, `buffers[1]`).
-    pub(super) fn step(&mut self, buffers: &mut [&mut [u8]], params: &Params) -> Result<()> {
+    pub(super) fn step(&mut self, buffers: &mut [&mut [u8]], params: &Params, method: ForceMethod) -> Result<()> {
         let started = Instant::now();
+        let tree = &mut self.tree;
+        let mut interactions = None;
         match &mut self.double {
             Some(double) => {
                 let from = double.current;
                 let [a, b] = &mut double.positions;
                 let (from_positions, to_positions) = if from == 0 { (&*a, b) } else { (&*b, a) };
-                cpu::step(
-                    from_positions,
-                    to_positions,
-                    &mut double.velocities,
-                    &mut double.accelerations,
-                    params,
-                    &mut double.scratch,
-                );
+                match method.method {
+                    Method::AllPairs => cpu::step(
+                        from_positions,
+                        to_positions,
+                        &mut double.velocities,
+                        &mut double.accelerations,
+                        params,
+                        &mut double.scratch,
+                    ),
+                    Method::Tree => {
+                        let stats = super::tree::step(
+                            tree,
+                            from_positions,
+                            to_positions,
+                            &mut double.velocities,
+                            &mut double.accelerations,
+                            params,
+                            method.theta,
+                        )?;
+                        interactions = Some(stats.interactions);
+                    }
+                }
                 double.current = 1 - from;
                 let display_positions: &mut [[f32; 4]] = cast_mut(&mut *buffers[0])?;
                 for (out, p) in display_positions.iter_mut().zip(&double.positions[double.current]) {
@@ -153,10 +184,33 @@ impl CpuEngine {
                 let (second, third) = rest.split_at_mut(1);
                 let positions_out: &mut [[f32; 4]] = cast_mut(&mut *second[0])?;
                 let velocities: &mut [[f32; 4]] = cast_mut(&mut *third[0])?;
-                cpu::step(positions_in, positions_out, velocities, &mut self.accelerations, params, &mut self.scratch);
+                match method.method {
+                    Method::AllPairs => cpu::step(
+                        positions_in,
+                        positions_out,
+                        velocities,
+                        &mut self.accelerations,
+                        params,
+                        &mut self.scratch,
+                    ),
+                    Method::Tree => {
+                        let stats = super::tree::step(
+                            tree,
+                            positions_in,
+                            positions_out,
+                            velocities,
+                            &mut self.accelerations,
+                            params,
+                            method.theta,
+                        )?;
+                        interactions = Some(stats.interactions);
+                    }
+                }
             }
         }
         self.forces_us = Some(started.elapsed().as_secs_f64() * 1e6);
+        let n = self.accelerations.len().max(1) as f64;
+        self.tree_interactions_per_body = interactions.map(|count| count as f64 / n);
         Ok(())
     }
 }

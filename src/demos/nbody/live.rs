@@ -27,11 +27,14 @@ impl NBody {
         compiling.pending = None;
         let (variant, slices) = (self.settings.variant, self.settings.slices);
         let pipelined = self.settings.pipeline_depth > 1;
+        let method = self.settings.force_method();
         let built = result.and_then(|compiled| {
             let cuda = self.pipeline.cuda().ok_or_else(mismatch)?;
             log::info!("{} compiled in {:.2} s", KERNEL.name, compiled.compile_time.as_secs_f64());
             let kernels = Kernels::from_compiled(cuda, variant, &compiled)?;
-            sim::Simulation::new(&cuda.context, kernels, &compiling.bodies, slices, pipelined)
+            let mut simulation = sim::Simulation::new(&cuda.context, kernels, &compiling.bodies, slices, pipelined)?;
+            simulation.set_method(&cuda.compiler, method)?;
+            Ok(simulation)
         });
         match built {
             Ok(simulation) => {

@@ -20,6 +20,7 @@ mod settings;
 pub mod sim;
 mod start;
 pub mod state;
+pub mod tree;
 pub mod tune;
 
 pub use self::settings::{
@@ -36,6 +37,7 @@ use self::presets::{Bodies, Preset};
 use self::readouts::Readouts;
 use self::sim::StepBuffers;
 use self::start::{choose_variant, initial_state};
+use self::tree::Method;
 use crate::camera::OrbitCamera;
 use crate::demo_kit::{
     Demo, DemoEnv, DemoSpec, Drawn, LiveKernels, OccupancyCache, Pipeline, SharedParts, View, ViewControls,
@@ -194,6 +196,7 @@ impl NBody {
         let params = self.params;
         let (current, step) = (self.current, self.step);
         let energy_every = self.settings.energy_every;
+        let method = self.settings.force_method();
         let drawn_velocities = self.velocities_for(current);
         let engine = &mut self.engine;
         let [p0, p1] = &mut self.positions;
@@ -218,19 +221,30 @@ impl NBody {
                 Ok(())
             }
             (Target::Host { buffers }, Engine::Cpu(engine)) => {
+                let tree = (method.method == Method::Tree).then_some(&mut engine.tree);
                 match &mut engine.double {
                     Some(double) => {
                         let current = double.current;
-                        cpu::accelerations(
-                            &double.positions[current],
-                            &params,
-                            &mut double.scratch,
-                            &mut double.accelerations,
-                        );
+                        let positions = &double.positions[current];
+                        match tree {
+                            Some(tree) => tree
+                                .accelerations(positions, &params, method.theta, &mut double.accelerations)
+                                .map(drop)?,
+                            None => {
+                                cpu::accelerations(positions, &params, &mut double.scratch, &mut double.accelerations)
+                            }
+                        }
                     }
                     None => {
                         let positions: &[[f32; 4]] = cast(&*buffers[0])?;
-                        cpu::accelerations(positions, &params, &mut engine.scratch, &mut engine.accelerations);
+                        match tree {
+                            Some(tree) => tree
+                                .accelerations(positions, &params, method.theta, &mut engine.accelerations)
+                                .map(drop)?,
+                            None => {
+                                cpu::accelerations(positions, &params, &mut engine.scratch, &mut engine.accelerations)
+                            }
+                        }
                     }
                 }
                 Ok(())
@@ -322,6 +336,7 @@ impl Demo for NBody {
         let energy_due =
             self.settings.energy_every > 0 && (step + 1).is_multiple_of(u64::from(self.settings.energy_every));
         let display_only = self.display_only();
+        let method = self.settings.force_method();
         // With --pipeline-depth 2 (CUDA) the copies the next step writes are mapped during this one.
         let pipelined = display_only && self.velocities.len() > 1 && matches!(self.engine, Engine::Cuda { .. });
         let velocities_out = self.velocities_for(if display_only { 1 - self.current } else { self.current });
@@ -369,7 +384,7 @@ impl Demo for NBody {
                 }
                 Ok(())
             }
-            (Target::Host { buffers }, Engine::Cpu(engine)) => engine.step(buffers, &params),
+            (Target::Host { buffers }, Engine::Cpu(engine)) => engine.step(buffers, &params, method),
             _ => Err(mismatch()),
         })?;
         self.current = 1 - self.current;

@@ -8,6 +8,7 @@ use super::engine::Engine;
 use super::kernels::Precision;
 use super::multi::{DeviceTimes, MultiSimulation};
 use super::presets::Preset;
+use super::tree::{MAX_THETA, MIN_THETA, Method};
 use super::{Change, FLOPS_PER_INTERACTION, MAX_BODIES, NBody, Readouts, validate_params};
 
 /// The n-body section of the panel.
@@ -18,7 +19,15 @@ pub(super) fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
         Some(rate) => ui.label(format!("{} bodies, step {}, {:.1} steps/s", n, demo.step, rate)),
         None => ui.label(format!("{} bodies, step {}, not stepping (paused)", n, demo.step)),
     };
-    if let Some(forces_us) = demo.readouts.median_forces_us() {
+    let tree = demo.settings.method == Method::Tree;
+    if let (true, Some(forces_us)) = (tree, demo.readouts.median_forces_us()) {
+        let per_body = demo.readouts.tree_interactions_per_body;
+        ui.label(format!(
+            "tree forces: {:.1} µs a step (build and walk){}",
+            forces_us,
+            per_body.map(|p| format!(", {p:.0} node interactions per body")).unwrap_or_default()
+        ));
+    } else if let Some(forces_us) = demo.readouts.median_forces_us() {
         let interactions = f64::from(n) * f64::from(n) / (forces_us * 1e-6);
         let gflops = interactions * FLOPS_PER_INTERACTION / 1e9;
         let peak = demo
@@ -96,6 +105,9 @@ pub(super) fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
     }
 
     ui.separator();
+    method_controls(demo, ui);
+
+    ui.separator();
     ui.add(egui::Slider::new(&mut demo.settings.point_size, 0.001..=0.05).logarithmic(true).text("point size"));
     ui.add(egui::Slider::new(&mut demo.settings.brightness, 0.05..=20.0).logarithmic(true).text("brightness"));
     ui.add(
@@ -123,6 +135,26 @@ pub(super) fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
     }
     if let Some(message) = &demo.message {
         ui.colored_label(egui::Color32::LIGHT_RED, message);
+    }
+}
+
+/// All-pairs or the tree, and the tree's θ: both live, the bodies stay.
+fn method_controls(demo: &mut NBody, ui: &mut egui::Ui) {
+    let mut method = demo.settings.force_method();
+    ui.horizontal(|ui| {
+        ui.label("forces");
+        ui.radio_value(&mut method.method, Method::AllPairs, "all pairs").on_hover_text("every pair, exactly: O(N²)");
+        ui.radio_value(&mut method.method, Method::Tree, "tree").on_hover_text(
+            "Barnes-Hut: far groups as their mass, centre and quadrupole, O(N log N); error set by θ (docs/nbody.md)",
+        );
+    });
+    if method.method == Method::Tree {
+        ui.add(egui::Slider::new(&mut method.theta, MIN_THETA..=MAX_THETA).text("θ (opening angle)")).on_hover_text(
+            "a node is taken whole when its radius is below θ times its distance: smaller is more exact and slower",
+        );
+    }
+    if method != demo.settings.force_method() && !demo.pending.iter().any(|c| matches!(c, Change::Method(_))) {
+        demo.pending.push(Change::Method(method));
     }
 }
 

@@ -23,6 +23,8 @@ pub(super) struct Readouts {
     /// With `--devices`: the forces kernel over all bodies on the first device alone, µs
     /// (measured at each reset), the reference of the scaling efficiency.
     pub(super) one_device_forces_us: Option<f64>,
+    /// The tree method: node interactions per body of a recent step.
+    pub(super) tree_interactions_per_body: Option<f64>,
 }
 
 impl Readouts {
@@ -39,6 +41,10 @@ impl NBody {
                 while let Some((_, microseconds)) = simulation.poll_force_time()? {
                     self.readouts.forces_us.push_back(microseconds);
                 }
+                // A walk that hit its stack or visit bound becomes the frame's error here.
+                if let Some(interactions) = simulation.poll_tree_status()? {
+                    self.readouts.tree_interactions_per_body = Some(interactions as f64 / f64::from(simulation.len()));
+                }
             }
             Engine::Cuda { simulation, multi: Some(multi), .. } => {
                 while let Some((_, microseconds)) = simulation.poll_force_time()? {
@@ -54,6 +60,9 @@ impl NBody {
             Engine::Cpu(engine) => {
                 if let Some(microseconds) = engine.forces_us.take() {
                     self.readouts.forces_us.push_back(microseconds);
+                }
+                if let Some(per_body) = engine.tree_interactions_per_body.take() {
+                    self.readouts.tree_interactions_per_body = Some(per_body);
                 }
             }
             Engine::Compiling(_) => {}

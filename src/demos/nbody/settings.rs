@@ -7,6 +7,7 @@ use super::NBody;
 use super::cpu::Params;
 use super::kernels::Variant;
 use super::presets::Preset;
+use super::tree::{DEFAULT_THETA, ForceMethod, Method};
 use crate::demo_kit::{Demo, DemoEnv, Output, Settings};
 use crate::output::OutputKind;
 use crate::{Error, Result};
@@ -66,6 +67,10 @@ pub struct NBodySettings {
     /// device memory and two pairs of GL buffers take turns as the drawn copy, the next pair
     /// mapped while this one is drawn (GL interop; docs/interop-map.md). No frame of latency.
     pub pipeline_depth: u32,
+    /// How the forces are summed: every pair, or the Barnes-Hut tree.
+    pub method: Method,
+    /// The tree's opening angle θ, 0.2..=1.0 (smaller: more exact, slower).
+    pub theta: f64,
 }
 
 impl Default for NBodySettings {
@@ -89,6 +94,8 @@ impl Default for NBodySettings {
             save: None,
             devices: Vec::new(),
             pipeline_depth: 1,
+            method: Method::AllPairs,
+            theta: DEFAULT_THETA,
         }
     }
 }
@@ -120,6 +127,11 @@ impl NBodySettings {
             ));
         }
         Ok(())
+    }
+
+    /// The force method and its opening angle.
+    pub fn force_method(&self) -> ForceMethod {
+        ForceMethod { method: self.method, theta: self.theta }
     }
 
     /// The body count for a backend.

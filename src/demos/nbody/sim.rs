@@ -6,8 +6,10 @@ use std::rc::Rc;
 use super::cpu::Params;
 use super::kernels::{Kernels, Precision};
 use super::presets::Bodies;
+use super::tree::gpu::GpuTree;
+use super::tree::{ForceMethod, Method};
 use crate::cuda::timing::EventRing;
-use crate::cuda::{Context, DeviceBuffer, DeviceSpan, Event, PinnedBuffer, Stream};
+use crate::cuda::{Compiler, Context, DeviceBuffer, DeviceSpan, Event, PinnedBuffer, Stream};
 use crate::{Error, Result};
 
 /// Most slices the j range is cut into.
@@ -55,6 +57,9 @@ pub struct Simulation {
     device_state: Option<DeviceState>,
     energy: EnergyReadback,
     force_timer: EventRing,
+    method: ForceMethod,
+    /// The tree's kernels and scratch, made when the tree method is first chosen.
+    tree: Option<GpuTree>,
 }
 
 /// What one step reads and writes in GL buffers (device pointers of the mapped buffers).
@@ -160,7 +165,49 @@ impl Simulation {
             device_state,
             energy,
             force_timer: EventRing::new(context, crate::cuda::timing::FRAMES_IN_FLIGHT, 2)?,
+            method: ForceMethod::default(),
+            tree: None,
         })
+    }
+
+    /// Chooses the force method; the tree's kernels and scratch are made the first time it is
+    /// chosen (fp32 only). On failure the method in use stays.
+    pub fn set_method(&mut self, compiler: &Compiler, method: ForceMethod) -> Result<()> {
+        if method.method == Method::Tree {
+            super::tree::validate_theta(method.theta)?;
+            if self.kernels.variant.precision != Precision::F32 {
+                return Err(Error::InvalidInput(
+                    "the tree method runs in fp32 on CUDA: choose fp32, or the all-pairs method for fp64".to_owned(),
+                ));
+            }
+            if self.tree.is_none() {
+                self.tree = Some(GpuTree::new(compiler, &self.context, self.n)?);
+            }
+        }
+        self.method = method;
+        Ok(())
+    }
+
+    /// The force method in use.
+    pub fn method(&self) -> ForceMethod {
+        self.method
+    }
+
+    /// Interactions of the last finished tree walk (never blocking); an error when a walk hit its
+    /// stack or visit bound.
+    pub fn poll_tree_status(&mut self) -> Result<Option<u64>> {
+        match &mut self.tree {
+            Some(tree) => tree.poll_status(),
+            None => Ok(None),
+        }
+    }
+
+    /// Waits for the last tree walk: its interactions, or the error it reported.
+    pub fn finish_tree(&mut self) -> Result<u64> {
+        match &mut self.tree {
+            Some(tree) => tree.finish(),
+            None => Ok(0),
+        }
     }
 
     /// The kernels in use.
@@ -207,7 +254,14 @@ impl Simulation {
         let only_accelerations = Params { dt: 0.0, damping: 1.0, ..*params };
         let marks = self.force_timer.begin();
         marks.mark(0, stream)?;
-        self.kernels.forces(stream, positions, self.partial.span(), self.n, self.slice_length, params)?;
+        let slices = queue_forces(
+            ForcesOf { kernels: &mut self.kernels, tree: self.tree.as_mut(), method: self.method },
+            stream,
+            positions,
+            self.partial.span(),
+            (self.n, self.slice_length, self.slices),
+            params,
+        )?;
         marks.mark(1, stream)?;
         self.force_timer.commit(u64::MAX);
         self.kernels.kick(
@@ -217,7 +271,7 @@ impl Simulation {
             self.partial.span(),
             display,
             self.n,
-            self.slices,
+            slices,
             &only_accelerations,
         )
     }
@@ -260,7 +314,14 @@ impl Simulation {
         )?;
         let marks = self.force_timer.begin();
         marks.mark(0, stream)?;
-        self.kernels.forces(stream, positions_out, self.partial.span(), self.n, self.slice_length, params)?;
+        let slices = queue_forces(
+            ForcesOf { kernels: &mut self.kernels, tree: self.tree.as_mut(), method: self.method },
+            stream,
+            positions_out,
+            self.partial.span(),
+            (self.n, self.slice_length, self.slices),
+            params,
+        )?;
         marks.mark(1, stream)?;
         self.force_timer.commit(tag);
         self.kernels.kick(
@@ -270,7 +331,7 @@ impl Simulation {
             self.partial.span(),
             display_velocities,
             self.n,
-            self.slices,
+            slices,
             params,
         )
     }
@@ -346,6 +407,36 @@ impl Simulation {
     /// The context.
     pub fn context(&self) -> &Rc<Context> {
         &self.context
+    }
+}
+
+/// What queues a step's forces: all-pairs' kernels, and the tree when it is the method.
+struct ForcesOf<'a> {
+    kernels: &'a mut Kernels,
+    tree: Option<&'a mut GpuTree>,
+    method: ForceMethod,
+}
+
+/// Queues `partial` from `positions` by the method in use; returns the slices the kick sums
+/// (the tree writes one). `shape` is (n, slice length, slices) of all-pairs.
+fn queue_forces(
+    forces: ForcesOf<'_>,
+    stream: &Stream,
+    positions: DeviceSpan,
+    partial: DeviceSpan,
+    shape: (u32, u32, u32),
+    params: &Params,
+) -> Result<u32> {
+    let (n, slice_length, slices) = shape;
+    match (forces.tree, forces.method.method) {
+        (Some(tree), Method::Tree) => {
+            tree.forces(stream, positions, partial, forces.method.theta, params.softening)?;
+            Ok(1)
+        }
+        _ => {
+            forces.kernels.forces(stream, positions, partial, n, slice_length, params)?;
+            Ok(slices)
+        }
     }
 }
 
