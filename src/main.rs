@@ -129,7 +129,7 @@ fn run(cli: Cli, stop: &StopRequest) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(BenchCommand::Transfer(args))) => {
-            print!("{}", bench::transfer::run(&args.options())?.table);
+            print!("{}", bench::transfer::run(&args.options(stop))?.table);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(BenchCommand::Anatomy(args))) => {
@@ -137,11 +137,11 @@ fn run(cli: Cli, stop: &StopRequest) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(BenchCommand::Handoff(args))) => {
-            print!("{}", bench::handoff::run(&args)?.table);
+            print!("{}", bench::handoff::run(&args, stop)?.table);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(BenchCommand::Map(args))) => {
-            print!("{}", bench::map::run(&args)?.table);
+            print!("{}", bench::map::run(&args, stop)?.table);
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -1,6 +1,7 @@
 //! Progress of work that takes more than a moment (benchmarks, autotuning, soak, compiles): a bar
-//! on a terminal; where standard error is not a terminal (CI, a log file), a plain line when a
-//! step completes and at least every few seconds, so a long run is never silent until its end.
+//! on a terminal; where standard error is not a terminal (CI, a log file), a plain line when the
+//! first step starts, when a step completes and at least every few seconds, so a long run is never
+//! silent until its end.
 
 use std::io::IsTerminal;
 use std::sync::{Arc, Condvar, Mutex};
@@ -55,8 +56,8 @@ impl LineState {
 
 impl Progress {
     /// Progress of `total` steps of `task` (e.g. "bench nbody") on standard error: a bar on a
-    /// terminal, else a line per completed step (at most one every two seconds) and one at least
-    /// every five seconds.
+    /// terminal, else a line as the first step starts, one per completed step (at most one every
+    /// two seconds) and one at least every five seconds.
     pub fn new(task: &str, total: u64, stop: &StopRequest) -> Self {
         if !std::io::stderr().is_terminal() {
             return Self { bar: ProgressBar::hidden(), lines: Some(Lines::start(task, total)), stop: stop.clone() };
@@ -79,7 +80,13 @@ impl Progress {
     pub fn step(&self, what: impl Into<String>) {
         let what = what.into();
         if let Some(lines) = &self.lines {
-            lines.update(|state| state.step = what.clone());
+            lines.update(|state| {
+                state.step = what.clone();
+                // The first step is said at once: the run says it has started and how much is ahead.
+                if state.last_line.is_none() {
+                    state.say();
+                }
+            });
         }
         self.bar.set_message(what);
     }

@@ -212,6 +212,8 @@ pub struct SoakReport {
     pub exceeded: Vec<String>,
     /// What was skipped or cut short, in words.
     pub notes: Vec<String>,
+    /// Whether a stop request (Ctrl-C, SIGTERM) cut the soak short: the phases hold what ran.
+    pub interrupted: bool,
 }
 
 /// Runs the soak. Errors (no CUDA, no interop) are returned; bounds exceeded are in the report.
@@ -384,7 +386,8 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
             after: footprint(session, cuda)?,
         });
     }
-    if options.stop.requested() {
+    let interrupted = options.stop.requested();
+    if interrupted {
         notes.push(format!(
             "stopped ({}): the counts are those that ran; the verdict covers only them",
             options.stop.cause()
@@ -400,7 +403,7 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
         None => "no CUDA device (GL alone)".to_owned(),
     };
     let exceeded = phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS)).unwrap_or_default();
-    Ok(SoakReport { transfer: options.transfer, device, before, phases, bounds: BOUNDS, exceeded, notes })
+    Ok(SoakReport { transfer: options.transfer, device, before, phases, bounds: BOUNDS, exceeded, notes, interrupted })
 }
 
 /// Re-allocates the wave's grid to `width × height` vertices (registered anew on interop).

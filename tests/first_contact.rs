@@ -414,6 +414,7 @@ fn ctrl_c_in_bench_and_soak_stops_and_reports_what_ran() {
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("soak JSON")).expect("JSON");
     let frames = report["phases"][0]["count"].as_u64().expect("frames count");
     assert!((1..100_000_000).contains(&frames), "the frames that ran, not those asked for: {report:#}");
+    assert_eq!(report["interrupted"], true, "{report:#}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -666,7 +666,7 @@ fn bench_handoff_measures_every_pair_and_each_chain_keeps_its_order() {
             no_cache: false,
         },
     };
-    let report = interop_lab::bench::handoff::run(&args).expect("bench handoff");
+    let report = interop_lab::bench::handoff::run(&args, &Default::default()).expect("bench handoff");
     let results = report.json["results"].as_array().expect("results");
     assert_eq!(results.len(), 10, "{}", report.table);
     for row in results {

@@ -356,9 +356,10 @@ fn bench_transfer_vulkan_rows_read_every_frame_right_with_and_without_host_waits
     let mut s = setup();
     let stream = Rc::new(Stream::new(&s.context).unwrap());
     let mut bench = interop_lab::bench::vulkan::VulkanBench::new(&s.context, &stream).unwrap();
-    let counts = interop_lab::bench::vulkan::FrameCounts { warmup: 3, timed: 40 };
+    let counts = interop_lab::demo_kit::bench::Repeats { warmup: 3, timed: 40 };
     let (function, limits) = &mut s.fill;
-    let (table, results) = bench.run(1 << 20, counts, function, limits).unwrap();
+    let stop = interop_lab::stop::StopRequest::new();
+    let (table, results) = bench.run(1 << 20, counts, function, limits, &stop).unwrap();
     eprintln!("{table}");
     for path in ["vulkan", "vulkan_cuda_waited_on_host", "vulkan_period"] {
         let row = results.iter().find(|r| r["path"] == path).unwrap_or_else(|| panic!("{path}: {results:?}"));

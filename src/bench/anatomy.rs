@@ -2,7 +2,7 @@
 //! run four times — nothing recorded; the anatomy recorded (every call, the CUDA lane's
 //! calibration) and written as a trace; the panel drawn with the anatomy closed; the panel with
 //! the anatomy view open — each reported as frames/s and median frame time, with the panel's
-//! host time where drawn.
+//! host time where drawn. Ctrl-C or SIGTERM ends it within a frame, with what was measured.
 
 use std::path::PathBuf;
 
@@ -12,9 +12,11 @@ use serde_json::json;
 use crate::Result;
 use crate::args::{CudaArgs, PanelSection, TraceRequest};
 use crate::demo_kit::DemoSpec;
+use crate::demo_kit::bench::{BenchReport, cell};
 use crate::demos::wave::WaveSettings;
 use crate::graphics::GraphicsApi;
 use crate::headless::{self, HeadlessOptions};
+use crate::progress::Progress;
 use crate::stats::Stage;
 use crate::stop::StopRequest;
 
@@ -38,16 +40,10 @@ pub struct AnatomyBenchArgs {
     pub cuda: CudaArgs,
 }
 
-/// The table printed and the JSON written.
-pub struct AnatomyBench {
-    /// For the terminal.
-    pub table: String,
-    /// Every row, plainly named.
-    pub json: serde_json::Value,
-}
-
-/// Runs the four modes one after the other; after Ctrl-C (`stop`), reports the modes measured.
-pub fn run(args: &AnatomyBenchArgs, stop: &StopRequest) -> Result<AnatomyBench> {
+/// Runs the four modes one after the other. A stop request (Ctrl-C, SIGTERM) ends the mode
+/// running within a frame; the modes measured, that one with the frames it ran, are reported and
+/// marked interrupted.
+pub fn run(args: &AnatomyBenchArgs, stop: &StopRequest) -> Result<BenchReport> {
     crate::output::check_optional(&args.json, crate::output::OutputKind::Data, "--json")?;
     let trace_path = std::env::temp_dir().join(format!("interop-lab-bench-anatomy-{}.json", std::process::id()));
     let modes: [(&str, bool, bool, bool); 4] = [
@@ -58,10 +54,12 @@ pub fn run(args: &AnatomyBenchArgs, stop: &StopRequest) -> Result<AnatomyBench> 
     ];
     let mut rows = Vec::new();
     let mut table = format!("{:<34} {:>10} {:>14} {:>16}\n", "mode", "frames/s", "frame µs (med)", "panel host µs");
+    let progress = Progress::new("bench anatomy", modes.len() as u64, stop);
     for (label, traced, panel, open) in modes {
-        if stop.requested() {
+        if progress.stopped() {
             break;
         }
+        progress.step(format!("{label}, {} frames", args.frames));
         let mut options = HeadlessOptions::new(
             DemoSpec::new(WaveSettings::default()),
             args.renderer,
@@ -80,13 +78,12 @@ pub fn run(args: &AnatomyBenchArgs, stop: &StopRequest) -> Result<AnatomyBench> 
         let report = headless::run(&options)?;
         let frame_us = report.summary.frame_us.map(|p| p.median);
         let panel_us = report.summary.stage(Stage::Panel).and_then(|s| s.host_us).map(|p| p.median);
-        let cell = |v: Option<f64>| v.map_or("–".to_owned(), |v| format!("{v:.1}"));
         table.push_str(&format!(
             "{:<34} {:>10.0} {:>14} {:>16}\n",
             label,
             report.frames_per_second,
-            cell(frame_us),
-            cell(panel_us)
+            cell(frame_us, 1),
+            cell(panel_us, 1)
         ));
         rows.push(json!({
             "mode": label,
@@ -96,9 +93,9 @@ pub fn run(args: &AnatomyBenchArgs, stop: &StopRequest) -> Result<AnatomyBench> 
             "panel_host_us_median": panel_us,
             "transfer": report.json["transfer"].clone(),
         }));
+        progress.done_one();
     }
     let _ = std::fs::remove_file(&trace_path);
     let json = json!({ "bench": "anatomy", "demo": "wave", "renderer": args.renderer.label(), "rows": rows });
-    crate::demo_kit::bench::write_json(&args.json, &json)?;
-    Ok(AnatomyBench { table, json })
+    BenchReport::finish(json, table, stop, &args.json)
 }

@@ -3,7 +3,8 @@
 //! differ in one thing each — no GL work at all, GL reading the buffer, GL busy with other
 //! buffers, a wait for GL every frame, a ring of buffers — and the map's host time and GPU time
 //! (CUDA events around it) are reported side by side. The table is the lesson: whether the map
-//! has a fixed cost, or waits for GL's work on this buffer, or for all of GL's work.
+//! has a fixed cost, or waits for GL's work on this buffer, or for all of GL's work. Ctrl-C or
+//! SIGTERM ends it within an iteration, with the conditions measured whole.
 #![allow(unsafe_code)]
 
 use std::path::PathBuf;
@@ -16,11 +17,13 @@ use serde_json::json;
 use crate::args::CudaArgs;
 use crate::cuda::interop::{self, GraphicsResource, MapAccess};
 use crate::cuda::{DeviceLimits, Event, Function, Module, Stream};
-use crate::demo_kit::bench::BenchReport;
+use crate::demo_kit::bench::{BenchReport, Ran, Repeats};
 use crate::gl::context::headless::HeadlessGl;
 use crate::guard::Guard;
+use crate::progress::Progress;
 use crate::runtime::{self, CudaOptions};
 use crate::stats::Percentiles;
+use crate::stop::StopRequest;
 use crate::{Error, Result, gl};
 
 /// `interop-lab bench map`.
@@ -190,11 +193,46 @@ struct Measured {
     iteration: Percentiles,
 }
 
-/// Runs the study on a headless GL context with GL interop.
-pub fn run(args: &MapBenchArgs) -> Result<BenchReport> {
+impl Measured {
+    /// The condition's line in the table.
+    fn line(&self, condition: &Condition) -> String {
+        format!(
+            "{:<26} {:>13.1} {:>12.1} {:>15.1} {:>14.1}  {}\n",
+            condition.name,
+            self.map_host.median,
+            self.map_gpu.median,
+            self.unmap_host.median,
+            self.iteration.median,
+            condition.question
+        )
+    }
+
+    /// The condition's row in the JSON.
+    fn json(&self, condition: &Condition) -> serde_json::Value {
+        json!({
+            "condition": condition.name,
+            "question": condition.question,
+            "ring": condition.ring,
+            "fill": condition.fill,
+            "gl_reads": condition.gl_reads,
+            "gl_busy_bytes": condition.gl_busy_bytes,
+            "wait": format!("{:?}", condition.wait),
+            "gl_after_bytes": condition.gl_after_bytes,
+            "map_host_us": self.map_host,
+            "map_gpu_us": self.map_gpu,
+            "unmap_host_us": self.unmap_host,
+            "iteration_us": self.iteration,
+        })
+    }
+}
+
+/// Runs the study on a headless GL context with GL interop. A stop request (Ctrl-C, SIGTERM)
+/// ends it within an iteration; the conditions measured whole are reported, marked interrupted.
+pub fn run(args: &MapBenchArgs, stop: &StopRequest) -> Result<BenchReport> {
     if args.frames == 0 {
         return Err(Error::InvalidInput("bench map needs at least one frame".to_owned()));
     }
+    crate::output::check_optional(&args.json, crate::output::OutputKind::Data, "--json")?;
     let options: CudaOptions = args.cuda.options();
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&options))?;
     let gl = context.gl().clone();
@@ -252,7 +290,12 @@ pub fn run(args: &MapBenchArgs) -> Result<BenchReport> {
         busy: [busy[0].raw(), busy[1].raw()],
         scratch: scratch.raw(),
     };
+    let progress = Progress::new("bench map", CONDITIONS.len() as u64, stop);
     for condition in CONDITIONS {
+        if progress.stopped() {
+            break;
+        }
+        progress.step(condition.name);
         let mut ring = Vec::with_capacity(condition.ring);
         for _ in 0..condition.ring {
             let buffer = Guard::new(gl::Buffer::uninitialized(&gl, bytes)?, release);
@@ -261,35 +304,19 @@ pub fn run(args: &MapBenchArgs) -> Result<BenchReport> {
             ring.push((resource, buffer));
         }
         let mut views: Vec<_> = ring.iter_mut().map(|(resource, buffer)| (resource, buffer.raw())).collect();
-        let measured = run.condition(&condition, &mut views, args.warmup, args.frames);
+        let repeats = Repeats { warmup: args.warmup, timed: args.frames };
+        let measured = run.condition(&condition, &mut views, repeats, stop);
         stream.synchronize()?;
         gl::finish(&gl);
         drop(views);
         drop(ring);
-        let measured = measured?;
-        table.push_str(&format!(
-            "{:<26} {:>13.1} {:>12.1} {:>15.1} {:>14.1}  {}\n",
-            condition.name,
-            measured.map_host.median,
-            measured.map_gpu.median,
-            measured.unmap_host.median,
-            measured.iteration.median,
-            condition.question
-        ));
-        results.push(json!({
-            "condition": condition.name,
-            "question": condition.question,
-            "ring": condition.ring,
-            "fill": condition.fill,
-            "gl_reads": condition.gl_reads,
-            "gl_busy_bytes": condition.gl_busy_bytes,
-            "wait": format!("{:?}", condition.wait),
-            "gl_after_bytes": condition.gl_after_bytes,
-            "map_host_us": measured.map_host,
-            "map_gpu_us": measured.map_gpu,
-            "unmap_host_us": measured.unmap_host,
-            "iteration_us": measured.iteration,
-        }));
+        // `None`: a stop cut the condition short; it is left out, those before are kept.
+        let Some(measured) = measured? else {
+            break;
+        };
+        table.push_str(&measured.line(&condition));
+        results.push(measured.json(&condition));
+        progress.done_one();
     }
     let json = json!({
         "benchmark": "map",
@@ -303,8 +330,7 @@ pub fn run(args: &MapBenchArgs) -> Result<BenchReport> {
         ),
         "results": results,
     });
-    crate::demo_kit::bench::write_json(&args.json, &json)?;
-    Ok(BenchReport { json, table })
+    BenchReport::finish(json, table, stop, &args.json)
 }
 
 /// What every condition runs with.
@@ -322,21 +348,22 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// The condition's iterations, medians of the timed ones; `None` when a stop came first.
     fn condition(
         &mut self,
         condition: &Condition,
         buffers: &mut [(&mut GraphicsResource, Option<glow::Buffer>)],
-        warmup: u32,
-        frames: u32,
-    ) -> Result<Measured> {
+        repeats: Repeats,
+        stop: &StopRequest,
+    ) -> Result<Option<Measured>> {
         let context = self.stream.context();
-        let total = (warmup + frames) as usize;
         let events: Vec<(Event, Event)> =
-            (0..frames).map(|_| Ok((Event::new(context)?, Event::new(context)?))).collect::<Result<_>>()?;
+            (0..repeats.timed).map(|_| Ok((Event::new(context)?, Event::new(context)?))).collect::<Result<_>>()?;
         let (mut map_host, mut unmap_host, mut iteration) = (Vec::new(), Vec::new(), Vec::new());
         let mut read_fence: Option<gl::Fence> = None;
-        for index in 0..total {
-            let timed = index.checked_sub(warmup as usize).map(|i| &events[i]);
+        let ran = repeats.run(stop, |index, timed| {
+            let index = index as usize;
+            let timed = timed.then(|| &events[index - repeats.warmup as usize]);
             let started = Instant::now();
             if condition.gl_busy_bytes > 0 {
                 self.gl_copy(self.busy[0], self.busy[1], condition.gl_busy_bytes);
@@ -353,16 +380,7 @@ impl Run<'_> {
                 }
                 None => self.stream,
             };
-            match condition.wait {
-                Wait::BeforeMap => gl::wait_for_gl(self.gl)?,
-                Wait::Finish => gl::finish(self.gl),
-                Wait::ReadFence => {
-                    if let Some(fence) = read_fence.take() {
-                        fence.wait(self.gl)?;
-                    }
-                }
-                Wait::No | Wait::AfterFrame => {}
-            }
+            self.wait_before_map(condition.wait, &mut read_fence)?;
             if let Some((before, _)) = timed {
                 before.record(map_stream)?;
             }
@@ -402,11 +420,15 @@ impl Run<'_> {
                 unmap_host.push(unmap_us);
                 iteration.push(started.elapsed().as_secs_f64() * 1e6);
             }
-        }
+            Ok(())
+        });
         if let Some(fence) = read_fence {
             fence.delete(self.gl);
         }
         self.stream.synchronize()?;
+        if ran? == Ran::Stopped {
+            return Ok(None);
+        }
         let map_gpu: Vec<f64> = events
             .iter()
             .map(|(before, after)| after.elapsed_ms_since(before).map(|ms| f64::from(ms) * 1e3))
@@ -414,12 +436,27 @@ impl Run<'_> {
         let of = |values: Vec<f64>| {
             Percentiles::of(values.into_iter()).ok_or_else(|| Error::Unavailable("no samples".to_owned()))
         };
-        Ok(Measured {
+        Ok(Some(Measured {
             map_host: of(map_host)?,
             map_gpu: of(map_gpu)?,
             unmap_host: of(unmap_host)?,
             iteration: of(iteration)?,
-        })
+        }))
+    }
+
+    /// The host's wait for GL just before the map, where the condition makes one.
+    fn wait_before_map(&self, wait: Wait, read_fence: &mut Option<gl::Fence>) -> Result<()> {
+        match wait {
+            Wait::BeforeMap => gl::wait_for_gl(self.gl)?,
+            Wait::Finish => gl::finish(self.gl),
+            Wait::ReadFence => {
+                if let Some(fence) = read_fence.take() {
+                    fence.wait(self.gl)?;
+                }
+            }
+            Wait::No | Wait::AfterFrame => {}
+        }
+        Ok(())
     }
 
     /// Launches `fill` over `span` on `stream`.

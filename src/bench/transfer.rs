@@ -1,26 +1,28 @@
 //! `interop-lab bench transfer`: what each way of getting a kernel's output into a buffer the
 //! graphics API draws costs per frame, for several buffer sizes: every GL path, and Vulkan memory
 //! CUDA imports. A fill kernel (or the CPU) writes every byte; each frame ends when the graphics
-//! API has executed everything issued, so the figure is the latency a frame pays.
+//! API has executed everything issued, so the figure is the latency a frame pays. Ctrl-C or
+//! SIGTERM ends it within a frame: the rows measured whole are reported, marked interrupted.
 
 use std::path::PathBuf;
-
-use clap::Args;
 use std::time::Instant;
 
+use clap::Args;
 use rayon::prelude::*;
 use serde_json::json;
 
 use super::fill::launch_fill;
-use super::vulkan::{FrameCounts, VULKAN_LABEL, VulkanBench};
+use super::vulkan::{VULKAN_LABEL, VulkanBench};
 use crate::args::CudaArgs;
-use crate::cuda::{DeviceLimits, Module, Stream};
-use crate::demo_kit::bench::BenchReport;
+use crate::cuda::{DeviceLimits, Function, Module, Stream};
+use crate::demo_kit::bench::{BenchReport, Ran, Repeats};
 use crate::gl::context::headless::HeadlessGl;
+use crate::progress::Progress;
 use crate::render::Graphics;
 use crate::runtime::{self, CudaOptions};
-use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage};
-use crate::transfer::{Access, Target, TransferKind};
+use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage, StageTimes};
+use crate::stop::StopRequest;
+use crate::transfer::{Access, SharedBuffer, Target, Transfer, TransferKind};
 use crate::{Error, Result, gl};
 
 #[derive(Args, Debug)]
@@ -52,8 +54,8 @@ pub struct TransferBenchArgs {
 }
 
 impl TransferBenchArgs {
-    /// The benchmark these flags ask for.
-    pub fn options(&self) -> TransferBench {
+    /// The benchmark these flags ask for; `stop` (Ctrl-C, SIGTERM) ends it within a frame.
+    pub fn options(&self, stop: &StopRequest) -> TransferBench {
         TransferBench {
             sizes: self.bytes.clone(),
             paths: self.path.iter().filter_map(|p| p.gl_path()).collect(),
@@ -63,6 +65,7 @@ impl TransferBenchArgs {
             frames: self.frames,
             cuda: self.cuda.options(),
             json: self.json.clone(),
+            stop: stop.clone(),
         }
     }
 }
@@ -120,6 +123,8 @@ pub struct TransferBench {
     pub cuda: CudaOptions,
     /// Where to write the JSON.
     pub json: Option<PathBuf>,
+    /// Set by Ctrl-C or SIGTERM: finish the frame being run, then report the rows measured whole.
+    pub stop: StopRequest,
 }
 
 /// Parses `1M`, `16M`, `512K`, `4096` into bytes.
@@ -139,7 +144,52 @@ pub fn parse_bytes(text: &str) -> std::result::Result<usize, String> {
     Ok(bytes)
 }
 
-/// Runs the benchmark on a headless GL context.
+/// One row of the table at each size, planned before the run so that its progress can count them.
+#[derive(Debug, Clone)]
+enum Row {
+    /// A GL path at a pipeline depth.
+    Gl(TransferKind, u32),
+    /// A GL path this context or device does not offer, and why.
+    Unavailable(TransferKind, String),
+    /// The Vulkan rows: the hand-off and the rows that take it apart.
+    Vulkan,
+}
+
+/// The rows run at each size: every path asked for (or available) at each depth that changes
+/// it (from 2, only the paths that prepare the next buffer), and Vulkan last when asked for.
+fn plan(options: &TransferBench, depths: &[u32], selection: &runtime::Selection) -> Vec<Row> {
+    let available = selection.available_transfers();
+    let every_path = options.paths.is_empty() && options.vulkan;
+    let paths: Vec<TransferKind> = if every_path { available.clone() } else { options.paths.clone() };
+    let mut rows = Vec::new();
+    for kind in paths {
+        for &depth in depths {
+            // Only these prepare the next buffer: a deeper ring changes nothing elsewhere.
+            if depth > 1 && !prepares_next(kind) {
+                continue;
+            }
+            if available.contains(&kind) {
+                rows.push(Row::Gl(kind, depth));
+            } else if depth == 1 {
+                let why = selection.why_unavailable(kind).unwrap_or("not available with this GL context and device");
+                rows.push(Row::Unavailable(kind, why.to_owned()));
+            }
+        }
+    }
+    if options.vulkan {
+        rows.push(Row::Vulkan);
+    }
+    rows
+}
+
+/// Whether `kind` prepares the next frame's buffer during this one (the paths a pipeline depth
+/// changes).
+fn prepares_next(kind: TransferKind) -> bool {
+    matches!(kind, TransferKind::Interop | TransferKind::ExternalSemaphores)
+}
+
+/// Runs the benchmark on a headless GL context. A stop request ends it within one frame; the
+/// rows measured whole are reported, marked interrupted.
 pub fn run(options: &TransferBench) -> Result<BenchReport> {
     if options.sizes.is_empty() || options.frames == 0 {
         return Err(Error::InvalidInput("bench transfer needs at least one size and one frame".to_owned()));
@@ -147,18 +197,16 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
     if let Some(depth) = options.depths.iter().find(|&&d| !(1..=4).contains(&d)) {
         return Err(Error::InvalidInput(format!("--pipeline-depth {depth}: 1 to 4 buffers")));
     }
+    crate::output::check_optional(&options.json, crate::output::OutputKind::Data, "--json")?;
     let depths = if options.depths.is_empty() { vec![1] } else { options.depths.clone() };
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&options.cuda))?;
     let gl = context.gl().clone();
     let selection = runtime::select(&options.cuda, &gl, &|name| context.proc_address(name));
-    let available = selection.available_transfers();
-    let every_path = options.paths.is_empty() && options.vulkan;
-    let paths: Vec<TransferKind> = if every_path { available.clone() } else { options.paths.clone() };
     let stream = match &selection.cuda {
         Some(cuda) => Some(std::rc::Rc::new(Stream::new(&cuda.context)?)),
         None => None,
     };
-    let mut kernel = match &selection.cuda {
+    let kernel = match &selection.cuda {
         Some(cuda) => {
             let compiled = cuda.compiler.compile(&super::fill::KERNEL, &[])?;
             let module = Module::load(&cuda.context, &compiled)?;
@@ -172,173 +220,34 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
         (Some(cuda), Some(stream)) => VulkanBench::new(&cuda.context, stream).map_err(|e| e.to_string()),
         _ => Err("it needs CUDA, which is not running".to_owned()),
     });
-    let mut table = format!(
-        "transfer paths on {device}: per-frame latency (fill every byte, then wait for GL), median of {} frames; \
-         period: the same frames enqueued back to back, one wait at the end\n",
-        options.frames
-    );
-    // Depths beyond 1 change only the paths that prepare the next buffer: said when none of
-    // those runs here, instead of leaving the asked-for depth out without a word.
-    let deeper: Vec<u32> = depths.iter().copied().filter(|&depth| depth > 1).collect();
-    let prepares = |kind: &TransferKind| matches!(kind, TransferKind::Interop | TransferKind::ExternalSemaphores);
-    if !deeper.is_empty() && !paths.iter().any(|kind| prepares(kind) && available.contains(kind)) {
-        table.push_str(&format!(
-            "note: --pipeline-depth {} not run: only GL interop and external + semaphores prepare the next buffer \
-             (a deeper ring changes nothing on the other paths), and neither runs here\n",
-            deeper.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-        ));
-    }
-    table.push_str(&format!(
-        "{:>9} {:<22} {:>5} {:>10} {:>10} {:>10} {:>10}  {}\n",
-        "bytes", "path", "depth", "frame µs", "p90 µs", "GB/s", "period µs", "stages (host µs; map: GPU µs too)"
-    ));
+    let rows = plan(options, &depths, &selection);
+    let mut table = header(options, &device, &depths, &rows);
+    let mut gl_rows = GlRows { gl: &gl, cuda: selection.cuda.as_deref(), stream: stream.as_ref(), kernel };
+    let progress = Progress::new("bench transfer", (options.sizes.len() * rows.len()) as u64, &options.stop);
     let mut results = Vec::new();
-    for &bytes in &options.sizes {
-        for (kind, depth) in paths.iter().flat_map(|&kind| depths.iter().map(move |&depth| (kind, depth))) {
-            if depth > 1 && !matches!(kind, TransferKind::Interop | TransferKind::ExternalSemaphores) {
-                continue; // only these prepare the next buffer: a deeper ring changes nothing elsewhere
+    'sizes: for &bytes in &options.sizes {
+        for row in &rows {
+            if progress.stopped() {
+                break 'sizes;
             }
-            if !available.contains(&kind) {
-                if depth > 1 {
-                    continue;
+            let measured = match row {
+                Row::Unavailable(kind, why) => Some(skipped_row(bytes, &json!(kind), kind.label(), why)),
+                Row::Gl(kind, depth) => {
+                    progress.step(format!("{} B, {}, depth {depth}", bytes, kind.label()));
+                    gl_rows.measure(*kind, *depth, bytes, options)?
                 }
-                let why = selection.why_unavailable(kind).unwrap_or("not available with this GL context and device");
-                results.push(json!({ "bytes": bytes, "path": kind, "skipped": why }));
-                table.push_str(&format!("{bytes:>9} {:<22} not available here: {why}\n", kind.label()));
-                continue;
-            }
-            // A path GL offers can still fail to start (external + semaphores needs a Vulkan device
-            // on the CUDA device): its row says why, the others run.
-            let mut path = match runtime::create_transfer(selection.cuda.as_deref(), stream.as_ref(), kind) {
-                Ok(path) => path,
-                Err(error) => {
-                    results.push(json!({ "bytes": bytes, "path": kind, "skipped": error.to_string() }));
-                    table.push_str(&format!("{bytes:>9} {:<22} not available here: {error}\n", kind.label()));
-                    continue;
+                Row::Vulkan => {
+                    progress.step(format!("{bytes} B, {VULKAN_LABEL}"));
+                    Some(vulkan_rows(&mut vulkan, &mut gl_rows.kernel, bytes, options)?)
                 }
             };
-            let mut ring = Vec::with_capacity(depth as usize);
-            for _ in 0..depth {
-                ring.push(path.create_buffer(Graphics::Gl(&gl), &vec![0u8; bytes])?);
-            }
-            // One frame: the path's run on the ring's slot for `frame` (from depth 2 the next
-            // slot is prepared during it: mapped ahead by GL interop, signalled ahead by the
-            // external path's semaphores).
-            let mut one_frame = |path: &mut Box<dyn crate::transfer::Transfer>,
-                                 ring: &mut [crate::transfer::SharedBuffer],
-                                 frame: u64|
-             -> Result<crate::stats::StageTimes> {
-                let value = frame as u32;
-                let slot = (frame % u64::from(depth)) as usize;
-                let (this, next) = crate::transfer::this_and_next(ring, slot);
-                let mut buffers = [(this, Access::Write)];
-                let mut next_one;
-                let next_buffers: &mut [(&mut crate::transfer::SharedBuffer, Access)] = match next {
-                    Some(buffer) => {
-                        next_one = [(buffer, Access::Write)];
-                        &mut next_one
-                    }
-                    None => &mut [],
-                };
-                path.run_pipelined(Graphics::Gl(&gl), frame, &mut buffers, next_buffers, &mut |target| match target {
-                    Target::Device { buffers, stream } => {
-                        let (function, limits) =
-                            kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
-                        launch_fill(function, limits, stream, buffers[0], value)
-                    }
-                    Target::Host { buffers } => {
-                        let words: &mut [u32] = bytemuck::try_cast_slice_mut(&mut *buffers[0])
-                            .map_err(|e| Error::InvalidInput(e.to_string()))?;
-                        words.par_iter_mut().enumerate().for_each(|(i, w)| *w = value ^ i as u32);
-                        Ok(())
-                    }
-                })
+            // `None`: a stop cut the row short; it is left out, the rows before are kept.
+            let Some((lines, row_results)) = measured else {
+                break 'sizes;
             };
-            let mut history = FrameHistory::new(options.frames as usize);
-            let mut frame_us = Vec::with_capacity(options.frames as usize);
-            let total = u64::from(options.warmup + options.frames);
-            for frame in 0..total {
-                let started = Instant::now();
-                let times = one_frame(&mut path, &mut ring, frame)?;
-                // GL uses the buffer: the frame ends when GL has executed everything issued.
-                gl::wait_for_gl(&gl)?;
-                if frame >= u64::from(options.warmup) {
-                    frame_us.push(started.elapsed().as_secs_f64() * 1e6);
-                    history.push(FrameSample { frame, frame_us: f64::NAN, stages: times });
-                }
-                while let Some(late) = path.poll_gpu_times()? {
-                    history.add_late(late);
-                }
-            }
-            path.synchronize()?;
-            while let Some(late) = path.poll_gpu_times()? {
-                history.add_late(late);
-            }
-            // The period: the same frames enqueued back to back, as a renderer does, with one wait
-            // at the end (whatever a path waits for inside its run still counts). Their GPU stage
-            // times are not kept.
-            let started = Instant::now();
-            for frame in total..total + u64::from(options.frames) {
-                one_frame(&mut path, &mut ring, frame)?;
-                while path.poll_gpu_times()?.is_some() {}
-            }
-            gl::wait_for_gl(&gl)?;
-            path.synchronize()?;
-            let period = started.elapsed().as_secs_f64() * 1e6 / f64::from(options.frames);
-            let mut all: Vec<&mut crate::transfer::SharedBuffer> = ring.iter_mut().collect();
-            path.release_prepared(&mut all)?;
-            for buffer in ring {
-                buffer.destroy(Graphics::Gl(&gl));
-            }
-            let frame =
-                Percentiles::of(frame_us.into_iter()).ok_or_else(|| Error::Unavailable("no frames".to_owned()))?;
-            let summary = history.summary(None);
-            let stages: Vec<String> = summary
-                .stages
-                .iter()
-                .filter_map(|s| {
-                    let host = s.host_us?;
-                    Some(match (s.stage, s.gpu_us) {
-                        (Stage::Map, Some(gpu)) => format!("map {:.0} (GPU {:.0})", host.median, gpu.median),
-                        _ => format!("{} {:.0}", s.stage.name(), host.median),
-                    })
-                })
-                .collect();
-            let gbps = bytes as f64 / (frame.median * 1e3);
-            table.push_str(&format!(
-                "{bytes:>9} {:<22} {depth:>5} {:>10.1} {:>10.1} {:>10.2} {period:>10.1}  {}\n",
-                kind.label(),
-                frame.median,
-                frame.p90,
-                gbps,
-                stages.join(", ")
-            ));
-            let map_unmap = [Stage::Map, Stage::Unmap].iter().any(|&s| summary.stage(s).is_some());
-            results.push(json!({
-                "bytes": bytes,
-                "path": kind,
-                "pipeline_depth": depth,
-                "frame_us": frame,
-                "period_us": period,
-                "gigabytes_per_s": gbps,
-                "maps_and_unmaps": map_unmap,
-                "stages_us": summary.stages,
-            }));
-        }
-        if let Some(vulkan) = vulkan.as_mut() {
-            let (line, vulkan_results) = match vulkan {
-                Ok(bench) => {
-                    let (function, limits) =
-                        kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
-                    bench.run(bytes, FrameCounts { warmup: options.warmup, timed: options.frames }, function, limits)?
-                }
-                Err(why) => (
-                    format!("{bytes:>9} {:<22} not available here: {why}\n", VULKAN_LABEL),
-                    vec![json!({ "bytes": bytes, "path": "vulkan", "skipped": why.clone() })],
-                ),
-            };
-            table.push_str(&line);
-            results.extend(vulkan_results);
+            table.push_str(&lines);
+            results.extend(row_results);
+            progress.done_one();
         }
     }
     let json = json!({
@@ -355,8 +264,219 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
         ),
         "results": results,
     });
-    crate::demo_kit::bench::write_json(&options.json, &json)?;
-    Ok(BenchReport { json, table })
+    BenchReport::finish(json, table, &options.stop, &options.json)
+}
+
+/// The table's title, a note on depths that change nothing here, and the column heads.
+fn header(options: &TransferBench, device: &str, depths: &[u32], rows: &[Row]) -> String {
+    let mut table = format!(
+        "transfer paths on {device}: per-frame latency (fill every byte, then wait for GL), median of {} frames; \
+         period: the same frames enqueued back to back, one wait at the end\n",
+        options.frames
+    );
+    // Depths beyond 1 change only the paths that prepare the next buffer: said when none of
+    // those runs here, instead of leaving the asked-for depth out without a word.
+    let deeper: Vec<u32> = depths.iter().copied().filter(|&depth| depth > 1).collect();
+    let any_prepares = rows.iter().any(|row| matches!(row, Row::Gl(kind, _) if prepares_next(*kind)));
+    if !deeper.is_empty() && !any_prepares {
+        table.push_str(&format!(
+            "note: --pipeline-depth {} not run: only GL interop and external + semaphores prepare the next buffer \
+             (a deeper ring changes nothing on the other paths), and neither runs here\n",
+            deeper.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        ));
+    }
+    table.push_str(&format!(
+        "{:>9} {:<22} {:>5} {:>10} {:>10} {:>10} {:>10}  {}\n",
+        "bytes", "path", "depth", "frame µs", "p90 µs", "GB/s", "period µs", "stages (host µs; map: GPU µs too)"
+    ));
+    table
+}
+
+/// The Vulkan rows at `bytes`, or the one that says why they cannot run here. Those measured
+/// whole before a stop are returned.
+fn vulkan_rows(
+    vulkan: &mut Option<std::result::Result<VulkanBench, String>>,
+    kernel: &mut Option<(Function, DeviceLimits)>,
+    bytes: usize,
+    options: &TransferBench,
+) -> Result<(String, Vec<serde_json::Value>)> {
+    match vulkan {
+        Some(Ok(bench)) => {
+            let (function, limits) =
+                kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
+            let repeats = Repeats { warmup: options.warmup, timed: options.frames };
+            bench.run(bytes, repeats, function, limits, &options.stop)
+        }
+        Some(Err(why)) => Ok(skipped_row(bytes, &json!("vulkan"), VULKAN_LABEL, why)),
+        None => Ok((String::new(), Vec::new())),
+    }
+}
+
+/// The line and JSON row of a path that cannot run here, with the reason.
+fn skipped_row(bytes: usize, path: &serde_json::Value, label: &str, why: &str) -> (String, Vec<serde_json::Value>) {
+    let line = format!("{bytes:>9} {label:<22} not available here: {why}\n");
+    (line, vec![json!({ "bytes": bytes, "path": path, "skipped": why })])
+}
+
+/// What the GL rows run with: the context, CUDA when it runs, and the fill kernel.
+struct GlRows<'a> {
+    gl: &'a glow::Context,
+    cuda: Option<&'a runtime::CudaRuntime>,
+    stream: Option<&'a std::rc::Rc<Stream>>,
+    kernel: Option<(Function, DeviceLimits)>,
+}
+
+/// What a GL row's frames measured.
+struct GlFrames {
+    frame_us: Vec<f64>,
+    history: FrameHistory,
+    period_us: f64,
+}
+
+impl GlRows<'_> {
+    /// Measures `kind` at `bytes` with `depth` buffers in turn: its table line and JSON row (or
+    /// why it could not start); `None` when a stop came before its end.
+    fn measure(
+        &mut self,
+        kind: TransferKind,
+        depth: u32,
+        bytes: usize,
+        options: &TransferBench,
+    ) -> Result<Option<(String, Vec<serde_json::Value>)>> {
+        // A path GL offers can still fail to start (external + semaphores needs a Vulkan device
+        // on the CUDA device): its row says why, the others run.
+        let mut path = match runtime::create_transfer(self.cuda, self.stream, kind) {
+            Ok(path) => path,
+            Err(error) => return Ok(Some(skipped_row(bytes, &json!(kind), kind.label(), &error.to_string()))),
+        };
+        let mut ring = Vec::with_capacity(depth as usize);
+        for _ in 0..depth {
+            ring.push(path.create_buffer(Graphics::Gl(self.gl), &vec![0u8; bytes])?);
+        }
+        let measured = self.frames(path.as_mut(), &mut ring, options);
+        let mut all: Vec<&mut SharedBuffer> = ring.iter_mut().collect();
+        let released = path.release_prepared(&mut all);
+        for buffer in ring {
+            buffer.destroy(Graphics::Gl(self.gl));
+        }
+        let Some(measured) = measured? else {
+            return Ok(None);
+        };
+        released?;
+        let frame =
+            Percentiles::of(measured.frame_us.into_iter()).ok_or_else(|| Error::Unavailable("no frames".to_owned()))?;
+        let summary = measured.history.summary(None);
+        let stages: Vec<String> = summary
+            .stages
+            .iter()
+            .filter_map(|s| {
+                let host = s.host_us?;
+                Some(match (s.stage, s.gpu_us) {
+                    (Stage::Map, Some(gpu)) => format!("map {:.0} (GPU {:.0})", host.median, gpu.median),
+                    _ => format!("{} {:.0}", s.stage.name(), host.median),
+                })
+            })
+            .collect();
+        let gbps = bytes as f64 / (frame.median * 1e3);
+        let period = measured.period_us;
+        let line = format!(
+            "{bytes:>9} {:<22} {depth:>5} {:>10.1} {:>10.1} {:>10.2} {period:>10.1}  {}\n",
+            kind.label(),
+            frame.median,
+            frame.p90,
+            gbps,
+            stages.join(", ")
+        );
+        let map_unmap = [Stage::Map, Stage::Unmap].iter().any(|&s| summary.stage(s).is_some());
+        let result = json!({
+            "bytes": bytes,
+            "path": kind,
+            "pipeline_depth": depth,
+            "frame_us": frame,
+            "period_us": period,
+            "gigabytes_per_s": gbps,
+            "maps_and_unmaps": map_unmap,
+            "stages_us": summary.stages,
+        });
+        Ok(Some((line, vec![result])))
+    }
+
+    /// The warm-up and timed frames, each waited for, then as many again enqueued back to back
+    /// with one wait at the end (as a renderer does; whatever a path waits for inside its run
+    /// still counts; their GPU stage times are not kept). `None` when a stop came first.
+    fn frames(
+        &mut self,
+        path: &mut dyn Transfer,
+        ring: &mut [SharedBuffer],
+        options: &TransferBench,
+    ) -> Result<Option<GlFrames>> {
+        let mut history = FrameHistory::new(options.frames as usize);
+        let mut frame_us = Vec::with_capacity(options.frames as usize);
+        let latency = Repeats { warmup: options.warmup, timed: options.frames };
+        let ran = latency.run(&options.stop, |frame, timed| {
+            let started = Instant::now();
+            let times = self.frame(path, ring, frame)?;
+            // GL uses the buffer: the frame ends when GL has executed everything issued.
+            gl::wait_for_gl(self.gl)?;
+            if timed {
+                frame_us.push(started.elapsed().as_secs_f64() * 1e6);
+                history.push(FrameSample { frame, frame_us: f64::NAN, stages: times });
+            }
+            while let Some(late) = path.poll_gpu_times()? {
+                history.add_late(late);
+            }
+            Ok(())
+        })?;
+        path.synchronize()?;
+        while let Some(late) = path.poll_gpu_times()? {
+            history.add_late(late);
+        }
+        if ran == Ran::Stopped {
+            return Ok(None);
+        }
+        let started = Instant::now();
+        let ran = Repeats::timed(options.frames).run(&options.stop, |index, _| {
+            self.frame(path, ring, latency.total() + index)?;
+            while path.poll_gpu_times()?.is_some() {}
+            Ok(())
+        })?;
+        gl::wait_for_gl(self.gl)?;
+        path.synchronize()?;
+        let period_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(options.frames);
+        Ok((ran == Ran::All).then_some(GlFrames { frame_us, history, period_us }))
+    }
+
+    /// One frame: the path's run on the ring's slot for `frame` (from depth 2 the next slot is
+    /// prepared during it: mapped ahead by GL interop, signalled ahead by the external path's
+    /// semaphores), the fill kernel or the CPU writing every byte.
+    fn frame(&mut self, path: &mut dyn Transfer, ring: &mut [SharedBuffer], frame: u64) -> Result<StageTimes> {
+        let value = frame as u32;
+        let slot = (frame % ring.len() as u64) as usize;
+        let (this, next) = crate::transfer::this_and_next(ring, slot);
+        let mut buffers = [(this, Access::Write)];
+        let mut next_one;
+        let next_buffers: &mut [(&mut SharedBuffer, Access)] = match next {
+            Some(buffer) => {
+                next_one = [(buffer, Access::Write)];
+                &mut next_one
+            }
+            None => &mut [],
+        };
+        let kernel = &mut self.kernel;
+        path.run_pipelined(Graphics::Gl(self.gl), frame, &mut buffers, next_buffers, &mut |target| match target {
+            Target::Device { buffers, stream } => {
+                let (function, limits) =
+                    kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
+                launch_fill(function, limits, stream, buffers[0], value)
+            }
+            Target::Host { buffers } => {
+                let words: &mut [u32] =
+                    bytemuck::try_cast_slice_mut(&mut *buffers[0]).map_err(|e| Error::InvalidInput(e.to_string()))?;
+                words.par_iter_mut().enumerate().for_each(|(i, w)| *w = value ^ i as u32);
+                Ok(())
+            }
+        })
+    }
 }
 
 #[cfg(test)]

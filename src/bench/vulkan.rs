@@ -11,22 +11,15 @@ use serde_json::json;
 
 use super::fill::launch_fill;
 use crate::cuda::{Context, DeviceLimits, Function, Stream};
-use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage, StageTimes};
+use crate::demo_kit::bench::{Ran, Repeats, cell};
+use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage, StageTimes, Summary};
+use crate::stop::StopRequest;
 use crate::transfer::vulkan::VulkanShare;
 use crate::vk::commands::CommandRing;
 use crate::vk::device::{DeviceChoice, VulkanContext};
 use crate::vk::memory::{Buffer, MemoryKind};
 use crate::vk::shared::SharedTimeline;
 use crate::{Error, Result};
-
-/// Frames a row runs: untimed first, then timed.
-#[derive(Debug, Clone, Copy)]
-pub struct FrameCounts {
-    /// Untimed frames.
-    pub warmup: u32,
-    /// Timed frames (median and p90 reported).
-    pub timed: u32,
-}
 
 /// The label of the Vulkan rows.
 pub const VULKAN_LABEL: &str = "Vulkan + timeline";
@@ -100,28 +93,32 @@ impl VulkanBench {
         Ok(Self { share, commands, readback, vulkan })
     }
 
-    /// Measures `bytes`, the hand-off and the two breakdown rows: returns the table lines and the
-    /// JSON results.
+    /// Measures `bytes`, the hand-off and the rows that take it apart: returns the table lines and
+    /// the JSON results. `stop` ends it within a frame; the rows measured whole are returned.
     pub fn run(
         &mut self,
         bytes: usize,
-        counts: FrameCounts,
+        counts: Repeats,
         function: &mut Function,
         limits: &DeviceLimits,
+        stop: &StopRequest,
     ) -> Result<(String, Vec<serde_json::Value>)> {
         let mut lines = String::new();
         let mut results = Vec::new();
         for mode in [Mode::Shared, Mode::CudaFirst, Mode::VulkanAlone, Mode::CudaAlone, Mode::SkipWait] {
             self.share.timeline().set_skip_wait(mode == Mode::SkipWait);
-            let measured = self.run_mode(mode, bytes, counts, function, limits);
+            let measured = self.run_mode(mode, bytes, counts, function, limits, stop);
             self.share.timeline().set_skip_wait(false);
-            let (line, result) = measured?;
+            let Some((line, result)) = measured? else {
+                return Ok((lines, results));
+            };
             lines.push_str(&line);
             results.push(result);
         }
-        let (line, result) = self.run_period(bytes, counts, function, limits)?;
-        lines.push_str(&line);
-        results.push(result);
+        if let Some((line, result)) = self.run_period(bytes, counts, function, limits, stop)? {
+            lines.push_str(&line);
+            results.push(result);
+        }
         Ok((lines, results))
     }
 
@@ -130,13 +127,15 @@ impl VulkanBench {
     /// the host back only when all its buffers are in flight) and waited for once at the end; the
     /// row's time is the period, the timed frames' wall time over their count. Each frame copies
     /// its last 16 bytes into a slot of its own, all checked at the end.
+    /// `None` when a stop came before its end.
     fn run_period(
         &mut self,
         bytes: usize,
-        counts: FrameCounts,
+        counts: Repeats,
         function: &mut Function,
         limits: &DeviceLimits,
-    ) -> Result<(String, serde_json::Value)> {
+        stop: &StopRequest,
+    ) -> Result<Option<(String, serde_json::Value)>> {
         let buffers = [
             self.share.create_buffer(bytes, raw::BufferUsageFlags::STORAGE_BUFFER)?,
             self.share.create_buffer(bytes, raw::BufferUsageFlags::STORAGE_BUFFER)?,
@@ -149,7 +148,8 @@ impl VulkanBench {
         let mut elapsed = Duration::ZERO;
         for (first, count, timed) in [(0, counts.warmup, false), (counts.warmup, counts.timed, true)] {
             let started = Instant::now();
-            for frame in u64::from(first)..u64::from(first + count) {
+            let ran = Repeats::timed(count).run(stop, |index, _| {
+                let frame = u64::from(first) + index;
                 let buffer = &buffers[(frame % 2) as usize];
                 let value = frame as u32;
                 self.share.cuda_step(frame, buffer.mark().value(), |stream| {
@@ -159,8 +159,13 @@ impl VulkanBench {
                 self.share.submit_read(&mut self.commands, raw::PipelineStageFlags::TRANSFER, &[buffer], |r| {
                     r.copy(buffer.vulkan(), bytes - checked, &slots, slot, checked)
                 })?;
-            }
+                Ok(())
+            })?;
             self.share.synchronize(Duration::from_secs(10))?;
+            if ran == Ran::Stopped {
+                while self.share.poll_gpu_times()?.is_some() {}
+                return Ok(None);
+            }
             if timed {
                 elapsed = started.elapsed();
             }
@@ -194,24 +199,26 @@ impl VulkanBench {
             "gigabytes_per_s": gbps,
             "wrong_frames": wrong_frames,
         });
-        Ok((line, result))
+        Ok(Some((line, result)))
     }
 
+    /// `None` when a stop came before its end.
     fn run_mode(
         &mut self,
         mode: Mode,
         bytes: usize,
-        counts: FrameCounts,
+        counts: Repeats,
         function: &mut Function,
         limits: &DeviceLimits,
-    ) -> Result<(String, serde_json::Value)> {
+        stop: &StopRequest,
+    ) -> Result<Option<(String, serde_json::Value)>> {
         let buffer = self.share.create_buffer(bytes, raw::BufferUsageFlags::STORAGE_BUFFER)?;
         let checked = CHECKED_BYTES.min(bytes);
         let first_word = (bytes - checked) / 4;
         let mut history = FrameHistory::new(counts.timed as usize);
         let mut frame_us = Vec::with_capacity(counts.timed as usize);
         let mut wrong_frames = 0u32;
-        for frame in 0..u64::from(counts.warmup + counts.timed) {
+        let ran = counts.run(stop, |frame, timed| {
             let value = frame as u32;
             let mut times = StageTimes::default();
             let started = Instant::now();
@@ -249,38 +256,55 @@ impl VulkanBench {
             {
                 wrong_frames += 1;
             }
-            if frame >= u64::from(counts.warmup) {
+            if timed {
                 frame_us.push(micros(started));
                 history.push(FrameSample { frame, frame_us: f64::NAN, stages: times });
             }
             while let Some(late) = self.share.poll_gpu_times()? {
                 history.add_late(late);
             }
-        }
+            Ok(())
+        })?;
         self.share.synchronize(Duration::from_secs(10))?;
         while let Some(late) = self.share.poll_gpu_times()? {
             history.add_late(late);
         }
         drop(buffer);
+        if ran == Ran::Stopped {
+            return Ok(None);
+        }
         let frame = Percentiles::of(frame_us.into_iter()).ok_or_else(|| Error::Unavailable("no frames".to_owned()))?;
-        let summary = history.summary(None);
+        Ok(Some(self.mode_row(mode, bytes, frame, &history.summary(None), wrong_frames)))
+    }
+
+    /// A mode's table line and JSON row.
+    fn mode_row(
+        &self,
+        mode: Mode,
+        bytes: usize,
+        frame: Percentiles,
+        summary: &Summary,
+        wrong_frames: u32,
+    ) -> (String, serde_json::Value) {
+        // A stage the mode does not run (Vulkan alone enqueues no CUDA work; CUDA alone submits
+        // nothing to Vulkan) has no median: "–" in the table, null in the JSON.
         let median = |stage: Stage, gpu: bool| {
-            summary.stage(stage).and_then(|s| if gpu { s.gpu_us } else { s.host_us }).map_or(f64::NAN, |p| p.median)
+            summary.stage(stage).and_then(|s| if gpu { s.gpu_us } else { s.host_us }).map(|p| p.median)
         };
         let gbps = bytes as f64 / (frame.median * 1e3);
         let mut line = format!(
-            "{bytes:>9} {:<22} {:>5} {:>10.1} {:>10.1} {gbps:>10.2} {:>10}  CUDA enqueue {:.0}, submit {:.0}, host \
-             wait {:.0} (GPU: semaphore wait {:.0}, kernel {:.0})",
+            "{bytes:>9} {:<22} {:>5} {:>10.1} {:>10.1} {gbps:>10.2} {:>10}  CUDA enqueue {}, submit {}, host wait {} \
+             (GPU: semaphore wait {}, kernel {})",
             mode.label(),
             1,
             frame.median,
             frame.p90,
             "–",
-            median(Stage::Kernel, false),
-            median(Stage::Draw, false),
-            median(Stage::Sync, false),
-            median(Stage::Sync, true),
-            median(Stage::Kernel, true),
+            cell(median(Stage::Kernel, false), 0),
+            cell(median(Stage::Draw, false), 0),
+            cell(median(Stage::Sync, false), 0),
+            cell(median(Stage::Sync, true), 0),
+            cell(median(Stage::Kernel, true), 0),
         );
         if wrong_frames > 0 {
             line.push_str(&format!("; {wrong_frames} frame(s) read the wrong bytes"));
@@ -302,7 +326,7 @@ impl VulkanBench {
                 "kernel_gpu": median(Stage::Kernel, true),
             },
         });
-        Ok((line, result))
+        (line, result)
     }
 }
 

@@ -162,7 +162,8 @@ pub struct BlurBenchArgs {
     #[arg(long, value_name = "FILE.json")]
     pub json: Option<PathBuf>,
     /// Write each frame run's anatomy (its last 120 frames) as a Chrome trace into this folder,
-    /// one file per route: open them in https://ui.perfetto.dev.
+    /// one file per route: open them in https://ui.perfetto.dev. CUDA only: the CPU backend runs no
+    /// frames, writes no traces and makes no folder.
     #[arg(long, value_name = "DIR")]
     pub trace_dir: Option<PathBuf>,
     /// Backend and device.
@@ -173,8 +174,8 @@ pub struct BlurBenchArgs {
 impl BlurBenchArgs {
     /// Runs the benchmark; `frames` renders the full-frame part headless.
     pub fn run(&self, frames: FrameRunner<'_>, stop: &crate::stop::StopRequest) -> Result<BenchReport> {
+        // --trace-dir is checked once the backend is known: the CPU backend writes no traces.
         crate::output::check_optional(&self.json, crate::output::OutputKind::Data, "--json")?;
-        crate::output::check_optional(&self.trace_dir, crate::output::OutputKind::Folder, "--trace-dir")?;
         bench::blur(
             &BlurBench {
                 size: self.size,

@@ -12,7 +12,7 @@ use super::kernels::{BlurKernels, Filter, Output as BlurOutput};
 use super::{BlurSettings, Route, bytes_moved};
 use crate::cuda::{DeviceBuffer, Stream};
 use crate::demo_kit::DemoSpec;
-use crate::demo_kit::bench::{BenchReport, FrameRun, FrameRunner, write_json};
+use crate::demo_kit::bench::{BenchReport, FrameRun, FrameRunner, Repeats};
 use crate::pixel::PixelFormat;
 use crate::progress::Progress;
 use crate::runtime::{self, BackendRequest, CudaOptions, TransferRequest};
@@ -47,9 +47,11 @@ pub struct BlurBench {
     pub cuda: CudaOptions,
     /// Where to write the JSON.
     pub json: Option<PathBuf>,
-    /// Where to write each frame run's anatomy as a Chrome trace.
+    /// Where to write each frame run's anatomy as a Chrome trace (CUDA only: the CPU backend runs
+    /// no frames, and says so).
     pub trace_dir: Option<PathBuf>,
-    /// Set by Ctrl-C: finish the filter being timed, then report what was measured.
+    /// Set by Ctrl-C or SIGTERM: finish the filter (CUDA) or the run (CPU) being timed, then report
+    /// what was measured.
     pub stop: StopRequest,
 }
 
@@ -79,6 +81,8 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         }
         Err(error) => return Err(error),
     };
+    // Checked (and made) only now: the CPU backend runs no frames, so it writes no traces.
+    crate::output::check_optional(&options.trace_dir, crate::output::OutputKind::Folder, "--trace-dir")?;
     let device = cuda.context.device().clone();
     let bandwidth = device.dram_bandwidth_bytes_per_s();
     let source = super::image::test_pattern(options.size[0], options.size[1]);
@@ -327,13 +331,8 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         "method": format!("CUDA events before, between and after the passes; {} warm-up then {} timed, median; bytes = each pass's input read once and output written once", options.warmup, options.repeats),
         "kernels": results,
         "frames": frame_results,
-        "interrupted": progress.stopped(),
     });
-    if progress.stopped() {
-        table.push_str(&format!("stopped ({}): the table holds what was measured before\n", options.stop.cause()));
-    }
-    write_json(&options.json, &json)?;
-    Ok(BenchReport { json, table })
+    BenchReport::finish(json, table, &options.stop, &options.json)
 }
 
 fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchReport> {
@@ -349,6 +348,15 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
         options.format.name(),
         rayon::current_num_threads()
     );
+    if let Some(dir) = &options.trace_dir {
+        let note = format!(
+            "--trace-dir {}: no traces are written on the CPU backend: it times the filters alone and runs no \
+             frames, whose anatomy a trace is (frames need CUDA here); no folder was made",
+            dir.display()
+        );
+        log::warn!("{note}");
+        table.push_str(&format!("note: {note}\n"));
+    }
     let mut results = Vec::new();
     let progress = Progress::new("bench blur (CPU)", (options.sigmas.len() * filters.len()) as u64, &options.stop);
     'sigmas: for &sigma in &options.sigmas {
@@ -371,22 +379,30 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
                 progress.done_one();
                 continue;
             }
-            let times: Vec<f64> = (0..options.repeats.min(5))
-                .map(|_| {
-                    let started = Instant::now();
-                    super::run_cpu(&source, &settings, &mut planes, &mut out);
-                    started.elapsed().as_secs_f64() * 1e6
-                })
-                .collect();
-            let total =
-                Percentiles::of(times.into_iter()).ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
+            let mut times = Vec::new();
+            let _ = Repeats::timed(options.repeats.min(5)).run(&options.stop, |_, _| {
+                let started = Instant::now();
+                super::run_cpu(&source, &settings, &mut planes, &mut out);
+                times.push(started.elapsed().as_secs_f64() * 1e6);
+                Ok(())
+            })?;
+            let timed_runs = times.len();
+            let Some(total) = Percentiles::of(times.into_iter()) else {
+                break 'sigmas; // stopped before a run of this filter was timed: it is left out
+            };
             table.push_str(&format!(
                 "  σ {sigma:>6} {:<10} {:>10.0} µs {:>8.1} Mpixel/s\n",
                 filter.name(),
                 total.median,
                 pixels / total.median
             ));
-            results.push(json!({ "sigma": sigma, "filter": filter, "total_us": total, "megapixels_per_s": pixels / total.median }));
+            results.push(json!({
+                "sigma": sigma,
+                "filter": filter,
+                "total_us": total,
+                "timed_runs": timed_runs,
+                "megapixels_per_s": pixels / total.median,
+            }));
             progress.done_one();
         }
     }
@@ -396,8 +412,6 @@ fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchR
         "size": options.size,
         "format": options.format,
         "kernels": results,
-        "interrupted": progress.stopped(),
     });
-    write_json(&options.json, &json)?;
-    Ok(BenchReport { json, table })
+    BenchReport::finish(json, table, &options.stop, &options.json)
 }

@@ -109,37 +109,65 @@ impl<T: Real> Scratch<T> {
 
 /// `out[i] = G Σ_j m_j (x_j − x_i) / (|x_j − x_i|² + ε²)^{3/2}` for every body, on all cores.
 pub fn accelerations<T: Real>(positions: &[[T; 4]], params: &Params, scratch: &mut Scratch<T>, out: &mut [[T; 4]]) {
+    accelerations_in_bands(positions, params, scratch, out, out.len(), || true);
+}
+
+/// [`accelerations`] in bands of about `band` bodies (whole rayon tasks), asking `go_on()`
+/// before each band after the first: a long pass (a benchmark's, at a large size) can so be
+/// stopped within one band. Returns whether every band ran.
+pub fn accelerations_in_bands<T: Real>(
+    positions: &[[T; 4]],
+    params: &Params,
+    scratch: &mut Scratch<T>,
+    out: &mut [[T; 4]],
+    band: usize,
+    mut go_on: impl FnMut() -> bool,
+) -> bool {
     scratch.load(positions);
     let softening2 = T::from_f64(params.softening * params.softening);
     let gravity = T::from_f64(params.gravity);
     let scratch = &*scratch;
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
-        for (k, acceleration) in out.iter_mut().enumerate() {
-            let me = positions[chunk * CHUNK + k];
-            let (mut ax, mut ay, mut az) = ([T::ZERO; LANES], [T::ZERO; LANES], [T::ZERO; LANES]);
-            let lanes = scratch
-                .x
-                .chunks_exact(LANES)
-                .zip(scratch.y.chunks_exact(LANES))
-                .zip(scratch.z.chunks_exact(LANES))
-                .zip(scratch.m.chunks_exact(LANES));
-            for (((x, y), z), m) in lanes {
-                for l in 0..LANES {
-                    let dx = x[l] - me[0];
-                    let dy = y[l] - me[1];
-                    let dz = z[l] - me[2];
-                    let distance2 = dx * dx + dy * dy + dz * dz + softening2;
-                    let inverse = T::ONE / distance2.sqrt();
-                    let strength = m[l] * (inverse * inverse * inverse);
-                    ax[l] += dx * strength;
-                    ay[l] += dy * strength;
-                    az[l] += dz * strength;
-                }
-            }
-            let sum = |lanes: [T; LANES]| lanes.iter().fold(T::ZERO, |s, &v| s + v);
-            *acceleration = [sum(ax) * gravity, sum(ay) * gravity, sum(az) * gravity, T::ZERO];
+    let band = band.div_ceil(CHUNK).max(1) * CHUNK;
+    for (index, out) in out.chunks_mut(band).enumerate() {
+        if index > 0 && !go_on() {
+            return false;
         }
-    });
+        let first = index * band;
+        out.par_chunks_mut(CHUNK).enumerate().for_each(|(chunk, out)| {
+            for (k, acceleration) in out.iter_mut().enumerate() {
+                let me = positions[first + chunk * CHUNK + k];
+                *acceleration = acceleration_of(me, scratch, softening2, gravity);
+            }
+        });
+    }
+    true
+}
+
+/// The acceleration of a body at `me` from every body in `scratch`.
+#[inline]
+fn acceleration_of<T: Real>(me: [T; 4], scratch: &Scratch<T>, softening2: T, gravity: T) -> [T; 4] {
+    let (mut ax, mut ay, mut az) = ([T::ZERO; LANES], [T::ZERO; LANES], [T::ZERO; LANES]);
+    let lanes = scratch
+        .x
+        .chunks_exact(LANES)
+        .zip(scratch.y.chunks_exact(LANES))
+        .zip(scratch.z.chunks_exact(LANES))
+        .zip(scratch.m.chunks_exact(LANES));
+    for (((x, y), z), m) in lanes {
+        for l in 0..LANES {
+            let dx = x[l] - me[0];
+            let dy = y[l] - me[1];
+            let dz = z[l] - me[2];
+            let distance2 = dx * dx + dy * dy + dz * dz + softening2;
+            let inverse = T::ONE / distance2.sqrt();
+            let strength = m[l] * (inverse * inverse * inverse);
+            ax[l] += dx * strength;
+            ay[l] += dy * strength;
+            az[l] += dz * strength;
+        }
+    }
+    let sum = |lanes: [T; LANES]| lanes.iter().fold(T::ZERO, |s, &v| s + v);
+    [sum(ax) * gravity, sum(ay) * gravity, sum(az) * gravity, T::ZERO]
 }
 
 /// The longest CPU step accepted, seconds: the window answers input between steps, so a step
@@ -384,6 +412,29 @@ mod tests {
             let bound = if steps == 1 { (1e-6, 1e-5) } else { (1e-5, 1e-4) };
             assert!(e32.0 < bound.0 && e32.1 < bound.1, "{steps} steps, f32: {e32:?} (bounds {bound:?})");
         }
+    }
+
+    #[test]
+    fn a_pass_in_bands_is_the_whole_pass_and_stops_between_bands_when_asked() {
+        let bodies = Preset::Plummer.generate(1000, 7);
+        let positions: Vec<[f64; 4]> = bodies.positions.clone();
+        let mut scratch = Scratch::default();
+        let mut whole = vec![[0.0; 4]; positions.len()];
+        accelerations(&positions, &params(), &mut scratch, &mut whole);
+        let mut banded = vec![[f64::NAN; 4]; positions.len()];
+        let mut asked = 0;
+        let ran = accelerations_in_bands(&positions, &params(), &mut scratch, &mut banded, 100, || {
+            asked += 1;
+            true
+        });
+        assert!(ran);
+        assert_eq!(banded, whole, "the same sums in the same order");
+        assert_eq!(asked, 7, "bands of 128 bodies (whole tasks of 32): asked before each but the first");
+        let mut stopped = vec![[f64::NAN; 4]; positions.len()];
+        let ran = accelerations_in_bands(&positions, &params(), &mut scratch, &mut stopped, 100, || false);
+        assert!(!ran, "a pass cut short says so");
+        assert_eq!(stopped[..128], whole[..128], "the first band ran");
+        assert!(stopped[128..].iter().flatten().all(|v| v.is_nan()), "no band after the no");
     }
 
     #[test]

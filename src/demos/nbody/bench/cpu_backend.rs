@@ -1,5 +1,6 @@
 //! The benchmark on the CPU backend: the accelerations pass timed by the wall clock, planned from
-//! this machine's measured rate so that sizes too slow for frames are said, not run.
+//! this machine's measured rate so that sizes too slow for frames are said, not run, and each
+//! pass runs in bands short enough that a stop request ends it within a fraction of a second.
 
 use std::time::Instant;
 
@@ -12,7 +13,7 @@ use super::super::{FLOPS_PER_INTERACTION, NBodySettings};
 use super::NBodyBench;
 use super::frames::frame_run;
 use crate::demo_kit::DemoSpec;
-use crate::demo_kit::bench::{BenchReport, FrameRunner};
+use crate::demo_kit::bench::{BenchReport, FrameRunner, Repeats};
 use crate::progress::Progress;
 use crate::stats::Percentiles;
 use crate::{Error, Result};
@@ -68,25 +69,20 @@ pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result
             damping: 1.0,
         };
         let times = match options.precision {
-            Precision::F32 => time_cpu::<f32>(&bodies, &params, options),
-            Precision::F64 => time_cpu::<f64>(&bodies, &params, options),
+            Precision::F32 => time_cpu::<f32>(&bodies, &params, options, rate)?,
+            Precision::F64 => time_cpu::<f64>(&bodies, &params, options, rate)?,
         };
-        let forces_us =
-            Percentiles::of(times.into_iter()).ok_or_else(|| Error::InvalidInput("no CPU timings".to_owned()))?;
+        let timed_passes = times.len();
+        let Some(forces_us) = Percentiles::of(times.into_iter()) else {
+            if progress.stopped() {
+                break; // stopped before a pass of this size was timed: the size is left out
+            }
+            return Err(Error::InvalidInput("no CPU timings".to_owned()));
+        };
         let interactions_per_s = f64::from(n) * f64::from(n) / (forces_us.median * 1e-6);
         let frame = match (&frames_refused, options.frames > 0 && !progress.stopped()) {
             (Some(why), _) => Some(json!({ "error": why })),
-            (None, true) => {
-                let settings = NBodySettings {
-                    bodies: Some(n),
-                    preset: options.preset,
-                    variant: Variant { precision: options.precision, ..Variant::default() },
-                    energy_every: 0,
-                    ..NBodySettings::default()
-                };
-                let measured = frame_run(options, n, DemoSpec::new(settings), options.cuda.on_cpu(), false, frames);
-                Some(measured.unwrap_or_else(|e| json!({ "error": e.to_string() })))
-            }
+            (None, true) => Some(cpu_frames(options, n, frames)),
             (None, false) => None,
         };
         let frames_per_second = frame.as_ref().and_then(|f| f["steps_per_s"].as_f64());
@@ -101,11 +97,16 @@ pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result
         if let Some(error) = frame.as_ref().and_then(|f| f["error"].as_str()) {
             table.push_str(&format!("          frames not measured: {error}\n"));
         }
+        let asked = options.repeats.min(20);
+        if timed_passes < asked as usize {
+            table.push_str(&format!("          {timed_passes} of {asked} passes timed before the stop\n"));
+        }
         sizes.push(json!({
             "bodies": n,
             "forces_us": forces_us,
             "interactions_per_s": interactions_per_s,
             "gflops": interactions_per_s * FLOPS_PER_INTERACTION / 1e9,
+            "timed_passes": timed_passes,
             "steps_per_s": frames_per_second,
             "frame": frame,
         }));
@@ -120,26 +121,44 @@ pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result
         "method": format!("wall clock around each accelerations pass, {} warm-up then {} timed, median", options.warmup, options.repeats),
         "preset": options.preset,
         "sizes": sizes,
-        "interrupted": progress.stopped(),
     });
-    if progress.stopped() {
-        table.push_str(&format!("stopped ({}): the table holds what was measured before\n", options.stop.cause()));
-    }
     Ok(BenchReport { json, table })
 }
 
-fn time_cpu<T: cpu::Real>(bodies: &Bodies, params: &Params, options: &NBodyBench) -> Vec<f64> {
+/// Full headless frames of `n` bodies on the CPU backend, or why they were not measured.
+fn cpu_frames(options: &NBodyBench, n: u32, frames: FrameRunner<'_>) -> serde_json::Value {
+    let settings = NBodySettings {
+        bodies: Some(n),
+        preset: options.preset,
+        variant: Variant { precision: options.precision, ..Variant::default() },
+        energy_every: 0,
+        ..NBodySettings::default()
+    };
+    let measured = frame_run(options, n, DemoSpec::new(settings), options.cuda.on_cpu(), false, frames);
+    measured.unwrap_or_else(|e| json!({ "error": e.to_string() }))
+}
+
+/// A pass runs in bands this long at most (at the measured rate), so that a stop request ends it
+/// within one band, however many bodies there are.
+const BAND_SECONDS: f64 = 0.1;
+
+/// The accelerations pass timed `repeats` times (at most 20) after `warmup` (at most 2), until a
+/// stop request: the passes timed whole (a pass cut short is not counted), µs each.
+fn time_cpu<T: cpu::Real>(bodies: &Bodies, params: &Params, options: &NBodyBench, rate: f64) -> Result<Vec<f64>> {
     let positions: Vec<[T; 4]> = bodies.positions.iter().map(|p| p.map(T::from_f64)).collect();
     let mut out = vec![[T::ZERO; 4]; bodies.len()];
     let mut scratch = Scratch::default();
-    for _ in 0..options.warmup.min(2) {
-        cpu::accelerations(&positions, params, &mut scratch, &mut out);
-    }
-    (0..options.repeats.min(20))
-        .map(|_| {
-            let started = Instant::now();
-            cpu::accelerations(&positions, params, &mut scratch, &mut out);
-            started.elapsed().as_secs_f64() * 1e6
-        })
-        .collect()
+    let band = (BAND_SECONDS * rate / bodies.len().max(1) as f64) as usize;
+    let stop = &options.stop;
+    let repeats = Repeats { warmup: options.warmup.min(2), timed: options.repeats.min(20) };
+    let mut times = Vec::new();
+    let _ = repeats.run(stop, |_, timed| {
+        let started = Instant::now();
+        let whole = cpu::accelerations_in_bands(&positions, params, &mut scratch, &mut out, band, || !stop.requested());
+        if whole && timed {
+            times.push(started.elapsed().as_secs_f64() * 1e6);
+        }
+        Ok(())
+    })?;
+    Ok(times)
 }

@@ -15,7 +15,7 @@ use self::cpu_backend::nbody_cpu;
 use self::sweep::nbody_cuda;
 use super::kernels::{Precision, Variant};
 use super::presets::{Bodies, Preset};
-use crate::demo_kit::bench::{BenchReport, FrameRunner, write_json};
+use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::runtime::{self, BackendRequest, CudaOptions};
 use crate::stats::Percentiles;
 use crate::stop::StopRequest;
@@ -59,7 +59,8 @@ pub struct NBodyBench {
     pub json: Option<PathBuf>,
     /// Where to write each frame run's anatomy as a Chrome trace.
     pub trace_dir: Option<PathBuf>,
-    /// Set by Ctrl-C: finish the variant being timed, then report what was measured.
+    /// Set by Ctrl-C or SIGTERM: finish the variant (CUDA) or the band of a pass (CPU) being timed,
+    /// then report the sizes measured.
     pub stop: StopRequest,
 }
 
@@ -109,8 +110,7 @@ pub fn nbody(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
         }
         Err(error) => return Err(error),
     };
-    write_json(&options.json, &report.json)?;
-    Ok(report)
+    BenchReport::finish(report.json, report.table, &options.stop, &options.json)
 }
 
 fn to_vectors(bodies: &Bodies, precision: Precision) -> Vec<u8> {

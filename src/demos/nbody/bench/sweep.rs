@@ -172,11 +172,11 @@ pub(super) fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: Frame
             }
             progress.done_one();
         }
+        if progress.stopped() {
+            break; // the sweep of this size was cut short: it is left out, the sizes before are kept
+        }
         let Some(best) = results.iter().max_by(|a, b| a.interactions_per_s.total_cmp(&b.interactions_per_s)).cloned()
         else {
-            if progress.stopped() {
-                break;
-            }
             return Err(Error::Unavailable(format!("no forces variant ran for {n} bodies: {failures:?}")));
         };
         let step_us = time_step(cuda, &stream, &bodies, &best, &params, options)?;
@@ -197,8 +197,10 @@ pub(super) fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: Frame
             None
         };
         let multi_device = match &devices {
-            Some(devices) => Some(multi_benchmark(cuda, &stream, &bodies, &best, &params, options, devices, step_us)?),
-            None => None,
+            Some(devices) if !progress.stopped() => {
+                Some(multi_benchmark(cuda, &stream, &bodies, &best, &params, options, devices, step_us)?)
+            }
+            _ => None,
         };
         let frames_per_second = frame.as_ref().and_then(|f| f["steps_per_s"].as_f64());
         let vulkan_per_second = frame_vulkan.as_ref().and_then(|f| f["steps_per_s"].as_f64());
@@ -261,11 +263,7 @@ pub(super) fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: Frame
         "method": format!("CUDA events around each forces launch, {} warm-up then {} timed, median; interactions counted as N²", options.warmup, options.repeats),
         "preset": options.preset,
         "sizes": sizes,
-        "interrupted": progress.stopped(),
     });
-    if progress.stopped() {
-        table.push_str(&format!("stopped ({}): the table holds what was measured before\n", options.stop.cause()));
-    }
     Ok(BenchReport { json, table })
 }
 

@@ -21,17 +21,22 @@ use clap::Args;
 use glow::HasContext;
 use serde_json::json;
 
+mod sides;
+
+use self::sides::{GlNames, GlPair, OtherContext, copy_gl_bytes};
 use super::fill::launch_fill_blocks;
 use crate::args::CudaArgs;
 use crate::cuda::external::ExportableMemory;
 use crate::cuda::import::{ImportedMemory, ImportedSemaphore};
 use crate::cuda::memory::copy_to_device;
-use crate::cuda::{Context, DeviceBuffer, DeviceLimits, Event, Function, Module, Stream};
-use crate::demo_kit::bench::BenchReport;
+use crate::cuda::{DeviceBuffer, DeviceLimits, Event, Function, Module, Stream};
+use crate::demo_kit::bench::{BenchReport, Ran, Repeats, cell};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::external::GlSemaphores;
+use crate::progress::Progress;
 use crate::runtime::{self, CudaRuntime};
 use crate::stats::Percentiles;
+use crate::stop::StopRequest;
 use crate::vk::commands::CommandRing;
 use crate::vk::device::{DeviceChoice, VulkanContext};
 use crate::vk::memory::{Buffer, MemoryKind};
@@ -77,6 +82,8 @@ enum Row {
     Chain { wall: f64, enqueue: f64, gpu: Option<f64>, checked: Option<bool> },
     /// One command and a host wait, each timed.
     Latency(Percentiles),
+    /// A stop came before the row's end: it is left out, the rows before are kept.
+    Stopped,
 }
 
 /// How a row is measured.
@@ -107,11 +114,13 @@ struct Bench {
     cuda: Rc<CudaRuntime>,
     vulkan: std::result::Result<Rc<VulkanContext>, String>,
     gl: std::sync::Arc<glow::Context>,
+    /// Checked before each chain and each timed command.
+    stop: StopRequest,
 }
 
 /// Runs every row on a headless GL context, CUDA and Vulkan on one device; a row whose APIs do
-/// not run here says why.
-pub fn run(args: &HandoffBenchArgs) -> Result<BenchReport> {
+/// not run here says why. A stop request ends it within a chain, with the rows measured whole.
+pub fn run(args: &HandoffBenchArgs, stop: &StopRequest) -> Result<BenchReport> {
     crate::output::check_optional(&args.json, crate::output::OutputKind::Data, "--json")?;
     let options = args.cuda.options();
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&options))?;
@@ -138,6 +147,7 @@ pub fn run(args: &HandoffBenchArgs) -> Result<BenchReport> {
         cuda,
         vulkan,
         gl,
+        stop: stop.clone(),
     };
     let rows: [(&str, &str, RowFn); 10] = [
         ("host_cuda", "host waits for a CUDA kernel", Bench::host_cuda),
@@ -164,38 +174,18 @@ pub fn run(args: &HandoffBenchArgs) -> Result<BenchReport> {
         "(host rows: µs per command and wait, median / p90)"
     );
     let mut results = Vec::new();
+    let progress = Progress::new("bench handoff", rows.len() as u64, stop);
     for (key, label, row) in rows {
-        let measured = row(&mut bench);
-        match &measured {
-            Ok(Row::Chain { wall, .. }) => log::info!("bench handoff: {label}: {wall:.1} µs a round trip"),
-            Ok(Row::Latency(latency)) => log::info!("bench handoff: {label}: {:.1} µs", latency.median),
-            Err(error) => log::info!("bench handoff: {label}: not run: {error}"),
+        if progress.stopped() {
+            break;
         }
-        match measured {
-            Ok(Row::Chain { wall, enqueue, gpu, checked }) => {
-                let gpu_text = gpu.map(|g| format!("{g:.1}")).unwrap_or_else(|| "–".to_owned());
-                let check = match checked {
-                    Some(false) => "  the last round's writes were NOT seen: the order did not hold",
-                    _ => "",
-                };
-                table.push_str(&format!("{label:<36} {wall:>12.1} {gpu_text:>12} {enqueue:>12.1}{check}\n"));
-                results.push(json!({
-                    "pair": key, "label": label, "round_trip_us": wall, "hand_off_us": wall / 2.0,
-                    "gpu_round_trip_us": gpu, "host_calls_us": enqueue, "order_checked": checked,
-                }));
-            }
-            Ok(Row::Latency(latency)) => {
-                table.push_str(&format!(
-                    "{label:<36} {:>12.1} {:>12} {:>12}  p90 {:.1}\n",
-                    latency.median, "–", "–", latency.p90
-                ));
-                results.push(json!({ "pair": key, "label": label, "latency_us": latency }));
-            }
-            Err(error) => {
-                table.push_str(&format!("{label:<36} not run: {error}\n"));
-                results.push(json!({ "pair": key, "label": label, "skipped": error.to_string() }));
-            }
-        }
+        progress.step(label);
+        let Some((line, result)) = row_outcome(key, label, row(&mut bench)) else {
+            break; // a stop cut the row short: it is left out, the rows before are kept
+        };
+        table.push_str(&line);
+        results.push(result);
+        progress.done_one();
     }
     let json = json!({
         "benchmark": "handoff",
@@ -213,8 +203,35 @@ pub fn run(args: &HandoffBenchArgs) -> Result<BenchReport> {
         ),
         "results": results,
     });
-    crate::demo_kit::bench::write_json(&args.json, &json)?;
-    Ok(BenchReport { json, table })
+    BenchReport::finish(json, table, stop, &args.json)
+}
+
+/// A row's table line and JSON row: what it measured, or why it did not run; `None` when a stop
+/// cut it short.
+fn row_outcome(key: &str, label: &str, measured: Result<Row>) -> Option<(String, serde_json::Value)> {
+    Some(match measured {
+        Ok(Row::Chain { wall, enqueue, gpu, checked }) => {
+            let check = match checked {
+                Some(false) => "  the last round's writes were NOT seen: the order did not hold",
+                _ => "",
+            };
+            let line = format!("{label:<36} {wall:>12.1} {:>12} {enqueue:>12.1}{check}\n", cell(gpu, 1));
+            let result = json!({
+                "pair": key, "label": label, "round_trip_us": wall, "hand_off_us": wall / 2.0,
+                "gpu_round_trip_us": gpu, "host_calls_us": enqueue, "order_checked": checked,
+            });
+            (line, result)
+        }
+        Ok(Row::Latency(latency)) => (
+            format!("{label:<36} {:>12.1} {:>12} {:>12}  p90 {:.1}\n", latency.median, "–", "–", latency.p90),
+            json!({ "pair": key, "label": label, "latency_us": latency }),
+        ),
+        Ok(Row::Stopped) => return None,
+        Err(error) => (
+            format!("{label:<36} not run: {error}\n"),
+            json!({ "pair": key, "label": label, "skipped": error.to_string() }),
+        ),
+    })
 }
 
 /// Microseconds since `started`.
@@ -244,17 +261,19 @@ impl Bench {
         let rounds = f64::from(self.rounds);
         let (mut wall, mut enqueue, mut gpu) = (Vec::new(), Vec::new(), Vec::new());
         let mut checked = None;
-        for batch in 0..=self.batches {
-            let measured = chain(self, u64::from(batch) * u64::from(self.rounds))?;
-            if batch == 0 {
-                continue;
+        let stop = self.stop.clone();
+        let ran = Repeats { warmup: 1, timed: self.batches }.run(&stop, |batch, timed| {
+            let measured = chain(self, batch * u64::from(self.rounds))?;
+            if timed {
+                wall.push(measured.wall_us / rounds);
+                enqueue.push(measured.enqueue_us / rounds);
+                gpu.extend(measured.gpu_us.map(|g| g / rounds));
+                checked = measured.checked.map(|ok| checked.unwrap_or(true) && ok).or(checked);
             }
-            wall.push(measured.wall_us / rounds);
-            enqueue.push(measured.enqueue_us / rounds);
-            gpu.extend(measured.gpu_us.map(|g| g / rounds));
-            if let Some(ok) = measured.checked {
-                checked = Some(checked.unwrap_or(true) && ok);
-            }
+            Ok(())
+        })?;
+        if ran == Ran::Stopped {
+            return Ok(Row::Stopped);
         }
         let median = |values: Vec<f64>| Percentiles::of(values.into_iter()).map(|p| p.median);
         Ok(Row::Chain {
@@ -299,15 +318,19 @@ impl Bench {
         Ok(Chain { wall_us, enqueue_us, gpu_us: Some(gpu_us), checked: None })
     }
 
-    /// Times `rounds × batches` of `once` (a command and the host's wait for it).
+    /// Times `rounds × batches` of `once` (a command and the host's wait for it), after `rounds`
+    /// untimed.
     fn latencies(&mut self, mut once: impl FnMut(&mut Self, u32) -> Result<()>) -> Result<Row> {
         let mut times = Vec::new();
-        for i in 0..self.rounds * (self.batches + 1) {
+        let (stop, repeats) = (self.stop.clone(), Repeats { warmup: self.rounds, timed: self.rounds * self.batches });
+        let ran = repeats.run(&stop, |index, timed| {
             let started = Instant::now();
-            once(self, i)?;
-            if i >= self.rounds {
-                times.push(micros(started));
-            }
+            once(self, index as u32)?;
+            times.extend(timed.then(|| micros(started)));
+            Ok(())
+        })?;
+        if ran == Ran::Stopped {
+            return Ok(Row::Stopped);
         }
         Percentiles::of(times.into_iter()).map(Row::Latency).ok_or_else(|| Error::Unavailable("no samples".to_owned()))
     }
@@ -669,122 +692,4 @@ fn first_word(buffer: &DeviceBuffer, stream: &Stream) -> Result<u32> {
     let mut word = [0u8; 4];
     buffer.download(stream, &mut word)?;
     Ok(u32::from_ne_bytes(word))
-}
-
-/// A second CUDA context on the same device, with what its side of a chain needs. Made current
-/// only while its calls are made; its resources go with it current ([`Self::release`]).
-struct OtherContext {
-    fill: Function,
-    limits: DeviceLimits,
-    scratch: DeviceBuffer,
-    stream: Stream,
-    context: Rc<Context>,
-}
-
-impl OtherContext {
-    fn new(home: &Rc<Context>, cuda: &CudaRuntime) -> Result<Self> {
-        let context = Context::new_separate(home.driver(), home.device().ordinal)?;
-        context.make_current()?;
-        let made = (|| -> Result<Self> {
-            let compiled = cuda.compiler.compile(&super::fill::KERNEL, &[])?;
-            let module = Module::load(&context, &compiled)?;
-            Ok(Self {
-                fill: module.function("fill")?,
-                limits: DeviceLimits::from(context.device()),
-                scratch: DeviceBuffer::new(&context, TINY_BYTES)?,
-                stream: Stream::new(&context)?,
-                context: context.clone(),
-            })
-        })();
-        home.make_current()?;
-        made
-    }
-
-    /// Finishes its stream and frees its resources with the context current, then makes `home`
-    /// current again.
-    fn release(self, home: &Rc<Context>) {
-        if self.context.make_current().is_ok() {
-            if let Err(error) = self.stream.synchronize() {
-                log::warn!("the second CUDA context's stream did not finish: {error}");
-            }
-            drop(self);
-        }
-        if let Err(error) = home.make_current() {
-            log::warn!("the benchmark's CUDA context could not be made current again: {error}");
-        }
-    }
-}
-
-/// GL's imports of a pair of semaphores.
-#[derive(Clone, Copy)]
-struct GlNames {
-    there: u32,
-    back: u32,
-}
-
-impl GlNames {
-    fn import(
-        gl: &glow::Context,
-        semaphores: GlSemaphores,
-        there: &ExportableBinarySemaphore,
-        back: &ExportableBinarySemaphore,
-    ) -> Result<Self> {
-        let there_name = semaphores.import(gl, there.export_fd()?)?;
-        match back.export_fd().and_then(|fd| semaphores.import(gl, fd)) {
-            Ok(back_name) => Ok(Self { there: there_name, back: back_name }),
-            Err(error) => {
-                semaphores.delete(there_name);
-                Err(error)
-            }
-        }
-    }
-
-    fn delete(self, semaphores: GlSemaphores) {
-        semaphores.delete(self.there);
-        semaphores.delete(self.back);
-    }
-}
-
-/// Two small GL buffers: GL's tiny command copies 4 bytes from one to the other.
-struct GlPair {
-    source: gl::Buffer,
-    destination: gl::Buffer,
-}
-
-impl GlPair {
-    fn new(gl: &glow::Context) -> Result<Self> {
-        Ok(Self { source: gl::Buffer::new(gl, &[7u8; 16])?, destination: gl::Buffer::uninitialized(gl, 16)? })
-    }
-
-    fn copy(&self, gl: &glow::Context) -> Result<()> {
-        copy_gl_bytes(gl, &self.source, 0, &self.destination, 4)
-    }
-
-    fn delete(mut self, gl: &glow::Context) {
-        self.source.destroy(gl);
-        self.destination.destroy(gl);
-    }
-}
-
-/// GL's tiny command: copies `bytes` from `source` at `offset` to the start of `destination`
-/// (`glCopyBufferSubData`), on the GPU, in GL's order.
-fn copy_gl_bytes(
-    gl: &glow::Context,
-    source: &gl::Buffer,
-    offset: usize,
-    destination: &gl::Buffer,
-    bytes: usize,
-) -> Result<()> {
-    if offset + bytes > source.len() || bytes > destination.len() {
-        return Err(Error::InvalidInput(format!("a copy of {bytes} bytes at {offset} does not fit the buffers")));
-    }
-    // SAFETY: two live buffers of the current context; the range lies inside both (checked).
-    unsafe {
-        gl.bind_buffer(glow::COPY_READ_BUFFER, source.raw());
-        gl.bind_buffer(glow::COPY_WRITE_BUFFER, destination.raw());
-        gl.copy_buffer_sub_data(glow::COPY_READ_BUFFER, glow::COPY_WRITE_BUFFER, offset as i32, 0, bytes as i32);
-        gl.bind_buffer(glow::COPY_READ_BUFFER, None);
-        gl.bind_buffer(glow::COPY_WRITE_BUFFER, None);
-    }
-    Ok(())
 }
