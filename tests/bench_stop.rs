@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use common::{Watched, binary, temp_dir};
 
-/// How long a run may take to end after the signal: one frame or measurement, and the writing.
-const STOPS_WITHIN: Duration = Duration::from_secs(3);
+/// How long a run may take to end after the signal: one frame or measurement and the writing,
+/// with room for a loaded 2-core machine (before, the runs went on for minutes).
+const STOPS_WITHIN: Duration = Duration::from_secs(10);
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -71,13 +72,12 @@ fn every_bench_and_the_soak_refuse_a_json_path_in_a_missing_folder_before_any_wo
     for args in runs {
         let mut command = binary();
         command.args(args).args(["--json", json]).env_remove("DISPLAY");
-        let started = Instant::now();
         let output = Watched::start(command).finish(Duration::from_secs(20));
-        let took = started.elapsed();
         let said = stderr(&output);
         assert_eq!(output.status.code(), Some(1), "{args:?}: refused with a message: {said}");
         assert!(said.contains(&format!("the folder {} does not exist", missing.display())), "{args:?}: {said}");
-        assert!(took < Duration::from_secs(1), "{args:?}: refused after {took:?}, not before the work");
+        // Progress says "TASK: N/M done" from the first step on: none may have started.
+        assert!(!said.contains(" done, "), "{args:?}: work began before the refusal: {said}");
     }
     assert!(!missing.exists(), "nothing was made");
     std::fs::remove_dir_all(&dir).ok();
