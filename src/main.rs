@@ -14,7 +14,7 @@ use interop_lab::doctor::DoctorArgs;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::soak::SoakArgs;
 use interop_lab::stats::Stage;
-use interop_lab::stop::StopRequest;
+use interop_lab::stop::{Outputs, StopRequest};
 use interop_lab::{Error, Result, app, bench};
 
 /// See CUDA and OpenGL or Vulkan work on the same memory.
@@ -93,8 +93,15 @@ fn install_signal_handler(stop: &StopRequest) {
     let spawned = std::thread::Builder::new().name("signals".to_owned()).spawn(move || {
         for signal in signals.forever() {
             if stop.request(signal) {
-                eprintln!("\ninterrupted again: exiting without writing");
-                std::process::exit(128 + signal);
+                let outputs = match stop.give_up_outputs() {
+                    Outputs::NotBegun => "without writing",
+                    Outputs::Writing => "part-way through writing the outputs: those not finished are not written",
+                    Outputs::Written => "(the outputs are written)",
+                };
+                eprintln!("\ninterrupted again: exiting {outputs}");
+                // `_exit`, not `exit`: libraries' exit handlers (Mesa joins its threads) take tens
+                // of ms, in which the main thread would go on and write what was just given up.
+                signal_hook::low_level::exit(128 + signal);
             }
             eprintln!(
                 "\ninterrupted ({}): finishing the current frame, then writing what was asked for (again to quit now)",

@@ -158,6 +158,7 @@ fn window_opens_draws_the_panel_and_closes() {
     // The window's stats time what happens after the demo's draw too: the panel and the present.
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
     assert_eq!(report["frames"], 8, "{report:#}");
+    assert_eq!(report["frames_asked"], 8, "{report:#}");
     let stages = report["timings_us"]["stages"].as_array().expect("stages");
     for name in ["kernel", "draw", "panel", "present"] {
         let stage = stages.iter().find(|s| s["stage"] == name).unwrap_or_else(|| panic!("{name}: {report:#}"));

@@ -273,6 +273,47 @@ fn the_window_closes_on_ctrl_c_with_its_screenshot() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+#[test]
+fn a_second_ctrl_c_closes_the_window_at_once_and_says_truly_what_was_written() {
+    let display = std::env::var_os("DISPLAY").is_some();
+    if !common::available(display, "an X display (Xvfb)", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let dir = temp_dir("window-interrupt-twice");
+    let (shot, stats) = (dir.join("window.png"), dir.join("stats.json"));
+    let mut said_without_writing = 0;
+    // The second Ctrl-C lands at different points: in the frames, in the last frame or while the
+    // outputs are written, or after the process ended.
+    for gap_ms in [0, 15, 30, 45, 60, 90, 150, 300] {
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).expect("dir");
+        let mut command = binary();
+        command.args(["wave", "--backend", "cpu", "--frames", "1000000", "--size", "400x300", "--screenshot"]);
+        command.arg(&shot).arg("--stats").arg(&stats);
+        let mut watched = common::Watched::start(command);
+        assert!(watched.wait_for("first frame drawn", Duration::from_secs(60)), "{}", watched.stderr());
+        watched.signal("INT");
+        std::thread::sleep(Duration::from_millis(gap_ms));
+        let again = std::process::Command::new("kill").args(["-INT", &watched.id().to_string()]).status();
+        let output = watched.finish(Duration::from_secs(120));
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(130), "{gap_ms} ms: {said}");
+        let written = [shot.exists(), stats.exists()];
+        if said.contains("interrupted again: exiting without writing") {
+            said_without_writing += 1;
+            let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().map(|entry| entry.file_name()).collect();
+            assert!(left.is_empty(), "{gap_ms} ms: said so, then wrote {left:?}: {said}");
+        } else if said.contains("interrupted again: exiting part-way through writing") {
+            eprintln!("{gap_ms} ms: the second Ctrl-C came while the outputs were written");
+        } else {
+            let why = if said.contains("interrupted again") { "said written" } else { "no second Ctrl-C in time" };
+            assert_eq!(written, [true, true], "{gap_ms} ms ({why}, {again:?}): {said}");
+        }
+    }
+    assert!(said_without_writing > 0, "a second Ctrl-C right after the first gives the outputs up");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 fn gpu_run(args: &[&str], cache: &Path) -> Output {
     binary().args(args).env("XDG_CACHE_HOME", cache).env_remove("DISPLAY").output().expect("run")
 }

@@ -236,7 +236,9 @@ impl App {
         // Simulated time follows wall time, but a stall (a drag of the window) is not a jump.
         let dt = (now - running.last_frame).as_secs_f32().min(0.1);
         running.last_frame = now;
-        let screenshot = if last { self.options.screenshot.as_deref() } else { None };
+        // The last frame writes the screenshot: a second Ctrl-C from here on finds it being written.
+        let screenshot =
+            if last && self.options.stop.begin_writing() { self.options.screenshot.as_deref() } else { None };
         let report = running.session.frame(FrameInput { dt, panel: Some(raw_input), screenshot, capture: false });
         if let (Some(output), Some(window)) = (report.platform_output, running.session.renderer().window()) {
             running.egui.handle_platform_output(window, output);
@@ -315,15 +317,20 @@ impl App {
         if let Some(window) = running.session.renderer().window() {
             window.set_visible(false);
         }
+        // A second Ctrl-C gave the outputs up: the process is ending, nothing more is written.
+        if !self.options.stop.begin_writing() {
+            return;
+        }
         let mut failure = running.session.finish().err();
         if let Some(path) = &self.options.stats {
-            let facts = RunFacts { frames: running.session.frames(), frames_asked: None };
+            let facts = RunFacts { frames: running.session.frames(), frames_asked: self.options.max_frames };
             failure = failure.or(running.session.write_stats(path, &facts).err());
         }
         if let Some(trace) = &self.options.trace {
             failure = failure.or(running.session.write_trace(trace).err());
         }
         let (recordings, closed) = running.session.close();
+        self.options.stop.outputs_written();
         self.report.recordings.extend(recordings);
         if let Some(error) = failure.or(closed) {
             log::error!("{error}");

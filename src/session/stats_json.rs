@@ -14,7 +14,7 @@ pub struct RunFacts {
     /// Frames drawn.
     pub frames: u64,
     /// Frames asked for (`--frames`), if any.
-    pub frames_asked: Option<u32>,
+    pub frames_asked: Option<u64>,
 }
 
 impl Session {
