@@ -159,6 +159,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
     run.check_outputs()?;
     spec.check_outputs()?;
     run.cuda.check_folders()?;
+    let path_flags: Vec<_> = run.path_flags.iter().cloned().chain(run.cuda.kernels_flag()).collect();
     if run.headless {
         let options = HeadlessOptions {
             renderer: run.renderer,
@@ -176,7 +177,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
             open_sections: run.panel_open.clone(),
             stop: stop.clone(),
             record: run.record.clone(),
-            path_flags: run.path_flags.clone(),
+            path_flags,
         };
         let report = headless::run(&options)?;
         print_headless(&report, &options);
@@ -200,7 +201,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
         stats: run.stats.clone(),
         trace: run.trace(),
         renderer: run.renderer,
-        path_flags: run.path_flags.clone(),
+        path_flags,
     })?;
     for recording in &report.recordings {
         print_recording(recording, 60);

@@ -131,6 +131,21 @@ fn flags_that_name_something_missing_are_said() {
 }
 
 #[test]
+fn kernels_given_as_a_file_is_told_its_folder_and_on_the_cpu_is_said_to_do_nothing() {
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let output = cpu_headless("wave").args(["--frames", "1", "--kernels"]).arg(kernels.join("wave.cu")).output();
+    let output = output.expect("run");
+    assert_refused(&output, "is a file; give its folder", "--kernels FILE");
+    assert!(stderr(&output).contains(&format!("--kernels {})", kernels.display())), "{}", stderr(&output));
+
+    let output = cpu_headless("wave").args(["--frames", "1", "--kernels"]).arg(&kernels).output().expect("run");
+    assert!(output.status.success(), "a flag with no effect is a warning, not an error: {}", stderr(&output));
+    let notice = format!("--kernels {} replaces the sources CUDA compiles", kernels.display());
+    let said = stderr(&output);
+    assert!(said.contains(&notice) && said.contains("CPU path, so it has no effect"), "{said}");
+}
+
+#[test]
 fn inputs_too_large_for_this_machine_are_refused_with_the_numbers() {
     let output = cpu_headless("nbody").args(["--bodies", "10000000", "--frames", "1"]).output().expect("run");
     assert_refused(&output, "per step on this machine", "10 million CPU bodies");
