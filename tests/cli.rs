@@ -250,6 +250,25 @@ fn nbody_bad_input_is_named_and_state_files_round_trip() {
 }
 
 #[test]
+fn a_display_that_cannot_be_reached_is_named() {
+    if std::path::Path::new("/tmp/.X11-unix/X77").exists() {
+        eprintln!("skipped: an X server runs at :77 here");
+        return;
+    }
+    let output = binary()
+        .args(["wave", "--frames", "1", "--backend", "cpu"])
+        .env("DISPLAY", ":77")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("WAYLAND_SOCKET")
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the X server at :77 (DISPLAY) could not be reached"), "{stderr}");
+    assert!(stderr.contains("--headless"), "{stderr}");
+}
+
+#[test]
 fn no_display_and_empty_or_truncated_images_get_a_message() {
     let output = binary()
         .args(["nbody", "--frames", "1", "--backend", "cpu"])

@@ -77,10 +77,13 @@ pub struct WindowReport {
 pub fn run(options: WindowOptions) -> Result<WindowReport> {
     catch_window_panics(|| {
         let event_loop = EventLoop::new().map_err(|e| {
+            let why = match display_asked_for() {
+                Some(display) => format!("{display} could not be reached ({})", winit_error_text(&e)),
+                None => winit_error_text(&e),
+            };
             Error::Window(format!(
-                "{}. Run inside a desktop session (or under Xvfb: `xvfb-run interop-lab`), or use headless mode \
-                 (e.g. `interop-lab wave --headless`)",
-                winit_error_text(&e)
+                "{why}. Run inside a desktop session (or under Xvfb: `xvfb-run interop-lab`), or use headless mode \
+                 (e.g. `interop-lab wave --headless`)"
             ))
         })?;
         event_loop.set_control_flow(ControlFlow::Poll);
@@ -91,6 +94,17 @@ pub fn run(options: WindowOptions) -> Result<WindowReport> {
             None => Ok(app.report),
         }
     })
+}
+
+/// The display the window tries, as the environment names it (winit tries Wayland first), for
+/// messages: "the X server at :1 (DISPLAY)". `None` when none is set.
+fn display_asked_for() -> Option<String> {
+    let set =
+        |name: &'static str| std::env::var(name).ok().filter(|value| !value.is_empty()).map(|value| (name, value));
+    match set("WAYLAND_DISPLAY").or_else(|| set("WAYLAND_SOCKET")) {
+        Some((name, value)) => Some(format!("the Wayland compositor at {value} ({name})")),
+        None => set("DISPLAY").map(|(name, value)| format!("the X server at {value} ({name})")),
+    }
 }
 
 struct App {
