@@ -203,7 +203,8 @@ fn render(session: &mut Session, options: &HeadlessOptions) -> Result<HeadlessRe
     if frames < options.frames {
         log::warn!("stopped after {frames} of {} frames; writing what was asked for", options.frames);
     }
-    let facts = RunFacts { frames: u64::from(frames), frames_asked: Some(u64::from(options.frames)) };
+    let facts =
+        RunFacts { frames: u64::from(frames), frames_asked: Some(u64::from(options.frames)), size: options.size };
     let json = match &options.stats {
         Some(path) => session.write_stats(path, &facts)?,
         None => session.stats_json(&facts)?,

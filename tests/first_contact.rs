@@ -329,6 +329,48 @@ fn a_second_ctrl_c_closes_the_window_at_once_and_says_truly_what_was_written() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+#[test]
+fn losing_the_x_server_is_said_and_what_needs_no_display_is_written() {
+    use std::io::BufRead;
+    // An X server of this test's own, on a display number it picks (-displayfd), to be killed.
+    let xvfb = Command::new("Xvfb")
+        .args(["-displayfd", "1", "-screen", "0", "640x480x24", "-nolisten", "tcp"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if !common::available(xvfb.is_ok(), "Xvfb", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let mut xvfb = xvfb.expect("Xvfb");
+    let mut number = String::new();
+    std::io::BufReader::new(xvfb.stdout.take().expect("stdout")).read_line(&mut number).expect("display number");
+    let display = format!(":{}", number.trim());
+    let dir = temp_dir("x-server-lost");
+    let (shot, stats, trace) = (dir.join("window.png"), dir.join("stats.json"), dir.join("trace.json"));
+    let mut command = binary();
+    command.args(["wave", "--backend", "cpu", "--frames", "1000000", "--size", "400x300", "--screenshot"]).arg(&shot);
+    command.arg("--stats").arg(&stats).arg("--trace-json").arg(&trace).env("DISPLAY", &display);
+    command.env_remove("WAYLAND_DISPLAY");
+    let mut watched = common::Watched::start(command);
+    let drawn = watched.wait_for("first frame drawn", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(300));
+    xvfb.kill().expect("kill Xvfb");
+    xvfb.wait().expect("Xvfb ended");
+    assert!(drawn, "{}", watched.stderr());
+    let output = watched.finish(Duration::from_secs(60));
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "a message and exit 1, not Xlib's exit or a crash: {said}");
+    assert!(said.contains(&format!("the X server at {display} went away")), "{said}");
+    assert!(!said.contains("XIO") && !said.contains("panicked"), "{said}");
+    assert!(said.contains("--stats written") && said.contains("--trace-json written"), "{said}");
+    assert!(said.contains("not written (it is read from the display)") && !shot.exists(), "{said}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
+    assert!(report["frames"].as_u64().is_some_and(|frames| frames >= 1), "{report:#}");
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).expect("trace")).expect("JSON");
+    assert!(trace["traceEvents"].is_array(), "a Chrome trace: {trace}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 fn gpu_run(args: &[&str], cache: &Path) -> Output {
     binary().args(args).env("XDG_CACHE_HOME", cache).env_remove("DISPLAY").output().expect("run")
 }
