@@ -115,6 +115,8 @@ pub enum PathNeed {
     Cuda,
     /// A path where CUDA writes the drawn texture itself (GL interop, Vulkan).
     TextureInPlace,
+    /// A path that compiles CUDA kernels from their sources (`--kernels`).
+    KernelSources,
 }
 
 impl PathFlag {
@@ -127,11 +129,12 @@ impl PathFlag {
     pub fn ignored_on(&self, kind: crate::transfer::TransferKind) -> Option<String> {
         use crate::transfer::TransferKind;
         let applies = match self.needs {
-            PathNeed::Cuda => kind.uses_cuda(),
+            PathNeed::Cuda | PathNeed::KernelSources => kind.uses_cuda(),
             PathNeed::TextureInPlace => matches!(kind, TransferKind::Interop | TransferKind::Vulkan),
         };
         let needs = match self.needs {
             PathNeed::Cuda => "sets how CUDA launches the kernel",
+            PathNeed::KernelSources => "replaces the sources CUDA compiles its kernels from",
             PathNeed::TextureInPlace => {
                 "has CUDA write the drawn texture itself, which GL interop and the Vulkan renderer do"
             }
@@ -220,8 +223,13 @@ impl CudaArgs {
             if let Some(folder) = folder
                 && !folder.is_dir()
             {
+                // A file (`--kernels kernels/wave.cu`) is a likely slip: its folder is what to give.
+                let what = match folder.parent().filter(|_| folder.is_file()) {
+                    Some(parent) => format!("is a file; give its folder ({flag} {})", parent.display()),
+                    None => "no such folder".to_owned(),
+                };
                 return Err(crate::Error::InvalidInput(format!(
-                    "{flag} {}: no such folder (it should hold the files to use instead of the built-in ones, \
+                    "{flag} {}: {what} (it should hold the files to use instead of the built-in ones, \
                      e.g. {flag} {} in a checkout)",
                     folder.display(),
                     if flag == "--kernels" { "kernels" } else { "shaders" }
@@ -229,6 +237,12 @@ impl CudaArgs {
             }
         }
         Ok(())
+    }
+
+    /// `--kernels` as a flag only CUDA paths use: a run on the CPU says it has no effect.
+    pub fn kernels_flag(&self) -> Option<PathFlag> {
+        let folder = self.kernels.as_ref()?;
+        Some(PathFlag::new(format!("--kernels {}", folder.display()), PathNeed::KernelSources))
     }
 
     /// The options as the runtime takes them.

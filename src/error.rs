@@ -94,6 +94,10 @@ pub enum Error {
     #[error("cannot open a window: {0}")]
     Window(String),
 
+    /// The display server went away while the window was open: what was and was not written.
+    #[error("{0}")]
+    DisplayLost(String),
+
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

@@ -135,6 +135,7 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     }
     let result = render(&mut session, options);
     let (recordings, failure) = session.close();
+    options.stop.outputs_written();
     let mut report = result?;
     if let Some(error) = failure {
         return Err(error);
@@ -177,6 +178,10 @@ fn render(session: &mut Session, options: &HeadlessOptions) -> Result<HeadlessRe
             pixels = Some(frame);
         }
     }
+    // A second Ctrl-C gave the outputs up: the process is ending, nothing more is written.
+    if !options.stop.begin_writing() {
+        return Err(Error::Unavailable("interrupted again: nothing written".to_owned()));
+    }
     session.finish()?;
     let wall = started.elapsed().as_secs_f64();
     if let Some(trace) = &options.trace {
@@ -198,7 +203,8 @@ fn render(session: &mut Session, options: &HeadlessOptions) -> Result<HeadlessRe
     if frames < options.frames {
         log::warn!("stopped after {frames} of {} frames; writing what was asked for", options.frames);
     }
-    let facts = RunFacts { frames: u64::from(frames), frames_asked: Some(options.frames) };
+    let facts =
+        RunFacts { frames: u64::from(frames), frames_asked: Some(u64::from(options.frames)), size: options.size };
     let json = match &options.stats {
         Some(path) => session.write_stats(path, &facts)?,
         None => session.stats_json(&facts)?,

@@ -14,7 +14,7 @@ use interop_lab::doctor::DoctorArgs;
 use interop_lab::headless::{self, HeadlessOptions};
 use interop_lab::soak::SoakArgs;
 use interop_lab::stats::Stage;
-use interop_lab::stop::StopRequest;
+use interop_lab::stop::{Outputs, StopRequest};
 use interop_lab::{Error, Result, app, bench};
 
 /// See CUDA and OpenGL or Vulkan work on the same memory.
@@ -93,8 +93,15 @@ fn install_signal_handler(stop: &StopRequest) {
     let spawned = std::thread::Builder::new().name("signals".to_owned()).spawn(move || {
         for signal in signals.forever() {
             if stop.request(signal) {
-                eprintln!("\ninterrupted again: exiting without writing");
-                std::process::exit(128 + signal);
+                let outputs = match stop.give_up_outputs() {
+                    Outputs::NotBegun => "without writing",
+                    Outputs::Writing => "part-way through writing the outputs: those not finished are not written",
+                    Outputs::Written => "(the outputs are written)",
+                };
+                eprintln!("\ninterrupted again: exiting {outputs}");
+                // `_exit`, not `exit`: libraries' exit handlers (Mesa joins its threads) take tens
+                // of ms, in which the main thread would go on and write what was just given up.
+                signal_hook::low_level::exit(128 + signal);
             }
             eprintln!(
                 "\ninterrupted ({}): finishing the current frame, then writing what was asked for (again to quit now)",
@@ -152,6 +159,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
     run.check_outputs()?;
     spec.check_outputs()?;
     run.cuda.check_folders()?;
+    let path_flags: Vec<_> = run.path_flags.iter().cloned().chain(run.cuda.kernels_flag()).collect();
     if run.headless {
         let options = HeadlessOptions {
             renderer: run.renderer,
@@ -169,7 +177,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
             open_sections: run.panel_open.clone(),
             stop: stop.clone(),
             record: run.record.clone(),
-            path_flags: run.path_flags.clone(),
+            path_flags,
         };
         let report = headless::run(&options)?;
         print_headless(&report, &options);
@@ -193,7 +201,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
         stats: run.stats.clone(),
         trace: run.trace(),
         renderer: run.renderer,
-        path_flags: run.path_flags.clone(),
+        path_flags,
     })?;
     for recording in &report.recordings {
         print_recording(recording, 60);

@@ -158,6 +158,7 @@ fn window_opens_draws_the_panel_and_closes() {
     // The window's stats time what happens after the demo's draw too: the panel and the present.
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
     assert_eq!(report["frames"], 8, "{report:#}");
+    assert_eq!(report["frames_asked"], 8, "{report:#}");
     let stages = report["timings_us"]["stages"].as_array().expect("stages");
     for name in ["kernel", "draw", "panel", "present"] {
         let stage = stages.iter().find(|s| s["stage"] == name).unwrap_or_else(|| panic!("{name}: {report:#}"));
@@ -246,6 +247,25 @@ fn nbody_bad_input_is_named_and_state_files_round_trip() {
     let again = interop_lab::demos::nbody::state::load(&dir.join("again.state")).expect("loads");
     assert_eq!(again.step, 7, "continued from step 5");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_display_that_cannot_be_reached_is_named() {
+    if std::path::Path::new("/tmp/.X11-unix/X77").exists() {
+        eprintln!("skipped: an X server runs at :77 here");
+        return;
+    }
+    let output = binary()
+        .args(["wave", "--frames", "1", "--backend", "cpu"])
+        .env("DISPLAY", ":77")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("WAYLAND_SOCKET")
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the X server at :77 (DISPLAY) could not be reached"), "{stderr}");
+    assert!(stderr.contains("--headless"), "{stderr}");
 }
 
 #[test]

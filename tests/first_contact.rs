@@ -131,6 +131,21 @@ fn flags_that_name_something_missing_are_said() {
 }
 
 #[test]
+fn kernels_given_as_a_file_is_told_its_folder_and_on_the_cpu_is_said_to_do_nothing() {
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let output = cpu_headless("wave").args(["--frames", "1", "--kernels"]).arg(kernels.join("wave.cu")).output();
+    let output = output.expect("run");
+    assert_refused(&output, "is a file; give its folder", "--kernels FILE");
+    assert!(stderr(&output).contains(&format!("--kernels {})", kernels.display())), "{}", stderr(&output));
+
+    let output = cpu_headless("wave").args(["--frames", "1", "--kernels"]).arg(&kernels).output().expect("run");
+    assert!(output.status.success(), "a flag with no effect is a warning, not an error: {}", stderr(&output));
+    let notice = format!("--kernels {} replaces the sources CUDA compiles", kernels.display());
+    let said = stderr(&output);
+    assert!(said.contains(&notice) && said.contains("CPU path, so it has no effect"), "{said}");
+}
+
+#[test]
 fn inputs_too_large_for_this_machine_are_refused_with_the_numbers() {
     let output = cpu_headless("nbody").args(["--bodies", "10000000", "--frames", "1"]).output().expect("run");
     assert_refused(&output, "per step on this machine", "10 million CPU bodies");
@@ -270,6 +285,89 @@ fn the_window_closes_on_ctrl_c_with_its_screenshot() {
     assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
     let image = image::open(&shot).expect("the screenshot of the last frame");
     assert_eq!((image.width(), image.height()), (400, 300));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_second_ctrl_c_closes_the_window_at_once_and_says_truly_what_was_written() {
+    let display = std::env::var_os("DISPLAY").is_some();
+    if !common::available(display, "an X display (Xvfb)", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let dir = temp_dir("window-interrupt-twice");
+    let (shot, stats) = (dir.join("window.png"), dir.join("stats.json"));
+    let mut said_without_writing = 0;
+    // The second Ctrl-C lands at different points: in the frames, in the last frame or while the
+    // outputs are written, or after the process ended.
+    for gap_ms in [0, 15, 30, 45, 60, 90, 150, 300] {
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).expect("dir");
+        let mut command = binary();
+        command.args(["wave", "--backend", "cpu", "--frames", "1000000", "--size", "400x300", "--screenshot"]);
+        command.arg(&shot).arg("--stats").arg(&stats);
+        let mut watched = common::Watched::start(command);
+        assert!(watched.wait_for("first frame drawn", Duration::from_secs(60)), "{}", watched.stderr());
+        watched.signal("INT");
+        std::thread::sleep(Duration::from_millis(gap_ms));
+        let again = std::process::Command::new("kill").args(["-INT", &watched.id().to_string()]).status();
+        let output = watched.finish(Duration::from_secs(120));
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(130), "{gap_ms} ms: {said}");
+        let written = [shot.exists(), stats.exists()];
+        if said.contains("interrupted again: exiting without writing") {
+            said_without_writing += 1;
+            let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().map(|entry| entry.file_name()).collect();
+            assert!(left.is_empty(), "{gap_ms} ms: said so, then wrote {left:?}: {said}");
+        } else if said.contains("interrupted again: exiting part-way through writing") {
+            eprintln!("{gap_ms} ms: the second Ctrl-C came while the outputs were written");
+        } else {
+            let why = if said.contains("interrupted again") { "said written" } else { "no second Ctrl-C in time" };
+            assert_eq!(written, [true, true], "{gap_ms} ms ({why}, {again:?}): {said}");
+        }
+    }
+    assert!(said_without_writing > 0, "a second Ctrl-C right after the first gives the outputs up");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn losing_the_x_server_is_said_and_what_needs_no_display_is_written() {
+    use std::io::BufRead;
+    // An X server of this test's own, on a display number it picks (-displayfd), to be killed.
+    let xvfb = Command::new("Xvfb")
+        .args(["-displayfd", "1", "-screen", "0", "640x480x24", "-nolisten", "tcp"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if !common::available(xvfb.is_ok(), "Xvfb", "INTEROP_LAB_REQUIRE_DISPLAY") {
+        return;
+    }
+    let mut xvfb = xvfb.expect("Xvfb");
+    let mut number = String::new();
+    std::io::BufReader::new(xvfb.stdout.take().expect("stdout")).read_line(&mut number).expect("display number");
+    let display = format!(":{}", number.trim());
+    let dir = temp_dir("x-server-lost");
+    let (shot, stats, trace) = (dir.join("window.png"), dir.join("stats.json"), dir.join("trace.json"));
+    let mut command = binary();
+    command.args(["wave", "--backend", "cpu", "--frames", "1000000", "--size", "400x300", "--screenshot"]).arg(&shot);
+    command.arg("--stats").arg(&stats).arg("--trace-json").arg(&trace).env("DISPLAY", &display);
+    command.env_remove("WAYLAND_DISPLAY");
+    let mut watched = common::Watched::start(command);
+    let drawn = watched.wait_for("first frame drawn", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(300));
+    xvfb.kill().expect("kill Xvfb");
+    xvfb.wait().expect("Xvfb ended");
+    assert!(drawn, "{}", watched.stderr());
+    let output = watched.finish(Duration::from_secs(60));
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "a message and exit 1, not Xlib's exit or a crash: {said}");
+    assert!(said.contains(&format!("the X server at {display} went away")), "{said}");
+    assert!(!said.contains("XIO") && !said.contains("panicked"), "{said}");
+    assert!(said.contains("--stats written") && said.contains("--trace-json written"), "{said}");
+    assert!(said.contains("not written (it is read from the display)") && !shot.exists(), "{said}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
+    assert!(report["frames"].as_u64().is_some_and(|frames| frames >= 1), "{report:#}");
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).expect("trace")).expect("JSON");
+    assert!(trace["traceEvents"].is_array(), "a Chrome trace: {trace}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

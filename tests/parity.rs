@@ -103,7 +103,8 @@ fn wave_matches_the_reference(session: &mut Session, phase: f64, bound: f64) {
 }
 
 fn stats_follow_the_schema(session: &mut Session, frames: u64, api: GraphicsApi) {
-    let json = session.stats_json(&RunFacts { frames, frames_asked: None }).expect("stats");
+    let facts = RunFacts { frames, frames_asked: None, size: session.renderer().size() };
+    let json = session.stats_json(&facts).expect("stats");
     for key in STATS_KEYS {
         assert!(json.get(key).is_some(), "--stats has {key:?}: {json:#}");
     }

@@ -18,6 +18,7 @@ use self::input::Input;
 use crate::args::{PathFlag, TraceRequest};
 use crate::demo_kit::DemoSpec;
 use crate::gl::context::window::{catch_window_panics, winit_error_text};
+use crate::gl::context::x_server::XServer;
 use crate::graphics::GraphicsApi;
 use crate::record::RecordReport;
 use crate::renderer::{self, Target};
@@ -75,22 +76,44 @@ pub struct WindowReport {
 
 /// Opens the window and runs until it is closed.
 pub fn run(options: WindowOptions) -> Result<WindowReport> {
-    catch_window_panics(|| {
+    let mut app =
+        App { options, running: None, error: None, report: WindowReport::default(), closing: false, x_server: None };
+    let ran = catch_window_panics(|| {
         let event_loop = EventLoop::new().map_err(|e| {
+            let why = match display_asked_for() {
+                Some(display) => format!("{display} could not be reached ({})", winit_error_text(&e)),
+                None => winit_error_text(&e),
+            };
             Error::Window(format!(
-                "{}. Run inside a desktop session (or under Xvfb: `xvfb-run interop-lab`), or use headless mode \
-                 (e.g. `interop-lab wave --headless`)",
-                winit_error_text(&e)
+                "{why}. Run inside a desktop session (or under Xvfb: `xvfb-run interop-lab`), or use headless mode \
+                 (e.g. `interop-lab wave --headless`)"
             ))
         })?;
         event_loop.set_control_flow(ControlFlow::Poll);
-        let mut app = App { options, running: None, error: None, report: WindowReport::default(), closing: false };
-        event_loop.run_app(&mut app).map_err(|e| Error::Window(winit_error_text(&e)))?;
-        match app.error {
-            Some(error) => Err(error),
-            None => Ok(app.report),
-        }
-    })
+        event_loop.run_app(&mut app).map_err(|e| Error::Window(winit_error_text(&e)))
+    });
+    // The loop can end without `exiting`: winit gives up when its X connection fails, and a
+    // windowing library may panic. What is still open is closed (or, the display gone, left).
+    if app.display_gone() {
+        app.display_lost();
+    } else {
+        app.shut_down();
+    }
+    match app.error.or(ran.err()) {
+        Some(error) => Err(error),
+        None => Ok(app.report),
+    }
+}
+
+/// The display the window tries, as the environment names it (winit tries Wayland first), for
+/// messages: "the X server at :1 (DISPLAY)". `None` when none is set.
+fn display_asked_for() -> Option<String> {
+    let set =
+        |name: &'static str| std::env::var(name).ok().filter(|value| !value.is_empty()).map(|value| (name, value));
+    match set("WAYLAND_DISPLAY").or_else(|| set("WAYLAND_SOCKET")) {
+        Some((name, value)) => Some(format!("the Wayland compositor at {value} ({name})")),
+        None => set("DISPLAY").map(|(name, value)| format!("the X server at {value} ({name})")),
+    }
 }
 
 struct App {
@@ -101,6 +124,8 @@ struct App {
     /// Closing was asked for (Esc, the window's close button): the next frame is the last, so
     /// that `--screenshot` is written as on every other way out.
     closing: bool,
+    /// The X server the window is on, watched for it going away (`None` on Wayland).
+    x_server: Option<XServer>,
 }
 
 /// Everything that exists while the window is open.
@@ -109,6 +134,9 @@ struct Running {
     egui: egui_winit::State,
     input: Input,
     last_frame: Instant,
+    /// The window's size in pixels, from its resize events: what `--stats` says even when the
+    /// display is gone and cannot be asked.
+    size: [u32; 2],
 }
 
 impl ApplicationHandler for App {
@@ -125,13 +153,19 @@ impl ApplicationHandler for App {
     }
 
     fn window_event(&mut self, event_loop: &ActiveEventLoop, _window: WindowId, event: WindowEvent) {
+        if self.display_gone() {
+            return event_loop.exit();
+        }
         let last = self.last_frame();
         let Some(running) = self.running.as_mut() else { return };
         let Some(window) = running.session.renderer().window() else { return };
         let consumed = running.egui.on_window_event(window, &event).consumed;
         match event {
             WindowEvent::CloseRequested => self.close_after_a_last_frame(event_loop),
-            WindowEvent::Resized(_) => running.session.resized(),
+            WindowEvent::Resized(size) => {
+                running.size = [size.width.max(1), size.height.max(1)];
+                running.session.resized();
+            }
             WindowEvent::RedrawRequested => self.redraw(event_loop, last),
             other => {
                 if running.input.event(&other, consumed, &mut running.session) {
@@ -141,14 +175,20 @@ impl ApplicationHandler for App {
         }
     }
 
-    fn about_to_wait(&mut self, _event_loop: &ActiveEventLoop) {
+    fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
+        if self.display_gone() {
+            return event_loop.exit();
+        }
         if let Some(window) = self.running.as_ref().and_then(|running| running.session.renderer().window()) {
             window.request_redraw();
         }
     }
 
     fn exiting(&mut self, _event_loop: &ActiveEventLoop) {
-        self.shut_down();
+        // With the display gone nothing may be released here: `run` writes what it still can.
+        if !self.display_gone() {
+            self.shut_down();
+        }
     }
 }
 
@@ -164,6 +204,9 @@ impl App {
         }
         cuda.background_compiles = true;
         self.options.cuda = cuda;
+        if self.x_server.is_none() {
+            self.x_server = XServer::watch(event_loop);
+        }
         let api = self.options.renderer;
         let (renderer, selection, fallback) = match self.open_renderer(event_loop, api, false) {
             Ok((renderer, selection)) => (renderer, selection, None),
@@ -201,8 +244,10 @@ impl App {
             event_loop.system_theme(),
             Some(session.renderer().max_texture_side()),
         );
+        let size = window.inner_size();
         window.request_redraw();
-        Ok(Running { session, egui, input: Input::default(), last_frame: Instant::now() })
+        let size = [size.width.max(1), size.height.max(1)];
+        Ok(Running { session, egui, input: Input::default(), last_frame: Instant::now(), size })
     }
 
     fn open_renderer(
@@ -236,8 +281,14 @@ impl App {
         // Simulated time follows wall time, but a stall (a drag of the window) is not a jump.
         let dt = (now - running.last_frame).as_secs_f32().min(0.1);
         running.last_frame = now;
-        let screenshot = if last { self.options.screenshot.as_deref() } else { None };
+        // The last frame writes the screenshot: a second Ctrl-C from here on finds it being written.
+        let screenshot =
+            if last && self.options.stop.begin_writing() { self.options.screenshot.as_deref() } else { None };
         let report = running.session.frame(FrameInput { dt, panel: Some(raw_input), screenshot, capture: false });
+        // The frame's swap may be what found the X server gone: nothing more may ask the window.
+        if self.x_server.as_ref().is_some_and(XServer::lost) {
+            return event_loop.exit();
+        }
         if let (Some(output), Some(window)) = (report.platform_output, running.session.renderer().window()) {
             running.egui.handle_platform_output(window, output);
         }
@@ -315,19 +366,71 @@ impl App {
         if let Some(window) = running.session.renderer().window() {
             window.set_visible(false);
         }
+        // A second Ctrl-C gave the outputs up: the process is ending, nothing more is written.
+        if !self.options.stop.begin_writing() {
+            return;
+        }
         let mut failure = running.session.finish().err();
         if let Some(path) = &self.options.stats {
-            let facts = RunFacts { frames: running.session.frames(), frames_asked: None };
+            let facts = self.run_facts(&running);
             failure = failure.or(running.session.write_stats(path, &facts).err());
         }
         if let Some(trace) = &self.options.trace {
             failure = failure.or(running.session.write_trace(trace).err());
         }
         let (recordings, closed) = running.session.close();
+        self.options.stop.outputs_written();
         self.report.recordings.extend(recordings);
         if let Some(error) = failure.or(closed) {
             log::error!("{error}");
             self.error.get_or_insert(error);
         }
+    }
+
+    /// What `--stats` says of the run besides what the session knows.
+    fn run_facts(&self, running: &Running) -> RunFacts {
+        RunFacts { frames: running.session.frames(), frames_asked: self.options.max_frames, size: running.size }
+    }
+
+    /// Whether the X server went away: nothing more can be drawn, and the window cannot be asked
+    /// anything.
+    fn display_gone(&self) -> bool {
+        self.x_server.as_ref().is_some_and(XServer::lost)
+    }
+
+    /// The X server went away: writes what needs no display (`--stats`, `--trace-json`), leaves
+    /// the rest, and ends the run with a sentence that says which is which.
+    fn display_lost(&mut self) {
+        let Some(mut running) = self.running.take() else { return };
+        // A second Ctrl-C gave the outputs up: the process is ending, nothing more is written.
+        if !self.options.stop.begin_writing() {
+            return std::mem::forget(running);
+        }
+        let name = self.x_server.as_ref().map_or("", XServer::name);
+        let mut said = vec![format!("the X server at {name} went away")];
+        if let Some(path) = &self.options.stats {
+            let facts = self.run_facts(&running);
+            said.push(match running.session.write_stats(path, &facts) {
+                Ok(_) => format!("--stats written to {}", path.display()),
+                Err(error) => format!("--stats not written: {error}"),
+            });
+        }
+        if let Some(trace) = &self.options.trace {
+            said.push(match running.session.write_trace(trace) {
+                Ok(_) => format!("--trace-json written to {}", trace.path.display()),
+                Err(error) => format!("--trace-json not written: {error}"),
+            });
+        }
+        if let Some(path) = &self.options.screenshot {
+            said.push(format!("--screenshot {} not written (it is read from the display)", path.display()));
+        }
+        if let Some(dir) = &self.options.record {
+            said.push(format!("the recording into {} ends where the display went", dir.display()));
+        }
+        // Its GL objects, context and window belong to a connection that is gone: releasing them
+        // would call the X server, and the process ends next.
+        std::mem::forget(running);
+        self.options.stop.outputs_written();
+        self.error.get_or_insert(Error::DisplayLost(said.join("; ")));
     }
 }

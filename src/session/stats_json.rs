@@ -14,7 +14,10 @@ pub struct RunFacts {
     /// Frames drawn.
     pub frames: u64,
     /// Frames asked for (`--frames`), if any.
-    pub frames_asked: Option<u32>,
+    pub frames_asked: Option<u64>,
+    /// The size drawn, in pixels: the caller knows it without asking the window, whose display
+    /// may be gone.
+    pub size: [u32; 2],
 }
 
 impl Session {
@@ -25,7 +28,6 @@ impl Session {
         let wall_seconds = self.first_frame_at.map_or(0.0, |at| at.elapsed().as_secs_f64());
         let device = self.selection.cuda.as_ref().map(|cuda| cuda.context.device().clone());
         let graphics = self.renderer.info().clone();
-        let size = self.renderer.size();
         let (reason, recoveries, what_if) =
             (self.selection.reason.clone(), self.recoveries.clone(), self.state.what_if);
         let demo = self.demo()?;
@@ -51,7 +53,7 @@ impl Session {
             "transfer": transfer,
             "reason": reason,
             "device": device,
-            "size": size,
+            "size": run.size,
             "frames": run.frames,
             "frames_asked": run.frames_asked,
             "wall_seconds": wall_seconds,

@@ -228,6 +228,11 @@ impl Watched {
         assert!(status.success(), "SIG{signal} sent");
     }
 
+    /// The process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What it printed so far on standard error.
     pub fn stderr(&self) -> String {
         self.stderr.lock().expect("output").clone()
