@@ -265,11 +265,27 @@ fn relaunch() -> Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser};
 
     #[test]
     fn command_line_definition_is_consistent() {
         // Catches duplicate flag names among flattened option groups, among other mistakes.
         super::Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_flag_that_takes_a_number_says_its_range_and_default_in_its_help_and_refuses_nan() {
+        let missing = interop_lab::numbers::flags_without_a_stated_range(&super::Cli::command());
+        assert!(missing.is_empty(), "{} flags:\n{}", missing.len(), missing.join("\n"));
+    }
+
+    #[test]
+    fn every_flag_that_takes_a_number_reads_into_the_type_of_its_field() {
+        let samples = interop_lab::numbers::numeric_flag_samples(&super::Cli::command());
+        let unread: Vec<_> = samples
+            .iter()
+            .filter(|words| !matches!(std::panic::catch_unwind(|| super::Cli::try_parse_from(*words)), Ok(Ok(_))))
+            .collect();
+        assert!(unread.is_empty(), "these do not read into their fields (parser and field types differ): {unread:?}");
     }
 }

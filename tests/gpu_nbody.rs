@@ -249,7 +249,7 @@ fn a_launch_the_device_cannot_run_is_refused_by_name() {
         .err()
         .expect("refused")
         .to_string();
-    assert!(error.contains("number of bodies must be 1..="), "{error}");
+    assert!(error.contains("the number of bodies 0 is less than 1; the range is 1 to 16777216"), "{error}");
 }
 
 #[test]
