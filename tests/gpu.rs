@@ -285,6 +285,7 @@ fn headless_interop_and_copy_render_the_same_picture() {
             stop: Default::default(),
             record: None,
             path_flags: Vec::new(),
+            progress: false,
         };
         let report = headless::run(&options).expect("headless run");
         let stages: Vec<Stage> = report.summary.stages.iter().filter(|s| s.gpu_us.is_some()).map(|s| s.stage).collect();

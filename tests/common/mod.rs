@@ -141,6 +141,7 @@ pub fn cpu_headless_options(
         stop: Default::default(),
         record: None,
         path_flags: Vec::new(),
+        progress: false,
     }
 }
 
