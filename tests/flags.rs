@@ -1,11 +1,12 @@
 //! Flags as a user types them: numbers are checked against their ranges when the command line is
-//! read, and refused in words that echo what was typed.
+//! read, and refused in words that echo what was typed; n-body on the CPU runs headless what it
+//! is asked, however many bodies.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
 
 mod common;
 
-use common::binary;
+use common::{binary, temp_dir};
 
 /// Runs `args` and checks that they are refused before any work: a non-zero exit (not a panic)
 /// whose message holds every piece of `expected`.
@@ -65,4 +66,25 @@ fn cuda_launch_flags_in_range_are_read_and_left_to_the_device_check() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("--block 1024x2 sets how CUDA launches the kernel"), "{stderr}");
+}
+
+#[test]
+fn headless_nbody_on_the_cpu_runs_more_bodies_than_the_window_takes() {
+    // 16384 bodies take about 0.6 s a step on two cores: more than the window's limit on some
+    // runs, never a reason to refuse an offscreen run, which does what it is asked.
+    let dir = temp_dir("headless-nbody-16k");
+    let stats = dir.join("stats.json");
+    let output = binary()
+        .args(["nbody", "--headless", "--frames", "1", "--bodies", "16384", "--backend", "cpu", "--size", "64x64"])
+        .arg("--stats")
+        .arg(&stats)
+        .env_remove("DISPLAY")
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("window"), "a headless run says nothing of a window: {stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
+    assert_eq!(json["frames"], 1, "{json:#}");
+    std::fs::remove_dir_all(&dir).ok();
 }

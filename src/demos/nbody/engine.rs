@@ -56,7 +56,14 @@ pub(super) struct CpuDouble {
     pub(super) current: usize,
 }
 
-pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, bodies: &Bodies) -> Result<Engine> {
+/// The engine for `settings` on CUDA or, without it, the CPU; in a `window`, a CPU engine whose
+/// steps would be too slow for it to answer input is refused.
+pub(super) fn make_engine(
+    cuda: Option<&CudaRuntime>,
+    settings: &NBodySettings,
+    bodies: &Bodies,
+    window: bool,
+) -> Result<Engine> {
     match cuda {
         Some(cuda) => {
             let options = settings.variant.options();
@@ -91,7 +98,9 @@ pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, 
         ))),
         None => {
             let n = bodies.len();
-            cpu::check_step_time(n, settings.variant.precision == Precision::F64)?;
+            if window {
+                cpu::check_window_bodies(n, settings.variant.precision == Precision::F64)?;
+            }
             let double = (settings.variant.precision == Precision::F64).then(|| CpuDouble {
                 positions: [bodies.positions.clone(), bodies.positions.clone()],
                 velocities: bodies.velocities.iter().map(|v| [v[0], v[1], v[2], 0.0]).collect(),
