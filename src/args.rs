@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::graphics::GraphicsApi;
+use crate::numbers::{Pair, Ranged};
 use crate::runtime::{BackendRequest, CudaOptions, TransferRequest};
 use crate::transfer::WhatIf;
 
@@ -37,18 +38,42 @@ pub struct TraceRequest {
     pub frames: usize,
 }
 
+/// `--frames` of a run: whole frames, at least one (a run draws the frames it is asked for, and a
+/// run of none has nothing to show or measure).
+pub const FRAMES: Ranged<u32> = Ranged::at_least(1).unit("frames");
+
+/// A framebuffer or window size in pixels, WIDTHxHEIGHT.
+pub const SIZE: Pair = Pair::each(Ranged::new(1, 16_384).unit("pixels"));
+
+/// CUDA threads per block, XxY: each axis up to the most any CUDA device allows (1024); the
+/// device's own limits, and the threads of the whole block, are checked against the device when
+/// the kernel launches (`LaunchConfig::validate`, which names the limit).
+pub const CUDA_BLOCK: Pair = Pair::each(Ranged::new(1, 1024).unit("threads"));
+
+/// A CUDA device ordinal; the devices there are are checked when the run starts.
+pub const DEVICE: Ranged<i32> = Ranged::at_least(0);
+
+/// Untimed runs of a benchmark before it times.
+pub const WARMUP: Ranged<u32> = Ranged::new(0, 1000);
+
+/// Timed runs of a benchmark (its median is reported): at least one.
+pub const REPEATS: Ranged<u32> = Ranged::new(1, 10_000);
+
 /// Options shared by every demo.
 #[derive(Args, Debug, Clone)]
+// A negative number typed reaches the flag's range check instead of reading as an unknown flag.
+#[command(allow_negative_numbers = true)]
 pub struct RunArgs {
     /// Render offscreen (no window: EGL for OpenGL, no surface for Vulkan) and exit after --frames
     /// frames.
     #[arg(long)]
     pub headless: bool,
-    /// Frames to render headless (in a window: close after this many). At least 1.
-    #[arg(long, value_parser = parse_frame_count)]
+    /// Frames to render headless (in a window: close after this many), 1 or more frames (default:
+    /// 120 headless, or the demo's own; a window runs until closed).
+    #[arg(long, value_parser = FRAMES)]
     pub frames: Option<u32>,
-    /// Framebuffer (headless) or window size, WIDTHxHEIGHT.
-    #[arg(long, value_parser = parse_pair, default_value = "1280x800")]
+    /// Framebuffer (headless) or window size, WIDTHxHEIGHT, each 1 to 16384 pixels.
+    #[arg(long, value_parser = SIZE, default_value = "1280x800")]
     pub size: [u32; 2],
     /// Write the last frame as PNG.
     #[arg(long, value_name = "FILE.png")]
@@ -61,8 +86,8 @@ pub struct RunArgs {
     /// clock, with the edges that order them. Records every frame's calls.
     #[arg(long, value_name = "FILE.json")]
     pub trace_json: Option<PathBuf>,
-    /// Frames --trace-json keeps: the last N (1 to 2000, the frames the timings keep).
-    #[arg(long, value_name = "N", default_value_t = 120, value_parser = parse_trace_frames)]
+    /// Frames --trace-json keeps: the last N, 1 to 2000 frames (the frames the timings keep).
+    #[arg(long, value_name = "N", default_value_t = 120, value_parser = TRACE_FRAMES)]
     pub trace_frames: u32,
     /// Record every frame into this folder as a numbered PNG sequence (window or headless); the
     /// run prints the ffmpeg line that makes a video of it. The panel's record button does the
@@ -72,8 +97,9 @@ pub struct RunArgs {
     /// Draw the side panel into headless frames too.
     #[arg(long)]
     pub panel: bool,
-    /// Simulated seconds per headless frame (the wave's clock; n-body steps by its own --dt).
-    #[arg(long, default_value_t = 1.0 / 60.0)]
+    /// Simulated seconds per headless frame (the wave's clock; n-body steps by its own --dt), 0 to
+    /// 10 s.
+    #[arg(long, default_value_t = 1.0 / 60.0, value_parser = Ranged::<f32>::new(0.0, 10.0).unit("s"))]
     pub frame_time: f32,
     /// Learners' switches: register-every-frame (interop), skip-copy-sync (host copy),
     /// skip-semaphore-wait (Vulkan).
@@ -189,6 +215,8 @@ impl RunArgs {
 
 /// Backend and transfer-path choices.
 #[derive(Args, Debug, Clone)]
+// A negative number typed reaches the flag's range check instead of reading as an unknown flag.
+#[command(allow_negative_numbers = true)]
 pub struct CudaArgs {
     /// Compute backend: CUDA when it works (auto), CUDA, or the CPU.
     #[arg(long, value_enum, default_value_t = BackendRequest::Auto)]
@@ -198,8 +226,8 @@ pub struct CudaArgs {
     /// host memory.
     #[arg(long, value_enum, default_value_t = TransferRequest::Auto)]
     pub transfer: TransferRequest,
-    /// CUDA device to compute on (default: the one running the GL context, else 0).
-    #[arg(long)]
+    /// CUDA device to compute on, 0 or more (default: the one running the GL context, else 0).
+    #[arg(long, value_parser = DEVICE)]
     pub device: Option<i32>,
     /// The flag that chose the device when it was not `--device` (set by the demo that reads it,
     /// e.g. n-body's `--devices`), so that messages name what the user typed.
@@ -259,38 +287,11 @@ impl CudaArgs {
     }
 }
 
-/// Parses `WIDTHxHEIGHT` (e.g. `1280x800`).
-pub fn parse_pair(text: &str) -> std::result::Result<[u32; 2], String> {
-    let (a, b) =
-        text.split_once(['x', 'X']).ok_or_else(|| format!("{text:?} is not of the form AxB, e.g. 1280x800"))?;
-    let number = |s: &str| s.trim().parse::<u32>().map_err(|_| format!("{s:?} in {text:?} is not a whole number"));
-    Ok([number(a)?, number(b)?])
-}
-
-/// Parses `--frames`: a whole number of at least 1, in a window as offscreen (a run draws the
-/// frames it is asked for, and a run of none has nothing to show or measure).
-pub fn parse_frame_count(text: &str) -> std::result::Result<u32, String> {
-    match text.trim().parse::<u32>() {
-        Ok(0) => Err("a run draws at least one frame: give 1 or more (leave --frames out for a window that runs \
-                      until closed)"
-            .to_owned()),
-        Ok(frames) => Ok(frames),
-        Err(_) => Err(format!("{text:?} is not a whole number of frames")),
-    }
-}
-
 /// The most frames a trace keeps: the frames a run's history keeps.
 pub const TRACE_FRAMES_MAX: u32 = 2000;
 
-/// Parses `--trace-frames`: 1 to [`TRACE_FRAMES_MAX`].
-pub fn parse_trace_frames(text: &str) -> std::result::Result<u32, String> {
-    const MAX: u32 = TRACE_FRAMES_MAX;
-    match text.trim().parse::<u32>() {
-        Ok(frames @ 1..=MAX) => Ok(frames),
-        Ok(_) => Err(format!("a trace keeps 1 to {MAX} frames (the frames the timings keep)")),
-        Err(_) => Err(format!("{text:?} is not a whole number of frames")),
-    }
-}
+/// `--trace-frames`: 1 to [`TRACE_FRAMES_MAX`].
+pub const TRACE_FRAMES: Ranged<u32> = Ranged::new(1, TRACE_FRAMES_MAX).unit("frames");
 
 /// Parses `on` / `off` (or true / false, 1 / 0).
 pub fn parse_on_off(text: &str) -> std::result::Result<bool, String> {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use crate::args::{PathFlag, TraceRequest};
 use crate::demo_kit::DemoSpec;
 use crate::graphics::GraphicsApi;
+use crate::progress::Progress;
 use crate::record::RecordReport;
 use crate::renderer::{self, Target};
 use crate::runtime::CudaOptions;
@@ -51,6 +52,10 @@ pub struct HeadlessOptions {
     pub record: Option<PathBuf>,
     /// Demo flags that only some paths use (the run says when its path ignores them).
     pub path_flags: Vec<PathFlag>,
+    /// Say how far the run is on standard error, as the benches do (a bar on a terminal, else a
+    /// line every few seconds once it has taken more than a moment): set by the command line,
+    /// whose runs may be slow (n-body on the CPU); benches and tests say their own or nothing.
+    pub progress: bool,
 }
 
 impl HeadlessOptions {
@@ -74,6 +79,7 @@ impl HeadlessOptions {
             stop: StopRequest::new(),
             record: None,
             path_flags: Vec::new(),
+            progress: false,
         }
     }
 
@@ -115,6 +121,12 @@ pub struct HeadlessReport {
 /// Runs the demo headless.
 pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     options.check()?;
+    // From the start: setting a demo up can take as long as one of its frames (n-body's first
+    // forces on the CPU).
+    let progress = match options.progress {
+        true => Progress::new(&format!("{} headless", options.spec.name()), u64::from(options.frames), &options.stop),
+        false => Progress::hidden(&options.stop),
+    };
     let target = Target::Offscreen { size: options.size };
     let (renderer, selection) =
         renderer::open(options.renderer, target, &options.cuda, options.shaders_dir.as_deref())?;
@@ -133,7 +145,7 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     if options.trace.is_some() {
         session.record_anatomy(true);
     }
-    let result = render(&mut session, options);
+    let result = render(&mut session, options, &progress);
     let (recordings, failure) = session.close();
     options.stop.outputs_written();
     let mut report = result?;
@@ -144,7 +156,7 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
     Ok(report)
 }
 
-fn render(session: &mut Session, options: &HeadlessOptions) -> Result<HeadlessReport> {
+fn render(session: &mut Session, options: &HeadlessOptions, progress: &Progress) -> Result<HeadlessReport> {
     let started = std::time::Instant::now();
     let mut frames = 0;
     let mut errors = Vec::new();
@@ -177,6 +189,7 @@ fn render(session: &mut Session, options: &HeadlessOptions) -> Result<HeadlessRe
         if let Some(frame) = report.pixels {
             pixels = Some(frame);
         }
+        progress.done_one();
     }
     // A second Ctrl-C gave the outputs up: the process is ending, nothing more is written.
     if !options.stop.begin_writing() {

@@ -24,6 +24,7 @@ pub mod headless;
 pub mod host_memory;
 pub mod kernel_watch;
 pub mod kernels;
+pub mod numbers;
 pub mod output;
 pub mod pixel;
 pub mod progress;

@@ -97,7 +97,8 @@ impl Progress {
         if let Some(lines) = &self.lines {
             lines.update(|state| {
                 state.done += 1;
-                if state.last_line.is_none_or(|at| at.elapsed() >= LINE_AT_MOST_EVERY) {
+                // The first line too waits that long: work done in a moment needs no line at all.
+                if state.last_line.unwrap_or(state.started).elapsed() >= LINE_AT_MOST_EVERY {
                     state.say();
                 }
             });

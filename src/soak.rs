@@ -13,6 +13,7 @@ use crate::demo_kit::{DemoSpec, LiveKernels};
 use crate::demos::wave::{self, Wave, WaveSettings};
 use crate::gl::GlObjects;
 use crate::graphics::GraphicsApi;
+use crate::numbers::Ranged;
 use crate::progress::Progress;
 use crate::renderer::{self, Target};
 use crate::rng::Rng;
@@ -23,23 +24,26 @@ use crate::transfer::TransferKind;
 use crate::{Error, Result};
 
 #[derive(Args, Debug)]
-/// `interop-lab soak`.
+/// `interop-lab soak`. The counts' ranges keep their sum within a `u32`.
+// A negative number typed reaches the flag's range check instead of reading as an unknown flag.
+#[command(allow_negative_numbers = true)]
 pub struct SoakArgs {
-    /// Interop frames.
-    #[arg(long, default_value_t = 10_000)]
+    /// Interop frames, 1 to 1000000000 frames.
+    #[arg(long, default_value_t = 10_000, value_parser = Ranged::<u32>::new(1, 1_000_000_000).unit("frames"))]
     pub frames: u32,
-    /// Buffer re-allocations to random sizes (each registers the new buffer with CUDA).
-    #[arg(long, default_value_t = 1_000)]
+    /// Buffer re-allocations to random sizes, 0 to 1000000 (each registers the new buffer with
+    /// CUDA).
+    #[arg(long, default_value_t = 1_000, value_parser = REALLOCATIONS)]
     pub reallocations: u32,
-    /// Kernel recompiles, each followed by a module swap.
-    #[arg(long, default_value_t = 100)]
+    /// Kernel recompiles, 0 to 10000, each followed by a module swap.
+    #[arg(long, default_value_t = 100, value_parser = Ranged::<u32>::new(0, 10_000))]
     pub recompiles: u32,
-    /// Re-allocations in the warm-up, before the first measurement (GL's buffer heap reaches its
-    /// working size there).
-    #[arg(long, default_value_t = WARMUP_REALLOCATIONS)]
+    /// Re-allocations in the warm-up, 0 to 1000000, before the first measurement (GL's buffer
+    /// heap reaches its working size there).
+    #[arg(long, default_value_t = WARMUP_REALLOCATIONS, value_parser = REALLOCATIONS)]
     pub warmup_reallocations: u32,
-    /// CUDA device.
-    #[arg(long)]
+    /// CUDA device, 0 or more (default: the one running the GL context, else 0).
+    #[arg(long, value_parser = crate::args::DEVICE)]
     pub device: Option<i32>,
     /// Path to soak: interop; copy (no registration); cpu (no CUDA allocation at all: GL buffers
     /// the CPU writes, with CUDA, when present, only measuring free memory — what the GL driver
@@ -50,6 +54,9 @@ pub struct SoakArgs {
     #[arg(long, value_name = "FILE.json")]
     pub json: Option<PathBuf>,
 }
+
+/// Buffer re-allocations a soak may be asked for, in the warm-up and measured.
+const REALLOCATIONS: Ranged<u32> = Ranged::new(0, 1_000_000);
 
 /// The transfer paths `soak` can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

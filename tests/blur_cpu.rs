@@ -113,10 +113,10 @@ fn blur_bad_input_is_named_and_nothing_panics() {
     let missing = dir.join("missing.png").display().to_string();
     let base = ["blur", "--headless", "--backend", "cpu", "--frames", "1", "--size", "64x64"];
     let cases: [(&[&str], &str); 9] = [
-        (&["--sigma", "0"], "σ must be a number in 0.3..=2000"),
-        (&["--sigma", "-2"], "σ must be a number in 0.3..=2000"),
-        (&["--sigma", "NaN"], "σ must be a number in 0.3..=2000"),
-        (&["--radius", "100000"], "radius must be 1..=4096"),
+        (&["--sigma", "0"], "0 is less than 0.3; the range is 0.3 to 2000 pixels"),
+        (&["--sigma", "-2"], "-2 is less than 0.3; the range is 0.3 to 2000 pixels"),
+        (&["--sigma", "NaN"], "NaN is not a number; the range is 0.3 to 2000 pixels"),
+        (&["--radius", "100000"], "100000 is more than 4096; the range is 1 to 4096 pixels"),
         (&["--variant", "naive", "--sigma", "50"], "beyond its limit of 100"),
         (&["--variant", "box", "--sigma", "1"], "box cascade needs σ ≥ 2"),
         (&["--variant", "recursive", "--sigma", "3"], "recursive filter needs σ ≥ 4"),

@@ -109,7 +109,7 @@ fn gl_makes_objects_after_every_paths_set_up_and_tear_down() {
     assert!(paths.contains(&TransferKind::ExternalSemaphores), "the semaphore path is offered: {paths:?}");
     // Every path after every other: each set up, used, torn down, then GL asked for new objects.
     for transfer in paths.iter().chain(paths.iter()).copied() {
-        let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
+        let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer, window: false };
         let mut wave = Wave::new(&env, WaveSettings::default()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
         gl_makes_objects(&gl, &format!("setting up {transfer}"));
         wave.step(Graphics::Gl(&gl), 0, 0.01).unwrap_or_else(|e| panic!("a step on {transfer}: {e}"));
@@ -163,7 +163,7 @@ fn interop_and_copy_paths_write_the_reference_values() {
             TransferKind::HostCopyPageable,
         ];
         for transfer in paths {
-            let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
+            let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer, window: false };
             let mut wave = Wave::new(&env, settings.clone()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
             assert_eq!(wave.pipeline().kind(), transfer);
             outputs.push((wave.launch_config(), step_at_phase(Graphics::Gl(&gl), &mut wave, phase)));
@@ -207,7 +207,7 @@ fn switch_every_path(
     path: &[TransferKind],
 ) {
     let mut random = common::Random::new();
-    let env = DemoEnv { graphics, cuda, transfer: start };
+    let env = DemoEnv { graphics, cuda, transfer: start, window: false };
     let mut wave = Wave::new(&env, random_settings(&mut random, 300, 200, [16, 16])).expect("wave");
     assert_eq!(wave.pipeline().kind(), start);
     let written = step_and_compare(graphics, &mut wave, &mut random);
@@ -229,7 +229,7 @@ fn reallocation_reregisters_and_leaks_no_device_memory() {
     let cuda = selection.cuda.clone().expect("cuda");
     let mut random = common::Random::new();
     for transfer in [TransferKind::Interop, TransferKind::HostCopy, TransferKind::ExternalSemaphores] {
-        let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer };
+        let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer, window: false };
         let mut wave = Wave::new(&env, random_settings(&mut random, 256, 256, [16, 16])).expect("wave");
         step_and_compare(Graphics::Gl(&gl), &mut wave, &mut random);
         let sizes = [[1024u32, 1024u32], [100, 700], [2048, 512], [256, 256]];
@@ -285,6 +285,7 @@ fn headless_interop_and_copy_render_the_same_picture() {
             stop: Default::default(),
             record: None,
             path_flags: Vec::new(),
+            progress: false,
         };
         let report = headless::run(&options).expect("headless run");
         let stages: Vec<Stage> = report.summary.stages.iter().filter(|s| s.gpu_us.is_some()).map(|s| s.stage).collect();
@@ -318,8 +319,12 @@ fn launch_limits_come_from_the_device_and_the_kernel() {
         (WaveSettings { block: [1, 1], grid: Some([1, 70_000]), ..WaveSettings::default() }, "MAX_GRID_DIM_Y"),
     ];
     for (settings, expected) in cases {
-        let env =
-            DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+        let env = DemoEnv {
+            graphics: Graphics::Gl(&gl),
+            cuda: selection.cuda.clone(),
+            transfer: TransferKind::Interop,
+            window: false,
+        };
         let error = Wave::new(&env, settings.clone()).err().expect("invalid launch rejected").to_string();
         assert!(error.contains(expected), "{:?}: {error}", settings.block);
     }
@@ -351,7 +356,12 @@ fn trace_of_a_wave_frame_lists_map_launch_unmap_in_order() {
     let (context, selection) = common::gpu_setup(&cuda_options());
     let gl = context.gl().clone();
     let cuda = selection.cuda.clone().expect("cuda");
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: TransferKind::Interop };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: Some(cuda.clone()),
+        transfer: TransferKind::Interop,
+        window: false,
+    };
     let mut wave = Wave::new(&env, WaveSettings::default()).expect("wave");
     let trace = cuda.context.trace();
     trace.end_frame(); // the setup list ends here
@@ -390,8 +400,12 @@ fn trace_of_a_frame_ordered_by_semaphores_lists_signal_wait_launch_signal_wait()
         selection.available_transfers().contains(&TransferKind::ExternalSemaphores),
         "the NVIDIA GL context offers GL_EXT_semaphore_fd"
     );
-    let env =
-        DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: TransferKind::ExternalSemaphores };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: Some(cuda.clone()),
+        transfer: TransferKind::ExternalSemaphores,
+        window: false,
+    };
     let mut wave = Wave::new(&env, WaveSettings::default()).expect("wave on external + semaphores");
     let trace = cuda.context.trace();
     trace.end_frame();
@@ -432,6 +446,7 @@ fn semaphores_order_many_frames_without_a_host_wait() {
         graphics: Graphics::Gl(&gl),
         cuda: selection.cuda.clone(),
         transfer: TransferKind::ExternalSemaphores,
+        window: false,
     };
     let mut wave = Wave::new(&env, settings.clone()).expect("wave");
     let started = std::time::Instant::now();
@@ -478,7 +493,12 @@ fn inspector_occupancy_is_what_the_driver_and_the_limits_say() {
     let cuda = selection.cuda.clone().expect("cuda");
     let device = cuda.context.device().clone();
     for block in [[16u32, 16u32], [32, 8], [8, 4], [32, 32]] {
-        let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: TransferKind::Interop };
+        let env = DemoEnv {
+            graphics: Graphics::Gl(&gl),
+            cuda: Some(cuda.clone()),
+            transfer: TransferKind::Interop,
+            window: false,
+        };
         let wave = Wave::new(&env, WaveSettings { block, ..WaveSettings::default() }).expect("wave");
         let info = wave.kernel_info().expect("kernel info");
         let occupancy = info.occupancy.expect("occupancy");
@@ -515,7 +535,12 @@ fn a_saved_kernel_edit_reloads_and_a_broken_one_keeps_the_old_kernel() {
     let (context, selection) = common::gpu_setup(&options);
     let gl = context.gl().clone();
     let cuda = selection.cuda.clone().expect("cuda");
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: TransferKind::Interop };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: Some(cuda.clone()),
+        transfer: TransferKind::Interop,
+        window: false,
+    };
     let mut wave = Wave::new(&env, WaveSettings::default()).expect("wave");
     let mut watcher = KernelWatcher::new(dir.clone(), cuda.compiler.clone());
     let mut random = common::Random::new();
@@ -566,7 +591,12 @@ fn what_if_switches_do_what_the_panel_says() {
     let gl = context.gl().clone();
     let cuda = selection.cuda.clone().expect("cuda");
     let mut random = common::Random::new();
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: Some(cuda.clone()), transfer: TransferKind::Interop };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: Some(cuda.clone()),
+        transfer: TransferKind::Interop,
+        window: false,
+    };
     let mut wave = Wave::new(&env, random_settings(&mut random, 200, 120, [16, 16])).expect("wave");
 
     // Drawing while mapped: the driver refuses the second map, and the buffer is usable after.
@@ -637,7 +667,7 @@ fn pipelined_frames_match(
     for &transfer in paths {
         for depth in 1..=3u32 {
             let settings = WaveSettings { pipeline_depth: depth, ..random_settings(&mut random, 301, 77, [32, 8]) };
-            let env = DemoEnv { graphics, cuda: cuda.clone(), transfer };
+            let env = DemoEnv { graphics, cuda: cuda.clone(), transfer, window: false };
             let mut wave = Wave::new(&env, settings.clone()).expect("wave");
             assert_eq!(wave.pipeline().kind(), transfer);
             for frames in depth..depth + 3 {

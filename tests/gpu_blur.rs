@@ -127,7 +127,8 @@ fn every_filter_format_route_and_path_matches_the_reference() {
                         segment,
                         ..BlurSettings::default()
                     };
-                    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer };
+                    let env =
+                        DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer, window: false };
                     let mut blur = Blur::new(&env, settings.clone()).expect("blur");
                     assert_eq!(blur.route(), route);
                     let out = blur_once(Graphics::Gl(&gl), &mut blur);
@@ -182,8 +183,12 @@ fn large_sigma_and_the_box_approximation() {
             segment,
             ..BlurSettings::default()
         };
-        let env =
-            DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+        let env = DemoEnv {
+            graphics: Graphics::Gl(&gl),
+            cuda: selection.cuda.clone(),
+            transfer: TransferKind::Interop,
+            window: false,
+        };
         let mut blur = Blur::new(&env, settings.clone()).expect("blur");
         let out = blur_once(Graphics::Gl(&gl), &mut blur);
         let (max, mean) = errors(&out, &reference(&source, &settings));
@@ -208,10 +213,15 @@ fn cuda_and_cpu_backends_agree_and_bad_launches_are_named() {
     let (context, selection) = setup();
     let gl = context.gl().clone();
     let settings = BlurSettings { sigma: 5.0, ..BlurSettings::default() };
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: selection.cuda.clone(),
+        transfer: TransferKind::Interop,
+        window: false,
+    };
     let mut gpu = Blur::new(&env, settings.clone()).expect("gpu blur");
     let gpu_out = blur_once(Graphics::Gl(&gl), &mut gpu);
-    let cpu_env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: None, transfer: TransferKind::Cpu };
+    let cpu_env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: None, transfer: TransferKind::Cpu, window: false };
     let mut cpu_blur = Blur::new(&cpu_env, settings.clone()).expect("cpu blur");
     let cpu_out = blur_once(Graphics::Gl(&gl), &mut cpu_blur);
     let max =
@@ -225,16 +235,31 @@ fn cuda_and_cpu_backends_agree_and_bad_launches_are_named() {
         .and_then(|()| gpu.step(Graphics::Gl(&gl), 1, 0.0).map(|_| ()));
     assert!(error.is_ok(), "a bad edit is reported in the panel, not as a failed frame");
     assert_eq!(gpu.settings().block(), settings.block(), "the previous block is still in use");
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: selection.cuda.clone(),
+        transfer: TransferKind::Interop,
+        window: false,
+    };
     let refused =
         Blur::new(&env, BlurSettings { block: Some([64, 32]), ..settings.clone() }).err().expect("refused").to_string();
     assert!(refused.contains("1024 threads per block"), "{refused}");
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: selection.cuda.clone(),
+        transfer: TransferKind::Interop,
+        window: false,
+    };
     let recursive = BlurSettings { filter: Filter::Recursive, block: Some([48, 1]), ..settings.clone() };
     let refused = Blur::new(&env, recursive).err().expect("refused").to_string();
     assert!(refused.contains("multiple of 64"), "{refused}");
     // 1024 rows × 129 columns × 8 bytes: more shared memory than a block can have.
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: selection.cuda.clone(),
+        transfer: TransferKind::Interop,
+        window: false,
+    };
     let recursive =
         BlurSettings { filter: Filter::Recursive, block: Some([64, 4]), segment: Some(1024), ..settings.clone() };
     let refused = Blur::new(&env, recursive).err().expect("refused").to_string();
@@ -260,7 +285,12 @@ fn a_background_compile_shows_the_image_then_blurs_like_the_reference() {
     let source = random_image(203, 131, &mut random, &path);
     // What a user gets without choosing (`--variant auto`), at σ 6: the recursive filter.
     let settings = BlurSettings { image: Some(path), sigma: 6.0, ..BlurSettings::automatic() }.resolved();
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: selection.cuda.clone(),
+        transfer: TransferKind::Interop,
+        window: false,
+    };
     let mut blur = Blur::new(&env, settings).expect("blur");
     assert!(blur.compiling().is_some(), "the kernels compile in the background");
     let started = std::time::Instant::now();
@@ -312,7 +342,8 @@ fn on_vulkan_cuda_writes_imported_memory_that_matches_the_reference() {
                         route,
                         ..BlurSettings::default()
                     };
-                    let env = DemoEnv { graphics, cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan };
+                    let env =
+                        DemoEnv { graphics, cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan, window: false };
                     let mut blur = Blur::new(&env, settings.clone()).expect("blur on the Vulkan path");
                     assert_eq!(blur.pipeline().kind(), TransferKind::Vulkan);
                     assert_eq!(blur.route(), route, "{}: no fallback", blur.route_label());

@@ -39,6 +39,7 @@ fn a_kernel_fault_loses_the_context_and_the_demo_goes_on_on_the_cpu() {
             stop: Default::default(),
             record: None,
             path_flags: Vec::new(),
+            progress: false,
         })
     };
     let faulted = run(CudaOptions {

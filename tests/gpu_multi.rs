@@ -198,8 +198,12 @@ fn the_demo_split_across_contexts_draws_what_one_device_draws() {
     };
     let mut results = Vec::new();
     for devices in [vec![], vec![0, 0]] {
-        let env =
-            DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+        let env = DemoEnv {
+            graphics: Graphics::Gl(&gl),
+            cuda: selection.cuda.clone(),
+            transfer: TransferKind::Interop,
+            window: false,
+        };
         let mut nbody = NBody::new(&env, NBodySettings { devices, ..base.clone() }).expect("n-body demo");
         for frame in 0..20 {
             nbody.poison_next_output(Graphics::Gl(&gl)).expect("poison");

@@ -21,7 +21,7 @@ fn setup() -> (interop_lab::gl::context::headless::HeadlessGl, Selection) {
 }
 
 fn demo(gl: &glow::Context, selection: &Selection, transfer: TransferKind, settings: NBodySettings) -> NBody {
-    let env = DemoEnv { graphics: Graphics::Gl(gl), cuda: selection.cuda.clone(), transfer };
+    let env = DemoEnv { graphics: Graphics::Gl(gl), cuda: selection.cuda.clone(), transfer, window: false };
     NBody::new(&env, settings).expect("n-body demo")
 }
 
@@ -239,7 +239,12 @@ fn a_launch_the_device_cannot_run_is_refused_by_name() {
     // 8192 fp64 bodies per tile need 256 KiB of shared memory; the H200 allows 227 KiB per block.
     let variant =
         Variant { precision: Precision::F64, block_size: 256, tile_size: 8192, unroll: 4, bodies_per_thread: 1 };
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: selection.cuda.clone(),
+        transfer: TransferKind::Interop,
+        window: false,
+    };
     let error = NBody::new(&env, NBodySettings { bodies: Some(10_000), variant, ..NBodySettings::default() })
         .err()
         .expect("refused")
@@ -249,7 +254,7 @@ fn a_launch_the_device_cannot_run_is_refused_by_name() {
         .err()
         .expect("refused")
         .to_string();
-    assert!(error.contains("number of bodies must be 1..="), "{error}");
+    assert!(error.contains("the number of bodies 0 is less than 1; the range is 1 to 16777216"), "{error}");
 }
 
 #[test]
@@ -293,7 +298,7 @@ fn carry_over(
         ..NBodySettings::default()
     };
     let initial = Preset::Plummer.generate(n as usize, 21);
-    let env = DemoEnv { graphics, cuda, transfer: start };
+    let env = DemoEnv { graphics, cuda, transfer: start, window: false };
     let mut nbody = NBody::new(&env, settings.clone()).expect("n-body demo");
     assert_eq!(nbody.pipeline().kind(), start);
     for (frame, &transfer) in path.iter().enumerate() {
@@ -316,7 +321,12 @@ fn more_bodies_than_free_device_memory_are_refused_and_fewer_then_run() {
     let (context, selection) = setup();
     let gl = context.gl().clone();
     let cuda = selection.cuda.clone().expect("cuda");
-    let env = DemoEnv { graphics: Graphics::Gl(&gl), cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+    let env = DemoEnv {
+        graphics: Graphics::Gl(&gl),
+        cuda: selection.cuda.clone(),
+        transfer: TransferKind::Interop,
+        window: false,
+    };
     let n = 4_000_000u32; // ≥ 6 × 4 M × 16 bytes ≈ 366 MiB with its slices and GL buffers
     // Another user of the GPU holds all but 256 MiB.
     let (free, _) = cuda.context.memory_info().expect("memory info");
@@ -428,7 +438,7 @@ fn pipelined_steps_match(
             };
             let params = settings.params();
             let initial = Preset::Plummer.generate(n as usize, seed);
-            let env = DemoEnv { graphics, cuda: cuda.clone(), transfer };
+            let env = DemoEnv { graphics, cuda: cuda.clone(), transfer, window: false };
             let mut nbody = NBody::new(&env, settings).expect("n-body demo");
             assert_eq!(nbody.pipeline().kind(), transfer);
             let steps = 11;
@@ -472,7 +482,7 @@ fn on_vulkan_cuda_steps_imported_memory_like_the_reference() {
         };
         let reference =
             cpu::reference_steps(&Preset::Plummer.generate(n as usize, seed), &settings.params(), steps as usize);
-        let env = DemoEnv { graphics, cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan };
+        let env = DemoEnv { graphics, cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan, window: false };
         let mut nbody = NBody::new(&env, settings).expect("n-body on the Vulkan path");
         assert_eq!(nbody.pipeline().kind(), TransferKind::Vulkan);
         // Each step's output poisoned (NaN) first; read back through CUDA's import.

@@ -224,7 +224,12 @@ fn wave_on_vulkan(
     cuda: &Rc<interop_lab::runtime::CudaRuntime>,
     settings: WaveSettings,
 ) -> Wave {
-    let env = DemoEnv { graphics: Graphics::Vulkan(vulkan), cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan };
+    let env = DemoEnv {
+        graphics: Graphics::Vulkan(vulkan),
+        cuda: Some(cuda.clone()),
+        transfer: TransferKind::Vulkan,
+        window: false,
+    };
     let wave = Wave::new(&env, settings).expect("wave on the Vulkan path");
     assert_eq!(wave.pipeline().kind(), TransferKind::Vulkan);
     wave
@@ -381,7 +386,7 @@ fn images_cuda_imports_from_vulkan_are_released_with_the_demo() {
     let settings = BlurSettings { format: interop_lab::pixel::PixelFormat::Rgba32f, ..BlurSettings::default() };
     let make_and_drop = |count: usize| {
         for n in 0..count {
-            let env = DemoEnv { graphics, cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan };
+            let env = DemoEnv { graphics, cuda: Some(cuda.clone()), transfer: TransferKind::Vulkan, window: false };
             let mut blur = interop_lab::demos::blur::Blur::new(&env, settings.clone()).expect("blur");
             assert_eq!(blur.route(), interop_lab::demos::blur::Route::Texture, "{}", blur.route_label());
             blur.step(graphics, n as u64, 0.0).expect("step");

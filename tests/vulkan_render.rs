@@ -307,7 +307,9 @@ fn switching_renderer_carries_the_bodies_over() {
     let gl = Graphics::Gl(gl_context.gl());
     let vulkan_graphics = VulkanGraphics::new(&DeviceChoice::Any, [64, 64]).unwrap();
     let vulkan = Graphics::Vulkan(&vulkan_graphics);
-    let mut on_gl = NBody::new(&DemoEnv { graphics: gl, cuda: None, transfer: TransferKind::Cpu }, settings).unwrap();
+    let mut on_gl =
+        NBody::new(&DemoEnv { graphics: gl, cuda: None, transfer: TransferKind::Cpu, window: false }, settings)
+            .unwrap();
     for frame in 0..5 {
         on_gl.step(gl, frame, 0.0).unwrap();
     }
@@ -315,7 +317,8 @@ fn switching_renderer_carries_the_bodies_over() {
     let carried = spec.settings::<NBodySettings>().unwrap().clone();
     assert!(carried.load.is_some(), "the state goes through a file the new demo loads");
     let mut on_vulkan =
-        NBody::new(&DemoEnv { graphics: vulkan, cuda: None, transfer: TransferKind::Cpu }, carried).unwrap();
+        NBody::new(&DemoEnv { graphics: vulkan, cuda: None, transfer: TransferKind::Cpu, window: false }, carried)
+            .unwrap();
     let (before, after) = (on_gl.read_bodies(gl).unwrap(), on_vulkan.read_bodies(vulkan).unwrap());
     assert_eq!(before.positions, after.positions, "the bodies where the GL demo left them");
     assert_eq!(before.velocities, after.velocities);

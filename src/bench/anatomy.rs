@@ -23,14 +23,15 @@ use crate::stop::StopRequest;
 #[derive(Args, Debug)]
 /// `interop-lab bench anatomy`.
 pub struct AnatomyBenchArgs {
-    /// Frames per run (medians over all of them: the few slow first frames barely move a median).
-    #[arg(long, default_value_t = 600, value_parser = crate::args::parse_frame_count)]
+    /// Frames per run, 1 or more frames (medians over all of them: the few slow first frames
+    /// barely move a median).
+    #[arg(long, default_value_t = 600, value_parser = crate::args::FRAMES)]
     pub frames: u32,
     /// Graphics API to draw with.
     #[arg(long, value_enum, default_value_t = GraphicsApi::Gl)]
     pub renderer: GraphicsApi,
-    /// Framebuffer size, WIDTHxHEIGHT.
-    #[arg(long, value_parser = crate::args::parse_pair, default_value = "1280x800")]
+    /// Framebuffer size, WIDTHxHEIGHT, each 1 to 16384 pixels.
+    #[arg(long, value_parser = crate::args::SIZE, default_value = "1280x800")]
     pub size: [u32; 2],
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE.json")]

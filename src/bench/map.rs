@@ -29,14 +29,14 @@ use crate::{Error, Result, gl};
 /// `interop-lab bench map`.
 #[derive(Args, Debug)]
 pub struct MapBenchArgs {
-    /// Size of each registered buffer (K, M, G suffixes).
-    #[arg(long, value_parser = super::transfer::parse_bytes, default_value = "16M")]
+    /// Size of each registered buffer, 4 to 4G bytes, a multiple of 4 (K, M, G suffixes).
+    #[arg(long, value_parser = super::transfer::BUFFER_BYTES, default_value = "16M")]
     pub bytes: usize,
-    /// Untimed iterations first, per condition.
-    #[arg(long, default_value_t = 20)]
+    /// Untimed iterations first, per condition, 0 to 1000.
+    #[arg(long, default_value_t = 20, value_parser = crate::args::WARMUP)]
     pub warmup: u32,
-    /// Timed iterations per condition (medians reported).
-    #[arg(long, default_value_t = 200)]
+    /// Timed iterations per condition (medians reported), 1 to 10000.
+    #[arg(long, default_value_t = 200, value_parser = crate::args::REPEATS)]
     pub frames: u32,
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE.json")]

@@ -18,6 +18,7 @@ use crate::cuda::{DeviceLimits, Function, Module, Stream};
 use crate::demo_kit::bench::{BenchReport, Ran, Repeats};
 use crate::gl::context::headless::HeadlessGl;
 use crate::progress::Progress;
+use crate::numbers::{ByteCount, Ranged};
 use crate::render::Graphics;
 use crate::runtime::{self, CudaOptions};
 use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage, StageTimes};
@@ -28,22 +29,22 @@ use crate::{Error, Result, gl};
 #[derive(Args, Debug)]
 /// `interop-lab bench transfer`.
 pub struct TransferBenchArgs {
-    /// Buffer sizes, comma-separated (K, M, G suffixes).
-    #[arg(long, value_delimiter = ',', value_parser = parse_bytes, default_value = "1M,16M,64M")]
+    /// Buffer sizes, comma-separated, each 4 to 4G bytes, a multiple of 4 (K, M, G suffixes).
+    #[arg(long, value_delimiter = ',', value_parser = BUFFER_BYTES, default_value = "1M,16M,64M")]
     pub bytes: Vec<usize>,
     /// Paths to measure, comma-separated (default: every one available here).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub path: Vec<TransferKindArg>,
-    /// Buffers used in turn, comma-separated: from 2, the interop path maps the next frame's
-    /// buffer during this frame and the external path's semaphores release it ahead (the other
-    /// paths prepare nothing, so only depth 1 is run for them).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+    /// Buffers used in turn, comma-separated, each 1 to 4 buffers: from 2, the interop path maps
+    /// the next frame's buffer during this frame and the external path's semaphores release it
+    /// ahead (the other paths prepare nothing, so only depth 1 is run for them).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3", value_parser = Ranged::<u32>::new(1, 4).unit("buffers"))]
     pub pipeline_depth: Vec<u32>,
-    /// Untimed frames first.
-    #[arg(long, default_value_t = 10)]
+    /// Untimed frames first, 0 to 1000 frames.
+    #[arg(long, default_value_t = 10, value_parser = crate::args::WARMUP.unit("frames"))]
     pub warmup: u32,
-    /// Timed frames (median and p90 reported).
-    #[arg(long, default_value_t = 100)]
+    /// Timed frames (median and p90 reported), 1 to 10000 frames.
+    #[arg(long, default_value_t = 100, value_parser = crate::args::REPEATS.unit("frames"))]
     pub frames: u32,
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE.json")]
@@ -129,19 +130,7 @@ pub struct TransferBench {
 
 /// Parses `1M`, `16M`, `512K`, `4096` into bytes.
 pub fn parse_bytes(text: &str) -> std::result::Result<usize, String> {
-    let text = text.trim();
-    let (number, scale) = match text.chars().last() {
-        Some('K' | 'k') => (&text[..text.len() - 1], 1 << 10),
-        Some('M' | 'm') => (&text[..text.len() - 1], 1 << 20),
-        Some('G' | 'g') => (&text[..text.len() - 1], 1 << 30),
-        _ => (text, 1),
-    };
-    let value: usize = number.parse().map_err(|_| format!("{text:?} is not a size like 1M, 512K or 4096"))?;
-    let bytes = value.checked_mul(scale).ok_or_else(|| format!("{text} is too large"))?;
-    if bytes == 0 || bytes % 4 != 0 || bytes > 4 << 30 {
-        return Err(format!("{text}: sizes must be multiples of 4 bytes, 4 B..=4 GiB"));
-    }
-    Ok(bytes)
+    BUFFER_BYTES.parse(text)
 }
 
 /// One row of the table at each size, planned before the run so that its progress can count them.
@@ -187,6 +176,9 @@ fn plan(options: &TransferBench, depths: &[u32], selection: &runtime::Selection)
 fn prepares_next(kind: TransferKind) -> bool {
     matches!(kind, TransferKind::Interop | TransferKind::ExternalSemaphores)
 }
+
+/// The buffer sizes the transfer and map benches take: whole 4-byte words, up to 4 GiB.
+pub const BUFFER_BYTES: ByteCount = ByteCount::new(4, 4 << 30, 4);
 
 /// Runs the benchmark on a headless GL context. A stop request ends it within one frame; the
 /// rows measured whole are reported, marked interrupted.

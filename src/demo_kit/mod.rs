@@ -30,6 +30,10 @@ pub struct DemoEnv<'a> {
     pub cuda: Option<Rc<CudaRuntime>>,
     /// The transfer path to start on.
     pub transfer: TransferKind,
+    /// A user watches the frames in a window, which answers input only between them: a demo
+    /// refuses work whose steps would leave it unresponsive. Offscreen runs (headless, benches,
+    /// tests) do what they are asked, however slowly.
+    pub window: bool,
 }
 
 /// Which kind of mouse drag.

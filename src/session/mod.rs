@@ -191,7 +191,8 @@ fn create_demo(
     transfer: TransferKind,
     what_if: WhatIf,
 ) -> Result<Box<dyn Demo>> {
-    let env = DemoEnv { graphics: renderer.graphics(), cuda, transfer };
+    let window = renderer.window().is_some();
+    let env = DemoEnv { graphics: renderer.graphics(), cuda, transfer, window };
     let mut demo = spec.create(&env)?;
     demo.pipeline_mut().set_what_if(what_if);
     let scene_view = View { origin: [0, 0], size: [1, 1] };

@@ -95,7 +95,7 @@ pub fn check_wave_step(
             amplitude: random.range(0.05, 1.0) as f32,
             ..WaveSettings::default()
         };
-        let env = DemoEnv { graphics, cuda: cuda.clone(), transfer };
+        let env = DemoEnv { graphics, cuda: cuda.clone(), transfer, window: false };
         let mut wave = Wave::new(&env, settings.clone()).unwrap_or_else(|e| panic!("wave on {transfer}: {e}"));
         assert_eq!(wave.pipeline().kind(), transfer);
         wave.poison_positions(graphics).expect("poison");
@@ -141,6 +141,7 @@ pub fn cpu_headless_options(
         stop: Default::default(),
         record: None,
         path_flags: Vec::new(),
+        progress: false,
     }
 }
 

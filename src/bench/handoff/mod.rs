@@ -46,11 +46,11 @@ use crate::{Error, Result, gl};
 /// `interop-lab bench handoff`.
 #[derive(Args, Debug)]
 pub struct HandoffBenchArgs {
-    /// Round trips in each chain.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(2..=10_000))]
+    /// Round trips in each chain, 2 to 10000 round trips.
+    #[arg(long, default_value_t = 100, value_parser = crate::numbers::Ranged::<u32>::new(2, 10_000).unit("round trips"))]
     pub rounds: u32,
-    /// Timed chains per row, after one untimed chain; each row reports their median.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    /// Timed chains per row, 1 to 100 chains, after one untimed chain; each row reports their median.
+    #[arg(long, default_value_t = 5, value_parser = crate::numbers::Ranged::<u32>::new(1, 100).unit("chains"))]
     pub batches: u32,
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE.json")]

@@ -6,10 +6,12 @@ use clap::Args;
 
 use super::bench::{self, BlurBench};
 use super::kernels::Filter;
+use super::settings::{PIXELS_PER_THREAD, RADIUS, SEGMENT, SIGMA, SPLIT};
 use super::{BlurSettings, Route};
 use crate::Result;
-use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, pair_text, parse_pair};
+use crate::args::{CUDA_BLOCK, CudaArgs, PathFlag, PathNeed, REPEATS, RunArgs, SIZE, WARMUP, pair_text};
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
+use crate::numbers::Ranged;
 use crate::pixel::PixelFormat;
 
 #[derive(Args, Debug)]
@@ -21,11 +23,11 @@ pub struct BlurArgs {
     /// PNG or JPEG to blur (default: a generated test pattern).
     #[arg(long, value_name = "FILE")]
     pub image: Option<PathBuf>,
-    /// Gaussian σ in pixels.
-    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
+    /// Gaussian σ, 0.3 to 2000 pixels.
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true, value_parser = SIGMA)]
     pub sigma: f64,
-    /// Kernel radius (default: ⌈3σ⌉).
-    #[arg(long)]
+    /// Kernel radius, 1 to 4096 pixels (default: ⌈3σ⌉).
+    #[arg(long, value_parser = RADIUS)]
     pub radius: Option<u32>,
     /// Filter: auto (the fastest whose accuracy bound holds at this σ: separable below 4,
     /// recursive to 100, box beyond), separable (two 1-D passes), recursive (IIR Gaussian, σ ≥ 4), box
@@ -39,24 +41,29 @@ pub struct BlurArgs {
     /// Pixel format of image, kernels and textures.
     #[arg(long, value_enum, default_value_t = PixelFormat::Rgba8)]
     pub format: PixelFormat,
-    /// CUDA threads per block, XxY (y a power of two for separable and box; x·y a multiple of 64
-    /// for recursive). Default: each filter's fastest, 64x2 for recursive, 64x4 for the others.
-    #[arg(long, value_parser = parse_pair)]
+    /// CUDA threads per block, XxY, each 1 to 1024 threads (default: each filter's fastest, 64x2
+    /// for recursive, 64x4 for the others).
+    ///
+    /// y a power of two for separable and box; x·y a multiple of 64 for recursive; the device
+    /// checks the threads of the whole block when the kernel launches.
+    #[arg(long, value_parser = CUDA_BLOCK)]
     pub block: Option<[u32; 2]>,
-    /// Rows per segment of the recursive filter, its tile: a power of two ≥ 32 for rgba8, ≥ 16 for
-    /// rgba32f (default: the largest up to 256 that fits a shared-memory budget for the block).
-    #[arg(long, value_name = "ROWS")]
+    /// Rows per segment of the recursive filter, its tile, 16 to 8192 rows (default: the largest
+    /// up to 256 that fits a shared-memory budget for the block).
+    ///
+    /// A power of two ≥ 32 for rgba8, ≥ 16 for rgba32f.
+    #[arg(long, value_name = "ROWS", value_parser = SEGMENT)]
     pub segment: Option<u32>,
-    /// Outputs each thread computes per tile row (the tile is block.x × this wide; odd avoids
-    /// shared-memory bank conflicts).
-    #[arg(long, default_value_t = 5)]
+    /// Outputs each thread computes per tile row, 1 to 8 pixels (the tile is block.x × this wide;
+    /// odd avoids shared-memory bank conflicts).
+    #[arg(long, default_value_t = 5, value_parser = PIXELS_PER_THREAD)]
     pub pixels_per_thread: u32,
     /// Write the blurred image when the run ends: PNG (16-bit for rgba32f) or JPEG, by the
     /// extension. Headless without --frames, one frame is rendered.
     #[arg(long, value_name = "FILE.png")]
     pub output: Option<PathBuf>,
-    /// Before | after split line, as a fraction of the view width.
-    #[arg(long, default_value_t = 0.5)]
+    /// Before | after split line, 0 to 1 (a fraction of the view width).
+    #[arg(long, default_value_t = 0.5, value_parser = SPLIT)]
     pub split: f32,
 }
 
@@ -127,11 +134,11 @@ impl FilterChoice {
 #[derive(Args, Debug)]
 /// `interop-lab bench blur`.
 pub struct BlurBenchArgs {
-    /// Image size, WIDTHxHEIGHT (a generated test pattern).
-    #[arg(long, value_parser = parse_pair, default_value = "3840x2160")]
+    /// Image size, WIDTHxHEIGHT, each 1 to 16384 pixels (a generated test pattern).
+    #[arg(long, value_parser = SIZE, default_value = "3840x2160")]
     pub size: [u32; 2],
-    /// σ values, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "2,5,10,25,50,100")]
+    /// σ values, comma-separated, each 0.3 to 2000 pixels.
+    #[arg(long, value_delimiter = ',', default_value = "2,5,10,25,50,100", value_parser = SIGMA)]
     pub sigma: Vec<f64>,
     /// Pixel format.
     #[arg(long, value_enum, default_value_t = PixelFormat::Rgba8)]
@@ -139,24 +146,27 @@ pub struct BlurBenchArgs {
     /// Filters to time (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub variant: Vec<Filter>,
-    /// CUDA threads per block, XxY (default: each filter's own, 64x2 recursive, 64x4 the others).
-    #[arg(long, value_parser = parse_pair)]
+    /// CUDA threads per block, XxY, each 1 to 1024 threads (default: each filter's own, 64x2
+    /// recursive, 64x4 the others).
+    #[arg(long, value_parser = CUDA_BLOCK)]
     pub block: Option<[u32; 2]>,
-    /// Rows per segment of the recursive filter, its tile: a power of two ≥ 32 for rgba8, ≥ 16 for
-    /// rgba32f (default: the largest up to 256 that fits a shared-memory budget for the block).
-    #[arg(long, value_name = "ROWS")]
+    /// Rows per segment of the recursive filter, its tile, 16 to 8192 rows (default: the largest
+    /// up to 256 that fits a shared-memory budget for the block).
+    ///
+    /// A power of two ≥ 32 for rgba8, ≥ 16 for rgba32f.
+    #[arg(long, value_name = "ROWS", value_parser = SEGMENT)]
     pub segment: Option<u32>,
-    /// Outputs each thread computes per tile row.
-    #[arg(long, default_value_t = 5)]
+    /// Outputs each thread computes per tile row, 1 to 8 pixels.
+    #[arg(long, default_value_t = 5, value_parser = PIXELS_PER_THREAD)]
     pub pixels_per_thread: u32,
-    /// Untimed runs before timing.
-    #[arg(long, default_value_t = 3)]
+    /// Untimed runs before timing, 0 to 1000 runs.
+    #[arg(long, default_value_t = 3, value_parser = WARMUP)]
     pub warmup: u32,
-    /// Timed runs (the median is reported).
-    #[arg(long, default_value_t = 21)]
+    /// Timed runs (the median is reported), 1 to 10000 runs.
+    #[arg(long, default_value_t = 21, value_parser = REPEATS)]
     pub repeats: u32,
-    /// Headless frames per route (0: skip).
-    #[arg(long, default_value_t = 200)]
+    /// Headless frames per route, 0 or more frames (0: skip).
+    #[arg(long, default_value_t = 200, value_parser = Ranged::<u32>::at_least(0).unit("frames"))]
     pub frames: u32,
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE.json")]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use super::kernels::{Filter, Job};
 use super::{Blur, cpu, kernels};
 use crate::demo_kit::{Demo, DemoEnv, Output, Settings};
+use crate::numbers::Ranged;
 use crate::output::OutputKind;
 use crate::pixel::PixelFormat;
 use crate::{Error, Result};
@@ -13,8 +14,25 @@ use crate::{Error, Result};
 /// Smallest and largest σ accepted.
 pub const SIGMA_RANGE: (f64, f64) = (0.3, 2000.0);
 
+/// σ as the command line takes it.
+pub const SIGMA: Ranged<f64> = Ranged::new(SIGMA_RANGE.0, SIGMA_RANGE.1).unit("pixels");
+
 /// Largest radius accepted (the separable and box passes stage 2·radius extra pixels per tile row).
 pub const MAX_RADIUS: u32 = 4096;
+
+/// `--radius`.
+pub const RADIUS: Ranged<u32> = Ranged::new(1, MAX_RADIUS).unit("pixels");
+
+/// `--segment`: the rows of a recursive filter's tile. Whether it is a power of two of at least
+/// the format's smallest is checked with the format (`check_recursive_segment`), and whether its
+/// shared memory fits, against the device.
+pub const SEGMENT: Ranged<u32> = Ranged::new(16, 8192).unit("rows");
+
+/// `--pixels-per-thread`: outputs each thread computes per tile row.
+pub const PIXELS_PER_THREAD: Ranged<u32> = Ranged::new(1, 8).unit("pixels");
+
+/// `--split`: where the before | after line is, as a fraction of the view width.
+pub const SPLIT: Ranged<f32> = Ranged::new(0.0, 1.0);
 
 /// The naive filter's cost grows as (2r + 1)²: beyond this radius it would stall the app.
 pub const MAX_NAIVE_RADIUS: u32 = 100;
@@ -131,10 +149,7 @@ impl BlurSettings {
 
     /// Checks σ, radius and the filter's own limits; the message says what is allowed.
     pub fn validate(&self) -> Result<()> {
-        let (low, high) = SIGMA_RANGE;
-        if !(self.sigma.is_finite() && self.sigma >= low && self.sigma <= high) {
-            return Err(Error::InvalidInput(format!("σ must be a number in {low}..={high}, not {}", self.sigma)));
-        }
+        SIGMA.check_value("σ", self.sigma).map_err(Error::InvalidInput)?;
         let radius = self.radius();
         if self.radius == Some(0) || (self.filter.uses_radius() && radius > MAX_RADIUS) {
             let why = match self.radius {
@@ -172,9 +187,7 @@ impl BlurSettings {
             // Checked for every filter, so a bad value is said even where it is not used yet.
             kernels::check_recursive_segment(self.format, segment)?;
         }
-        if !(0.0..=1.0).contains(&self.split) {
-            return Err(Error::InvalidInput(format!("split must be 0..=1, not {}", self.split)));
-        }
+        SPLIT.check_value("split", self.split).map_err(Error::InvalidInput)?;
         Ok(())
     }
 

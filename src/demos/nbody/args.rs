@@ -6,12 +6,15 @@ use clap::Args;
 
 use super::NBodySettings;
 use super::bench;
-use super::kernels::{Precision, Variant};
+use super::kernels::{BLOCK_SIZES, BODIES_PER_THREAD, Precision, TILE_SIZES, UNROLLS, Variant};
 use super::multi;
 use super::presets::Preset;
-use super::tree::{DEFAULT_THETA, Method, validate_theta};
-use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, parse_pair};
+use super::settings::{BODIES, DAMPING, DT, GRAVITY, PIPELINE_DEPTHS, SOFTENING};
+use super::sim::SLICES;
+use super::tree::{DEFAULT_THETA, Method};
+use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, SIZE};
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
+use crate::numbers::Ranged;
 use crate::runtime::{BackendRequest, CudaOptions};
 use crate::{Error, Result};
 
@@ -24,17 +27,17 @@ pub struct NBodyArgs {
     /// The simulation's own settings.
     #[command(flatten)]
     pub physics: NBodyPhysicsArgs,
-    /// Sprite radius in world units.
-    #[arg(long, default_value_t = 0.006)]
+    /// Sprite radius, more than 0, up to 1 world units.
+    #[arg(long, default_value_t = 0.006, value_parser = Ranged::<f32>::above(0.0, 1.0).unit("world units"))]
     pub point_size: f32,
-    /// Brightness factor.
-    #[arg(long, default_value_t = 1.0)]
+    /// Brightness factor, more than 0, up to 100 (× the default look).
+    #[arg(long, default_value_t = 1.0, value_parser = Ranged::<f32>::above(0.0, 100.0))]
     pub brightness: f32,
-    /// Speed drawn with the hottest colour, as a multiple of the initial RMS speed.
-    #[arg(long, default_value_t = 2.0)]
+    /// Speed drawn with the hottest colour, more than 0, up to 100 (× the initial RMS speed).
+    #[arg(long, default_value_t = 2.0, value_parser = Ranged::<f32>::above(0.0, 100.0))]
     pub colour_scale: f32,
-    /// Compute the total energy every this many steps (0: only when asked).
-    #[arg(long, default_value_t = 30)]
+    /// Compute the total energy every this many steps, 0 or more steps (0: only when asked).
+    #[arg(long, default_value_t = 30, value_parser = Ranged::<u32>::at_least(0).unit("steps"))]
     pub energy_every: u32,
     /// Start from a saved state instead of the preset.
     #[arg(long, value_name = "FILE")]
@@ -46,10 +49,11 @@ pub struct NBodyArgs {
     /// contexts on one GPU). The first renders. Default: the GL context's device alone.
     #[arg(long, value_name = "0,1,…", value_parser = parse_device_list)]
     pub devices: Option<DeviceList>,
-    /// 2: the state on the device and two GL copies drawn in turn, the next mapped while this
-    /// one is drawn, hiding the map's wait for GL (GL interop), or released by GL before this
-    /// one's draw (external path with semaphores). 1: the state in the GL buffers.
-    #[arg(long, default_value_t = 1)]
+    /// Buffer sets the frames use in turn, 1 to 2. 2: the state on the device and two GL copies
+    /// drawn in turn, the next mapped while this one is drawn, hiding the map's wait for GL (GL
+    /// interop), or released by GL before this one's draw (external path with semaphores). 1: the
+    /// state in the GL buffers.
+    #[arg(long, default_value_t = 1, value_parser = PIPELINE_DEPTHS)]
     pub pipeline_depth: u32,
 }
 
@@ -71,81 +75,83 @@ fn parse_device_list(text: &str) -> std::result::Result<DeviceList, String> {
 /// The simulation's own settings (shared by `nbody` and `bench nbody`).
 #[derive(Args, Debug, Clone)]
 pub struct NBodyPhysicsArgs {
-    /// Number of bodies (default: 65536 on CUDA, 4096 on the CPU).
-    #[arg(long)]
+    /// Number of bodies, 1 to 16777216 bodies (default: 65536 on CUDA, 4096 on the CPU).
+    #[arg(long, value_parser = BODIES)]
     pub bodies: Option<u32>,
     /// Initial conditions.
     #[arg(long, value_enum, default_value_t = Preset::Collision)]
     pub preset: Preset,
-    /// Seed of the initial conditions.
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the initial conditions, 0 or more.
+    #[arg(long, default_value_t = 1, value_parser = Ranged::<u64>::at_least(0))]
     pub seed: u64,
-    /// Time step (default: the preset's).
-    #[arg(long, allow_negative_numbers = true)]
+    /// Time step, more than 0, up to 1 (simulation time units; default: the preset's).
+    #[arg(long, allow_negative_numbers = true, value_parser = DT)]
     pub dt: Option<f64>,
-    /// Softening length, > 0 (default: the preset's).
-    #[arg(long, allow_negative_numbers = true)]
+    /// Softening length, more than 0, up to 10 (simulation length units; default: the preset's).
+    #[arg(long, allow_negative_numbers = true, value_parser = SOFTENING)]
     pub softening: Option<f64>,
-    /// Velocity factor per step, in (0, 1].
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    /// Velocity factor per step, more than 0, up to 1 (1: no damping).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = DAMPING)]
     pub damping: f64,
-    /// Gravitational constant.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    /// Gravitational constant G, more than 0, up to 1000000 (simulation units).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = GRAVITY)]
     pub gravity: f64,
     /// Arithmetic precision.
     #[arg(long, value_enum, default_value_t = Precision::F32)]
     pub precision: Precision,
-    /// Threads per block of the forces kernel. Without any of the four variant flags the kernel
-    /// is autotuned: the variant found fastest on this device (timed once, then kept beside the
-    /// kernel cache); with some, the others default to 256 / the block size / 8 / 2.
-    #[arg(long)]
+    /// Threads per block of the forces kernel, 32 to 1024 threads, a multiple of 32 (default:
+    /// autotuned, see below; 256 when another variant flag is given).
+    ///
+    /// Without any of the four variant flags the kernel is autotuned: the variant found fastest
+    /// on this device (timed once, then kept beside the kernel cache); with some, the others
+    /// default to 256 / the block size / 8 / 2.
+    #[arg(long, value_parser = BLOCK_SIZES)]
     pub block_size: Option<u32>,
-    /// Bodies per shared-memory tile (default: the block size).
-    #[arg(long)]
+    /// Bodies per shared-memory tile, 1 to 8192 bodies (default: the block size).
+    #[arg(long, value_parser = TILE_SIZES)]
     pub tile_size: Option<u32>,
-    /// Unroll factor of the inner loop.
-    #[arg(long)]
+    /// Unroll factor of the inner loop, 1 to 64 (default: autotuned, or 8).
+    #[arg(long, value_parser = UNROLLS)]
     pub unroll: Option<u32>,
-    /// Bodies each thread accumulates.
-    #[arg(long)]
+    /// Bodies each thread accumulates, 1 to 8 bodies (default: autotuned, or 2).
+    #[arg(long, value_parser = BODIES_PER_THREAD)]
     pub bodies_per_thread: Option<u32>,
-    /// Slices the j range is cut into (default: enough to fill the GPU).
-    #[arg(long)]
+    /// Slices the j range is cut into, 1 to 64 slices (default: enough to fill the GPU).
+    #[arg(long, value_parser = SLICES)]
     pub slices: Option<u32>,
     /// How the forces are summed: every pair exactly, or the Barnes-Hut tree (O(N log N)).
     #[arg(long, value_enum, default_value_t = Method::AllPairs)]
     pub method: Method,
-    /// The tree's opening angle θ, 0.2..=1.0 (a node's radius over its distance; smaller is
+    /// The tree's opening angle θ, 0.2 to 1.0 (a node's radius over its distance; smaller is
     /// more exact and slower).
-    #[arg(long, default_value_t = DEFAULT_THETA, value_parser = parse_theta)]
+    #[arg(long, default_value_t = DEFAULT_THETA, value_parser = THETA)]
     pub theta: f64,
 }
 
-fn parse_theta(text: &str) -> std::result::Result<f64, String> {
-    let theta: f64 = text.parse().map_err(|_| format!("{text:?} is not a number"))?;
-    validate_theta(theta).map(|()| theta).map_err(|error| error.to_string())
-}
+/// The opening angles the tree takes (`validate_theta` holds the same range for the panel).
+const THETA: crate::numbers::Ranged<f64> = crate::numbers::Ranged::new(0.2, 1.0);
 
 #[derive(Args, Debug)]
 /// `interop-lab bench nbody`.
 pub struct NBodyBenchArgs {
-    /// Body counts, comma-separated (default: 65536,262144 on CUDA, 4096 on the CPU).
-    #[arg(long, value_delimiter = ',')]
+    /// Body counts, comma-separated, each 1 to 16777216 bodies (default: 65536,262144 on CUDA,
+    /// 4096 on the CPU).
+    #[arg(long, value_delimiter = ',', value_parser = BODIES)]
     pub bodies: Vec<u32>,
-    /// Block sizes to try (default: 128,256,512).
-    #[arg(long, value_delimiter = ',')]
+    /// Block sizes to try, each 32 to 1024 threads, a multiple of 32 (default: 128,256,512).
+    #[arg(long, value_delimiter = ',', value_parser = BLOCK_SIZES)]
     pub block_size: Vec<u32>,
-    /// Tile sizes to try (default: the block size).
-    #[arg(long, value_delimiter = ',')]
+    /// Tile sizes to try, each 1 to 8192 bodies (default: the block size).
+    #[arg(long, value_delimiter = ',', value_parser = TILE_SIZES)]
     pub tile_size: Vec<u32>,
-    /// Unroll factors to try (default: 4,16).
-    #[arg(long, value_delimiter = ',')]
+    /// Unroll factors to try, each 1 to 64 (default: 4,16).
+    #[arg(long, value_delimiter = ',', value_parser = UNROLLS)]
     pub unroll: Vec<u32>,
-    /// Bodies per thread to try (default: 1,2,4).
-    #[arg(long, value_delimiter = ',')]
+    /// Bodies per thread to try, each 1 to 8 bodies (default: 1,2,4).
+    #[arg(long, value_delimiter = ',', value_parser = BODIES_PER_THREAD)]
     pub bodies_per_thread: Vec<u32>,
-    /// Slice counts to try (default: automatic).
-    #[arg(long, value_delimiter = ',')]
+    /// Slice counts to try, each 1 to 64 slices (default: automatic).
+    #[arg(long, value_delimiter = ',', value_parser = SLICES)]
     pub slices: Vec<u32>,
     /// Arithmetic precision.
     #[arg(long, value_enum, default_value_t = Precision::F32)]
@@ -153,20 +159,20 @@ pub struct NBodyBenchArgs {
     /// Initial conditions.
     #[arg(long, value_enum, default_value_t = Preset::Plummer)]
     pub preset: Preset,
-    /// Untimed launches before timing.
-    #[arg(long, default_value_t = 3)]
+    /// Untimed launches before timing, 0 to 1000 launches.
+    #[arg(long, default_value_t = 3, value_parser = crate::args::WARMUP)]
     pub warmup: u32,
-    /// Timed launches (the median is reported).
-    #[arg(long, default_value_t = 21)]
+    /// Timed launches (the median is reported), 1 to 10000 launches.
+    #[arg(long, default_value_t = 21, value_parser = crate::args::REPEATS)]
     pub repeats: u32,
-    /// Headless frames for the full-frame measurement (0: skip).
-    #[arg(long, default_value_t = 300)]
+    /// Headless frames for the full-frame measurement, 0 or more frames (0: skip).
+    #[arg(long, default_value_t = 300, value_parser = Ranged::<u32>::at_least(0).unit("frames"))]
     pub frames: u32,
-    /// Pipeline depth of the full-frame measurement (see `nbody --pipeline-depth`).
-    #[arg(long, default_value_t = 1)]
+    /// Pipeline depth of the full-frame measurement, 1 to 2 (see `nbody --pipeline-depth`).
+    #[arg(long, default_value_t = 1, value_parser = PIPELINE_DEPTHS)]
     pub pipeline_depth: u32,
-    /// Framebuffer size of the frame measurement.
-    #[arg(long, value_parser = parse_pair, default_value = "1280x800")]
+    /// Framebuffer size of the frame measurement, WIDTHxHEIGHT, each 1 to 16384 pixels.
+    #[arg(long, value_parser = SIZE, default_value = "1280x800")]
     pub size: [u32; 2],
     /// Also time the best variant split across these CUDA devices, one context each (e.g. 0,1;
     /// 0,0 runs two contexts on one GPU), against the first alone. Default: every CUDA device,

@@ -45,7 +45,7 @@ impl NBody {
         settings.validate_pipeline()?;
         self.release_prepared()?;
         self.pipeline.transfer().synchronize()?;
-        let engine = make_engine(self.pipeline.cuda().map(|c| &**c), &settings, &bodies)?;
+        let engine = make_engine(self.pipeline.cuda().map(|c| &**c), &settings, &bodies, self.window)?;
         let depth = if self.pipeline.cuda().is_some() { settings.pipeline_depth as usize } else { 1 };
         let (positions, velocities) = make_buffers(&mut self.pipeline, graphics, &bodies, depth)?;
         let [old0, old1] = std::mem::replace(&mut self.positions, positions);

@@ -61,7 +61,14 @@ pub(super) struct CpuDouble {
     pub(super) current: usize,
 }
 
-pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, bodies: &Bodies) -> Result<Engine> {
+/// The engine for `settings` on CUDA or, without it, the CPU; in a `window`, a CPU engine whose
+/// steps would be too slow for it to answer input is refused.
+pub(super) fn make_engine(
+    cuda: Option<&CudaRuntime>,
+    settings: &NBodySettings,
+    bodies: &Bodies,
+    window: bool,
+) -> Result<Engine> {
     match cuda {
         Some(cuda) => {
             let options = settings.variant.options();
@@ -102,8 +109,8 @@ pub(super) fn make_engine(cuda: Option<&CudaRuntime>, settings: &NBodySettings, 
         ))),
         None => {
             let n = bodies.len();
-            if settings.method == Method::AllPairs {
-                cpu::check_step_time(n, settings.variant.precision == Precision::F64)?;
+            if window && settings.method == Method::AllPairs {
+                cpu::check_window_bodies(n, settings.variant.precision == Precision::F64)?;
             }
             let double = (settings.variant.precision == Precision::F64).then(|| CpuDouble {
                 positions: [bodies.positions.clone(), bodies.positions.clone()],

@@ -13,6 +13,7 @@ use crate::cuda::module::{CompiledModule, FunctionAttributes};
 use crate::cuda::{
     Compiler, Context, DeviceBuffer, DeviceLimits, DeviceSpan, Event, Function, LaunchConfig, Module, Stream,
 };
+use crate::numbers::Ranged;
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
 use crate::{Error, Result, source_file};
@@ -22,6 +23,18 @@ pub const KERNEL: SourceFile = source_file!("kernels/nbody.cu");
 
 /// Threads per block of the O(N) kernels (drift, kick) and of the energy kernel (fixed in the source).
 const SMALL_BLOCK: u32 = 256;
+
+/// Threads per block of the forces kernel: whole warps, up to the most a CUDA block has.
+pub const BLOCK_SIZES: Ranged<u32> = Ranged::new(32, 1024).unit("threads").multiple_of(32);
+
+/// Bodies staged in shared memory per tile.
+pub const TILE_SIZES: Ranged<u32> = Ranged::new(1, 8192).unit("bodies");
+
+/// Unroll factors of the loop over a tile.
+pub const UNROLLS: Ranged<u32> = Ranged::new(1, 64);
+
+/// Bodies each thread accumulates.
+pub const BODIES_PER_THREAD: Ranged<u32> = Ranged::new(1, 8).unit("bodies");
 
 /// Arithmetic and storage precision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -77,18 +90,15 @@ impl Variant {
     /// Checks the values the kernel can be compiled with; the message names the rule broken.
     pub fn validate(&self) -> Result<()> {
         let rules = [
-            (
-                self.block_size >= 32 && self.block_size <= 1024 && self.block_size.is_multiple_of(32),
-                "block size must be a multiple of 32 from 32 to 1024",
-            ),
-            (self.tile_size >= 1 && self.tile_size <= 8192, "tile size must be 1..=8192 bodies"),
-            (self.unroll >= 1 && self.unroll <= 64, "unroll must be 1..=64"),
-            (self.bodies_per_thread >= 1 && self.bodies_per_thread <= 8, "bodies per thread must be 1..=8"),
+            ("block size", BLOCK_SIZES, self.block_size),
+            ("tile size", TILE_SIZES, self.tile_size),
+            ("unroll", UNROLLS, self.unroll),
+            ("bodies per thread", BODIES_PER_THREAD, self.bodies_per_thread),
         ];
-        match rules.iter().find(|(ok, _)| !ok) {
-            Some((_, rule)) => Err(Error::InvalidInput(format!("{rule} (asked for {self:?})"))),
-            None => Ok(()),
+        for (name, range, value) in rules {
+            range.check_value(name, value).map_err(|why| Error::InvalidInput(format!("forces kernel {why}")))?;
         }
+        Ok(())
     }
 
     /// NVRTC options that select this variant. `--ftz=true` lets `rsqrtf` compile to a single

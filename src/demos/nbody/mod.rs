@@ -93,6 +93,8 @@ pub struct NBody {
     tune_when_compiled: bool,
     /// The bodies read before a switch between CUDA and the CPU, for the engine on the new path.
     carried_bodies: Option<Bodies>,
+    /// Drawn in a window, whose CPU steps must stay short enough to answer input.
+    window: bool,
 }
 
 impl NBody {
@@ -101,8 +103,8 @@ impl NBody {
         let graphics = env.graphics;
         let (settings, start_tuner, tuned) = choose_variant(env, settings);
         let mut pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
-        let (bodies, params, step) = initial_state(&settings, env.cuda.is_some())?;
-        let engine = make_engine(pipeline.cuda().map(|c| &**c), &settings, &bodies)?;
+        let (bodies, params, step) = initial_state(&settings, env.cuda.is_some(), env.window)?;
+        let engine = make_engine(pipeline.cuda().map(|c| &**c), &settings, &bodies, env.window)?;
         let depth = if pipeline.cuda().is_some() { settings.pipeline_depth as usize } else { 1 };
         let (positions, velocities) = make_buffers(&mut pipeline, graphics, &bodies, depth)?;
         let n = bodies.len() as u32;
@@ -143,6 +145,7 @@ impl NBody {
             tuned,
             tune_when_compiled: start_tuner,
             carried_bodies: None,
+            window: env.window,
         };
         if matches!(demo.engine, Engine::Compiling(_)) {
             return Ok(demo); // the first frame shows the bodies; the rest starts with the kernels

@@ -9,6 +9,7 @@ use super::kernels::Variant;
 use super::presets::Preset;
 use super::tree::{DEFAULT_THETA, ForceMethod, Method};
 use crate::demo_kit::{Demo, DemoEnv, Output, Settings};
+use crate::numbers::Ranged;
 use crate::output::OutputKind;
 use crate::{Error, Result};
 
@@ -17,6 +18,26 @@ pub const FLOPS_PER_INTERACTION: f64 = 20.0;
 
 /// Most bodies accepted.
 pub const MAX_BODIES: u32 = 1 << 24;
+
+/// Bodies a run may have (`--bodies`, the panel, a state file).
+pub const BODIES: Ranged<u32> = Ranged::new(1, MAX_BODIES).unit("bodies");
+
+/// The time step, in simulation time units (G = 1, masses summing to 1).
+pub const DT: Ranged<f64> = Ranged::above(0.0, 1.0);
+
+/// The softening length: without it a close pair's force is unbounded and a body's own term
+/// divides by zero.
+pub const SOFTENING: Ranged<f64> = Ranged::above(0.0, 10.0);
+
+/// The gravitational constant.
+pub const GRAVITY: Ranged<f64> = Ranged::above(0.0, 1e6);
+
+/// The velocity factor per step (1: none).
+pub const DAMPING: Ranged<f64> = Ranged::above(0.0, 1.0);
+
+/// Buffer sets the frames use in turn: 1 (the state in the GL buffers) or 2 (the state on the
+/// device, two GL copies in turn).
+pub const PIPELINE_DEPTHS: Ranged<u32> = Ranged::new(1, 2);
 
 /// Default body count on CUDA and on the CPU.
 pub const DEFAULT_BODIES_CUDA: u32 = 65_536;
@@ -113,13 +134,11 @@ impl NBodySettings {
 
     /// Checks the pipeline depth against the rest of the settings.
     pub fn validate_pipeline(&self) -> Result<()> {
-        if !(1..=2).contains(&self.pipeline_depth) {
-            return Err(Error::InvalidInput(format!(
-                "n-body --pipeline-depth {}: 1 (state in the GL buffers) or 2 (state on the device, two GL copies \
-                 in turn)",
-                self.pipeline_depth
-            )));
-        }
+        PIPELINE_DEPTHS.check_value("n-body --pipeline-depth", self.pipeline_depth).map_err(|why| {
+            Error::InvalidInput(format!(
+                "{why} (1: state in the GL buffers; 2: state on the device, two GL copies in turn)"
+            ))
+        })?;
         if self.pipeline_depth > 1 && self.devices.len() > 1 {
             return Err(Error::InvalidInput(
                 "--pipeline-depth 2 with --devices: the split reads and writes the GL buffers; use one of them"
@@ -140,35 +159,24 @@ impl NBodySettings {
     }
 }
 
-/// Checks the physical parameters; the message says which is wrong and what is allowed.
+/// Checks the physical parameters (from flags, the panel or a state file); the message names the
+/// value that is wrong and its range.
 pub fn validate_params(params: &Params) -> Result<()> {
     let rules = [
-        (params.dt.is_finite() && params.dt > 0.0 && params.dt <= 1.0, "dt must be a number in (0, 1]"),
-        (
-            params.softening.is_finite() && params.softening > 0.0 && params.softening <= 10.0,
-            "softening must be in (0, 10]: without it a close pair's force is unbounded and a body's own term divides by zero",
-        ),
-        (params.gravity.is_finite() && params.gravity > 0.0 && params.gravity <= 1e6, "gravity G must be in (0, 1e6]"),
-        (
-            params.damping.is_finite() && params.damping > 0.0 && params.damping <= 1.0,
-            "damping must be in (0, 1] (1 = none)",
-        ),
+        ("dt", DT, params.dt),
+        ("softening", SOFTENING, params.softening),
+        ("gravity G", GRAVITY, params.gravity),
+        ("damping", DAMPING, params.damping),
     ];
-    match rules.iter().find(|(ok, _)| !ok) {
-        Some((_, rule)) => Err(Error::InvalidInput(format!(
-            "{rule}; got dt {}, softening {}, G {}, damping {}",
-            params.dt, params.softening, params.gravity, params.damping
-        ))),
-        None => Ok(()),
+    for (name, range, value) in rules {
+        range.check_value(name, value).map_err(Error::InvalidInput)?;
     }
+    Ok(())
 }
 
 /// Checks a body count.
 pub fn validate_bodies(n: u32) -> Result<()> {
-    if n == 0 || n > MAX_BODIES {
-        return Err(Error::InvalidInput(format!("the number of bodies must be 1..={MAX_BODIES}, not {n}")));
-    }
-    Ok(())
+    BODIES.check_value("the number of bodies", n).map_err(Error::InvalidInput)
 }
 
 impl Settings for NBodySettings {

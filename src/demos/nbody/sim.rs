@@ -10,10 +10,14 @@ use super::tree::gpu::GpuTree;
 use super::tree::{ForceMethod, Method};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Compiler, Context, DeviceBuffer, DeviceSpan, Event, PinnedBuffer, Stream};
+use crate::numbers::Ranged;
 use crate::{Error, Result};
 
 /// Most slices the j range is cut into.
 const MAX_SLICES: u32 = 64;
+
+/// Slices the j range may be cut into (`--slices`).
+pub const SLICES: Ranged<u32> = Ranged::new(1, MAX_SLICES).unit("slices");
 
 /// How to cut the j range of the forces kernel: enough blocks to fill the GPU several times over.
 pub fn auto_slices(multiprocessors: i32, bodies_per_block: u32, tile: u32, n: u32) -> u32 {
@@ -93,9 +97,7 @@ impl Simulation {
         let slices = slices.unwrap_or_else(|| {
             auto_slices(context.device().multiprocessors, variant.bodies_per_block(), variant.tile_size, n)
         });
-        if slices == 0 || slices > MAX_SLICES {
-            return Err(Error::InvalidInput(format!("slices must be 1..={MAX_SLICES}, not {slices}")));
-        }
+        SLICES.check_value("slices", slices).map_err(Error::InvalidInput)?;
         let slice_length = slice_length(n, slices, variant.tile_size);
         let slices = n.div_ceil(slice_length);
         kernels.validate_forces(n, slice_length)?;

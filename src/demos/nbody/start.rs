@@ -49,8 +49,9 @@ pub(super) fn choose_variant(
     }
 }
 
-/// Bodies, parameters and step count to start from.
-pub(super) fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bodies, Params, u64)> {
+/// Bodies, parameters and step count to start from; in a `window`, refused on the CPU when the
+/// steps would be too slow for it to answer input.
+pub(super) fn initial_state(settings: &NBodySettings, cuda: bool, window: bool) -> Result<(Bodies, Params, u64)> {
     settings.variant.validate()?;
     settings.validate_pipeline()?;
     match &settings.load {
@@ -62,10 +63,10 @@ pub(super) fn initial_state(settings: &NBodySettings, cuda: bool) -> Result<(Bod
         None => {
             let n = settings.body_count(cuda);
             validate_bodies(n)?;
-            if !cuda && settings.method == super::tree::Method::AllPairs {
+            if !cuda && window && settings.method == super::tree::Method::AllPairs {
                 // Before the bodies are made: 10 million of them take seconds to generate. The
                 // tree's step grows as N log N, so this all-pairs estimate does not apply to it.
-                cpu::check_step_time(n as usize, settings.variant.precision == Precision::F64)?;
+                cpu::check_window_bodies(n as usize, settings.variant.precision == Precision::F64)?;
             }
             let params = settings.params();
             validate_params(&params)?;

@@ -2,8 +2,9 @@
 
 use clap::Args;
 
+use super::settings::{GRID, PARAMETER, PIPELINE_DEPTHS, POINT_SIZE, VERTICES};
 use super::{DrawMode, WaveSettings};
-use crate::args::{PathFlag, PathNeed, RunArgs, pair_text, parse_pair};
+use crate::args::{CUDA_BLOCK, PathFlag, PathNeed, RunArgs, pair_text};
 use crate::graphics::GraphicsApi;
 
 #[derive(Args, Debug)]
@@ -12,37 +13,40 @@ pub struct WaveArgs {
     /// Options every demo run shares.
     #[command(flatten)]
     pub run: RunArgs,
-    /// Vertices of the wave grid, WIDTHxHEIGHT.
-    #[arg(long, value_parser = parse_pair, default_value = "256x256")]
+    /// Vertices of the wave grid, WIDTHxHEIGHT, each 1 to 8192 vertices (16777216 in all at most).
+    #[arg(long, value_parser = VERTICES, default_value = "256x256")]
     pub vertices: [u32; 2],
-    /// CUDA threads per block, XxY (default: 16x16).
-    #[arg(long, value_parser = parse_pair)]
+    /// CUDA threads per block, XxY, each 1 to 1024 threads (default: 16x16; the device checks the
+    /// threads of the whole block when the kernel launches).
+    #[arg(long, value_parser = CUDA_BLOCK)]
     pub block: Option<[u32; 2]>,
-    /// CUDA blocks, XxY (default: enough to cover every vertex).
-    #[arg(long, value_parser = parse_pair)]
+    /// CUDA blocks, XxY, x 1 to 2147483647 blocks, y 1 to 65535 blocks (default: enough to cover
+    /// every vertex).
+    #[arg(long, value_parser = GRID)]
     pub grid: Option<[u32; 2]>,
     /// Draw as a lit mesh or as points.
     #[arg(long, value_enum, default_value_t = DrawMode::Mesh)]
     pub mode: DrawMode,
-    /// Spatial frequency of the wave.
-    #[arg(long, default_value_t = 4.0, allow_negative_numbers = true)]
+    /// Spatial frequency of the wave, -10000 to 10000 (radians per half the grid's width).
+    #[arg(long, default_value_t = 4.0, allow_negative_numbers = true, value_parser = PARAMETER)]
     pub frequency: f32,
-    /// Height of the crests.
-    #[arg(long, default_value_t = 0.3, allow_negative_numbers = true)]
+    /// Height of the crests, -10000 to 10000 (the grid is 2 units wide).
+    #[arg(long, default_value_t = 0.3, allow_negative_numbers = true, value_parser = PARAMETER)]
     pub amplitude: f32,
-    /// Phase speed, radians per second.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    /// Phase speed, -10000 to 10000 (radians per second).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = PARAMETER)]
     pub speed: f32,
-    /// Point size in pixels (points mode).
-    #[arg(long, default_value_t = 2.0)]
+    /// Point size (points mode), 0.5 to 64 pixels.
+    #[arg(long, default_value_t = 2.0, value_parser = POINT_SIZE)]
     pub point_size: f32,
-    /// Vertex buffers used in turn: from 2, GL interop maps the next frame's buffer while this
-    /// frame's is drawn, hiding the map's wait for GL, and the external path's semaphores release
-    /// it before this frame's draw (1: one buffer, mapped at the frame's start). Default: 3 on
-    /// the Vulkan renderer, whose frames in flight then spread each hand-off over several frames
-    /// (measured on an H100: 1,375 → 1,842 frames/s), 1 on GL, where a deeper ring does not
-    /// change the period (docs/frames-at-kernel-speed.md).
-    #[arg(long)]
+    /// Vertex buffers used in turn, 1 to 4 buffers (default: 3 on the Vulkan renderer, 1 on GL).
+    ///
+    /// From 2, GL interop maps the next frame's buffer while this frame's is drawn, hiding the
+    /// map's wait for GL, and the external path's semaphores release it before this frame's draw
+    /// (1: one buffer, mapped at the frame's start). The Vulkan renderer's frames in flight spread
+    /// each hand-off over several frames (measured on an H100: 1,375 → 1,842 frames/s); on GL a
+    /// deeper ring does not change the period (docs/frames-at-kernel-speed.md).
+    #[arg(long, value_parser = PIPELINE_DEPTHS)]
     pub pipeline_depth: Option<u32>,
 }
 

@@ -4,11 +4,26 @@
 use super::Wave;
 use crate::cuda::LaunchConfig;
 use crate::demo_kit::{Demo, DemoEnv, Settings};
+use crate::numbers::{Pair, Ranged};
 use crate::{Error, Result};
 
-/// Largest grid side, and most vertices (256 MiB of float4).
+/// Largest grid side.
 pub const MAX_SIDE: u32 = 8192;
+/// Most vertices (256 MiB of float4).
 pub const MAX_VERTICES: u64 = 1 << 24;
+
+/// `--vertices`: each side of the grid (the product is checked against [`MAX_VERTICES`]).
+pub const VERTICES: Pair = Pair::each(Ranged::new(1, MAX_SIDE).unit("vertices"));
+
+/// `--grid`: CUDA blocks in x and y, up to the most any CUDA device allows (the device's own
+/// limits are checked when the kernel launches).
+pub const GRID: Pair = Pair::new(Ranged::new(1, i32::MAX as u32).unit("blocks"), Ranged::new(1, 65_535).unit("blocks"));
+
+/// Frequency, amplitude and speed: finite, and small enough that the sine stays accurate in f32.
+pub const PARAMETER: Ranged<f32> = Ranged::new(-1e4, 1e4);
+
+/// Point size in pixels (points mode).
+pub const POINT_SIZE: Ranged<f32> = Ranged::new(0.5, 64.0).unit("pixels");
 
 /// How the grid is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -50,6 +65,9 @@ pub struct WaveSettings {
 /// Most buffers a pipeline may rotate through.
 pub const MAX_PIPELINE_DEPTH: u32 = 4;
 
+/// `--pipeline-depth`: vertex buffers used in turn.
+pub const PIPELINE_DEPTHS: Ranged<u32> = Ranged::new(1, MAX_PIPELINE_DEPTH).unit("buffers");
+
 impl Default for WaveSettings {
     fn default() -> Self {
         Self {
@@ -70,12 +88,7 @@ impl Default for WaveSettings {
 impl WaveSettings {
     /// Checks sizes and parameters; the message says which value is wrong and what is allowed.
     pub fn validate(&self) -> Result<()> {
-        if !(1..=MAX_PIPELINE_DEPTH).contains(&self.pipeline_depth) {
-            return Err(Error::InvalidInput(format!(
-                "--pipeline-depth {}: 1 to {MAX_PIPELINE_DEPTH} buffers",
-                self.pipeline_depth
-            )));
-        }
+        PIPELINE_DEPTHS.check_value("--pipeline-depth", self.pipeline_depth).map_err(Error::InvalidInput)?;
         if self.width == 0 || self.height == 0 || self.width > MAX_SIDE || self.height > MAX_SIDE {
             return Err(Error::InvalidInput(format!(
                 "wave grid {}x{}: each side must be 1..={MAX_SIDE}",
@@ -89,13 +102,9 @@ impl WaveSettings {
             )));
         }
         for (name, value) in [("frequency", self.frequency), ("amplitude", self.amplitude), ("speed", self.speed)] {
-            if !value.is_finite() || value.abs() > 1e4 {
-                return Err(Error::InvalidInput(format!("wave {name} {value} must be a finite number within ±10000")));
-            }
+            PARAMETER.check_value(&format!("wave {name}"), value).map_err(Error::InvalidInput)?;
         }
-        if !(self.point_size.is_finite() && (0.5..=64.0).contains(&self.point_size)) {
-            return Err(Error::InvalidInput(format!("point size {} must be 0.5..=64", self.point_size)));
-        }
+        POINT_SIZE.check_value("point size", self.point_size).map_err(Error::InvalidInput)?;
         Ok(())
     }
 
