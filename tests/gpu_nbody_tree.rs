@@ -135,7 +135,7 @@ fn the_demo_steps_with_the_tree_and_switches_method_live() {
     };
     let initial = Preset::Plummer.generate(n as usize, 5);
     let reference = cpu::reference_steps(&initial, &settings.params(), 20);
-    let env = DemoEnv { graphics, cuda: selection.cuda.clone(), transfer: TransferKind::Interop };
+    let env = DemoEnv { graphics, cuda: selection.cuda.clone(), transfer: TransferKind::Interop, window: false };
     let mut nbody = NBody::new(&env, settings).expect("tree demo");
     for frame in 0..20 {
         nbody.poison_next_output(graphics).expect("poison");
