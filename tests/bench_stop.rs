@@ -61,11 +61,11 @@ fn every_bench_and_the_soak_refuse_a_json_path_in_a_missing_folder_before_any_wo
     // Each would run for a minute or more (or, without CUDA, fail for another reason) if the
     // path were checked after the work.
     let runs: [&[&str]; 7] = [
-        &["bench", "transfer", "--backend", "cpu", "--frames", "100000"],
+        &["bench", "transfer", "--backend", "cpu", "--frames", "10000"],
         &["bench", "anatomy", "--backend", "cpu", "--frames", "100000", "--size", "64x64"],
         &["bench", "nbody", "--backend", "cpu", "--bodies", "65536"],
         &["bench", "blur", "--backend", "cpu", "--repeats", "1000"],
-        &["bench", "map", "--frames", "100000"],
+        &["bench", "map", "--frames", "10000"],
         &["bench", "handoff", "--rounds", "10000"],
         &["soak", "--transfer", "cpu", "--frames", "100000000"],
     ];
@@ -176,8 +176,8 @@ fn the_cuda_benches_stop_within_a_measurement_of_a_signal() {
     let dir = temp_dir("gpu-bench-stop");
     // Each asks for minutes of work; the signal comes once its progress shows it runs.
     let runs: [(&str, &[&str], &str); 5] = [
-        ("bench transfer", &["transfer", "--bytes", "64M", "--frames", "100000"], "INT"),
-        ("bench map", &["map", "--frames", "100000"], "TERM"),
+        ("bench transfer", &["transfer", "--bytes", "64M", "--frames", "10000"], "INT"),
+        ("bench map", &["map", "--frames", "10000"], "TERM"),
         ("bench handoff", &["handoff", "--rounds", "10000", "--batches", "100"], "INT"),
         ("bench nbody", &["nbody", "--bodies", "262144", "--repeats", "2000"], "TERM"),
         ("bench blur", &["blur", "--repeats", "2000"], "INT"),
