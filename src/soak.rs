@@ -1,6 +1,7 @@
 //! `interop-lab soak`: many interop frames, many re-allocations (each re-registers its buffer) and
 //! many kernel recompiles with module swaps, on one headless GL context, measuring device memory,
-//! host memory and live GL objects before and after. Nothing may grow beyond [`Bounds`].
+//! host memory and live GL objects before and after, and the peak host memory of the frames
+//! phase's first and last frames ([`FramePeaks`]). Nothing may grow beyond [`Bounds`].
 
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -22,6 +23,10 @@ use crate::session::{FrameInput, Session, SessionOptions};
 use crate::stop::StopRequest;
 use crate::transfer::TransferKind;
 use crate::{Error, Result};
+
+mod frame_peaks;
+use self::frame_peaks::FRAMES_PER_SAMPLE;
+pub use self::frame_peaks::FramePeaks;
 
 #[derive(Args, Debug)]
 /// `interop-lab soak`. The counts' ranges keep their sum within a `u32`.
@@ -112,6 +117,9 @@ impl SoakArgs {
         line(&mut out, "before", 0, None, &report.before);
         for phase in &report.phases {
             line(&mut out, phase.name, phase.count, Some(phase.seconds), &phase.after);
+        }
+        if let Some(peaks) = &report.frame_peaks {
+            let _ = writeln!(out, "frames phase: {}", peaks.growth(report.bounds.host_rss_bytes));
         }
         if let Some(path) = &self.json {
             let text = serde_json::to_string_pretty(&report).map_err(|e| Error::InvalidInput(e.to_string()))?;
@@ -213,6 +221,8 @@ pub struct SoakReport {
     pub before: Footprint,
     /// Each phase in order.
     pub phases: Vec<Phase>,
+    /// Peak host memory early and late in the frames phase (`None`: too few frames to tell).
+    pub frame_peaks: Option<FramePeaks>,
     /// The allowed growth.
     pub bounds: Bounds,
     /// Each bound exceeded, in words (empty: the soak passed).
@@ -290,8 +300,9 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
     }
     let total = 200 + options.warmup_reallocations + options.frames + options.reallocations + recompiles;
     let progress = Progress::new("soak", u64::from(total), &options.stop);
-    // Runs up to `count` frames (fewer after Ctrl-C); returns how many ran.
-    let mut run_frames = |session: &mut Session, count: u32| -> Result<u32> {
+    // Runs up to `count` frames (fewer after Ctrl-C), adding resident memory to `samples` every
+    // FRAMES_PER_SAMPLE frames when given; returns how many ran.
+    let mut run_frames = |session: &mut Session, count: u32, mut samples: Option<&mut Vec<u64>>| -> Result<u32> {
         let mut ran = 0;
         while ran < count && !progress.stopped() {
             progress.done_one();
@@ -301,13 +312,18 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
             }
             frame += 1;
             ran += 1;
+            if let Some(samples) = samples.as_deref_mut()
+                && ran % FRAMES_PER_SAMPLE == 0
+            {
+                samples.push(resident_bytes()?);
+            }
         }
         session.finish()?;
         Ok(ran)
     };
     // Warm-up: caches, the driver's lazily created state, the allocators' first arenas, GL's
     // buffer heap at its working size (re-allocations drawn from another seed than the measured ones).
-    run_frames(session, 200)?;
+    run_frames(session, 200, None)?;
     let mut warmup_sizes = Rng::new(0x3a11);
     for _ in 0..options.warmup_reallocations {
         if options.stop.requested() {
@@ -315,17 +331,25 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
         }
         let [width, height] = random_grid(&mut warmup_sizes);
         set_vertices(session, width, height)?;
-        run_frames(session, 1)?;
+        run_frames(session, 1, None)?;
     }
     let original = [WaveSettings::default().width, WaveSettings::default().height];
     set_vertices(session, original[0], original[1])?;
-    run_frames(session, 1)?;
+    run_frames(session, 1, None)?;
     let before = footprint(session, cuda)?;
     let mut phases = Vec::new();
 
     log::info!("soak: measuring {} frames on {}", options.frames, options.transfer.label());
     let started = Instant::now();
-    let frames = run_frames(session, options.frames)?;
+    let mut samples = Vec::with_capacity((options.frames / FRAMES_PER_SAMPLE) as usize);
+    let frames = run_frames(session, options.frames, Some(&mut samples))?;
+    let frame_peaks = FramePeaks::of(&samples);
+    if frame_peaks.is_none() && frames > 0 {
+        notes.push(format!(
+            "skipped: the frames phase's peaks ({frames} frames; {} are needed)",
+            20 * FRAMES_PER_SAMPLE
+        ));
+    }
     if frames > 0 {
         phases.push(Phase { name: "frames", count: frames, seconds: secs(started), after: footprint(session, cuda)? });
     }
@@ -344,12 +368,12 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
             }
             let [width, height] = random_grid(&mut random);
             set_vertices(session, width, height)?;
-            run_frames(session, 1)?;
+            run_frames(session, 1, None)?;
             count += 1;
         }
         if quarter == 4 {
             set_vertices(session, original[0], original[1])?;
-            run_frames(session, 1)?;
+            run_frames(session, 1, None)?;
         }
         done = until;
         if count == 0 {
@@ -382,7 +406,7 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
         let text = format!("{source}\n// soak recompile {index}\n");
         let compiled = cuda.compiler.compile_source(wave::KERNEL.name, &text, &origin, &options_for_wave)?;
         wave(session)?.swap_kernels(wave::KERNEL.name, &options_for_wave, &compiled)?;
-        run_frames(session, 1)?;
+        run_frames(session, 1, None)?;
         recompiled += 1;
     }
     if recompiled > 0 {
@@ -409,8 +433,19 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
         Some(cuda) => cuda.context.device().name.clone(),
         None => "no CUDA device (GL alone)".to_owned(),
     };
-    let exceeded = phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS)).unwrap_or_default();
-    Ok(SoakReport { transfer: options.transfer, device, before, phases, bounds: BOUNDS, exceeded, notes, interrupted })
+    let mut exceeded = phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS)).unwrap_or_default();
+    exceeded.extend(frame_peaks.and_then(|peaks| peaks.exceeded(BOUNDS.host_rss_bytes)));
+    Ok(SoakReport {
+        transfer: options.transfer,
+        device,
+        before,
+        phases,
+        frame_peaks,
+        bounds: BOUNDS,
+        exceeded,
+        notes,
+        interrupted,
+    })
 }
 
 /// Re-allocates the wave's grid to `width × height` vertices (registered anew on interop).

@@ -1,7 +1,13 @@
 //! GL through a headless EGL context (Mesa's software device without a GPU): draw known points
-//! from a buffer, read the pixels back and compare with the image they must make.
+//! from a buffer, read the pixels back and compare with the image they must make; and a headless
+//! GL run's memory, which must not grow with its frame count when the CPU is busy.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a panic in a test is its failure message
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use interop_lab::gl::context::headless::HeadlessGl;
 use interop_lab::gl::{self, Attribute, DrawState, Framebuffer, Program, VertexArray};
@@ -86,4 +92,78 @@ fn shader_errors_carry_the_compiler_log() {
     let error = Program::new(&gl, "broken", VERTEX, broken).err().expect("must not compile").to_string();
     assert!(error.contains("broken: fragment shader does not compile"), "{error}");
     assert!(error.contains("undefined_name"), "the GL log names the problem: {error}");
+}
+
+/// Threads that keep every core busy until dropped, as a build beside the run does.
+struct BusyCores {
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyCores {
+    fn start() -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let cores = std::thread::available_parallelism().map_or(2, usize::from);
+        let threads = (0..cores)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut spins = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        spins = std::hint::black_box(spins.wrapping_add(1));
+                    }
+                })
+            })
+            .collect();
+        Self { stop, threads }
+    }
+}
+
+impl Drop for BusyCores {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            thread.join().ok();
+        }
+    }
+}
+
+/// Peak resident memory (VmHWM, as `--stats` reports it) of a headless GL run of `frames` frames
+/// of the wave on the CPU backend. A large framebuffer and a small grid: rasterising is the work,
+/// so a host that may run ahead of GL does, and quickly.
+fn peak_memory_of_headless_gl_run(frames: u32, dir: &std::path::Path) -> u64 {
+    let stats = dir.join(format!("{frames}.json"));
+    let output = common::binary()
+        .args(["wave", "--headless", "--renderer", "gl", "--backend", "cpu", "--size", "384x384"])
+        .args(["--vertices", "16x16", "--frames", &frames.to_string(), "--stats"])
+        .arg(&stats)
+        .output()
+        .expect("run");
+    assert!(output.status.success(), "{frames} frames: {}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
+    json["host_peak_rss_bytes"].as_u64().expect("host_peak_rss_bytes in --stats")
+}
+
+#[test]
+fn headless_gl_memory_does_not_grow_with_the_frames_when_the_cpu_is_busy() {
+    let dir = common::temp_dir("gl-memory");
+    let busy = BusyCores::start();
+    let short = peak_memory_of_headless_gl_run(300, &dir);
+    let long = peak_memory_of_headless_gl_run(3_000, &dir);
+    drop(busy);
+    std::fs::remove_dir_all(&dir).ok();
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+    eprintln!("peak memory beside busy cores: 300 frames {:.1} MiB, 3,000 frames {:.1} MiB", mib(short), mib(long));
+    // With the frames GL holds queued bounded, 3,000 frames peak 1-2 MiB above 300 on llvmpipe;
+    // unbounded, beside busy cores, they peaked 18-250 MiB above (how far the host gets ahead
+    // depends on how the cores are shared out).
+    let bound = 8 << 20;
+    assert!(
+        long <= short + bound,
+        "3,000 headless GL frames peaked at {:.1} MiB, 300 at {:.1} MiB: more than {:.0} MiB apart, so GL is \
+         queueing frames without bound",
+        mib(long),
+        mib(short),
+        mib(bound)
+    );
 }

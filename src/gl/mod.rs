@@ -9,6 +9,7 @@
 mod buffer;
 pub mod context;
 pub mod external;
+mod frame_fences;
 mod framebuffer;
 mod program;
 mod texture;
@@ -20,6 +21,7 @@ use serde::Serialize;
 use crate::{Error, Result};
 
 pub use self::buffer::{Attribute, Buffer, VertexArray};
+pub use self::frame_fences::{FrameFences, GL_FRAME_WAIT_LIMIT, GL_FRAMES_QUEUED_AT_MOST};
 pub use self::framebuffer::{Framebuffer, bind_default_framebuffer, read_rgba as read_framebuffer_rgba};
 pub use self::program::Program;
 pub use self::texture::{Texture, max_texture_size};
@@ -180,6 +182,32 @@ impl Fence {
             }
         }
         Ok(())
+    }
+
+    /// Blocks until GL has passed the fence (flushing first) or `limit` has passed, then deletes
+    /// it. `false`: `limit` passed first.
+    pub fn wait_at_most(self, gl: &glow::Context, limit: std::time::Duration) -> Result<bool> {
+        let started = std::time::Instant::now();
+        // SAFETY: the fence is live; it is deleted once, here.
+        unsafe {
+            let mut flags = glow::SYNC_FLUSH_COMMANDS_BIT;
+            let outcome = loop {
+                let left = limit.saturating_sub(started.elapsed());
+                // glClientWaitSync takes nanoseconds as a GLuint64; glow passes an i32, so the
+                // wait goes in slices of at most a second.
+                let slice = left.min(std::time::Duration::from_secs(1)).as_nanos() as i32;
+                match gl.client_wait_sync(self.0, flags, slice) {
+                    glow::TIMEOUT_EXPIRED if !left.is_zero() => flags = 0,
+                    status => break status,
+                }
+            };
+            gl.delete_sync(self.0);
+            match outcome {
+                glow::WAIT_FAILED => Err(Error::Gl("glClientWaitSync failed".to_owned())),
+                glow::TIMEOUT_EXPIRED => Ok(false),
+                _ => Ok(true),
+            }
+        }
     }
 
     /// Deletes the fence without waiting.

@@ -11,9 +11,9 @@ use glow::HasContext;
 use crate::stats::clock_us;
 use crate::{Error, Result};
 
-/// Query pairs kept in flight. In a window, results arrive one or two frames after they were
-/// issued; headless, the host runs up to ~130 frames ahead of the GPU, and a frame finding every
-/// pair in flight goes untimed — so the ring is deep enough for nearly every frame to be timed.
+/// Query pairs kept in flight. Results arrive one to a few frames after they were issued (the
+/// renderer keeps the host at most a few frames ahead of GL: `FrameFences`), and a frame finding
+/// every pair in flight goes untimed, so the ring is deep enough for every frame to be timed.
 const RING: usize = 256;
 
 /// How often the GL clock is compared with the host's again (clocks drift apart slowly).

@@ -1,6 +1,7 @@
 //! The OpenGL renderer: a window's context (glutin: GLX or EGL) or a surfaceless context on an
-//! EGL device drawing into a framebuffer, the scenes ([`GlScenes`]), egui's GL painter, and
-//! `GL_TIMESTAMP` query pairs around the draw and the panel.
+//! EGL device drawing into a framebuffer, the scenes ([`GlScenes`]), egui's GL painter,
+//! `GL_TIMESTAMP` query pairs around the draw and the panel, and a fence after each frame that
+//! keeps the host at most [`gl::GL_FRAMES_QUEUED_AT_MOST`] frames ahead of GL.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use super::{PanelPaint, Renderer, RendererInfo, Target};
 use crate::anatomy::Calibration;
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::context::window::WindowGl;
-use crate::gl::{self, Framebuffer, GlInfo, TimerQueries};
+use crate::gl::{self, FrameFences, Framebuffer, GlInfo, TimerQueries};
 use crate::graphics::{Graphics, GraphicsApi};
 use crate::render::gl::GlScenes;
 use crate::render::{Scene, SceneDrawer, View};
@@ -33,6 +34,9 @@ pub struct GlRenderer {
     painter: Option<egui_glow::Painter>,
     draw_timer: TimerQueries,
     panel_timer: TimerQueries,
+    /// Bounds the frames GL holds queued: without it, a driver that never makes the host wait
+    /// (Mesa's llvmpipe offscreen) keeps every frame the host runs ahead by, in host memory.
+    frame_fences: FrameFences,
     frame: u64,
     /// The frame's clear is still to be made: a scene clears the whole framebuffer as it begins
     /// ([`gl::begin_scene`]), so the frame's own clear is made only if none was drawn.
@@ -115,6 +119,7 @@ impl GlRenderer {
             painter: None,
             draw_timer,
             panel_timer,
+            frame_fences: FrameFences::new(),
             frame: 0,
             clear_pending: false,
             info,
@@ -166,6 +171,7 @@ impl Renderer for GlRenderer {
 
     fn begin_frame(&mut self, frame: u64) -> Result<bool> {
         self.make_current()?;
+        self.frame_fences.begin_frame(&self.gl, frame)?;
         self.frame = frame;
         match &mut self.surface {
             Surface::Window { window, resized } => {
@@ -209,19 +215,21 @@ impl Renderer for GlRenderer {
     fn end_frame(&mut self, capture: bool) -> Result<Option<Vec<u8>>> {
         self.flush_clear();
         let size = self.size();
-        match &self.surface {
+        let pixels = match &self.surface {
             Surface::Window { window, .. } => {
                 // The back buffer, read before it is presented.
                 let pixels = capture.then(|| read_back_buffer(&self.gl, size)).transpose()?;
                 window.swap_buffers()?;
-                Ok(pixels)
+                pixels
             }
             Surface::Offscreen { framebuffer, .. } => {
                 let pixels = capture.then(|| framebuffer.read_rgba(&self.gl)).transpose()?;
                 gl::bind_default_framebuffer(&self.gl);
-                Ok(pixels)
+                pixels
             }
-        }
+        };
+        self.frame_fences.end_frame(&self.gl)?;
+        Ok(pixels)
     }
 
     fn gpu_times(&mut self, all: bool) -> Result<Vec<LateGpuTimes>> {
@@ -322,6 +330,7 @@ impl Drop for GlRenderer {
         }
         self.draw_timer.destroy(&self.gl);
         self.panel_timer.destroy(&self.gl);
+        self.frame_fences.destroy(&self.gl);
         if let Surface::Offscreen { framebuffer, .. } = &mut self.surface {
             framebuffer.destroy(&self.gl);
         }
