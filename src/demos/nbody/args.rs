@@ -11,7 +11,7 @@ use super::multi;
 use super::presets::Preset;
 use super::settings::{BODIES, DAMPING, DT, GRAVITY, PIPELINE_DEPTHS, SOFTENING};
 use super::sim::SLICES;
-use super::tree::{DEFAULT_THETA, Method};
+use super::tree::{DEFAULT_THETA, MAX_THETA, MIN_THETA, Method};
 use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, SIZE};
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::numbers::Ranged;
@@ -128,8 +128,8 @@ pub struct NBodyPhysicsArgs {
     pub theta: f64,
 }
 
-/// The opening angles the tree takes (`validate_theta` holds the same range for the panel).
-const THETA: crate::numbers::Ranged<f64> = crate::numbers::Ranged::new(0.2, 1.0);
+/// The opening angles the tree takes: the range `validate_theta` holds for the panel and state.
+const THETA: crate::numbers::Ranged<f64> = crate::numbers::Ranged::new(MIN_THETA, MAX_THETA);
 
 #[derive(Args, Debug)]
 /// `interop-lab bench nbody`.
