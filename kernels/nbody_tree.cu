@@ -33,6 +33,26 @@ __device__ __forceinline__ float tree_infinity() { return __int_as_float(0x7f800
 // ---------------------------------------------------------------------------------------------
 // Bounding box. Non-finite coordinates are left out, as on the CPU.
 
+// The box of a block of 256 threads: each thread's box (l, h) goes into shared memory and is
+// halved down to entry 0 of `low` and `high`, which every thread may read on return.
+__device__ void tree_reduce_box(float (*low)[256], float (*high)[256], const float* l, const float* h)
+{
+    for (int k = 0; k < 3; ++k) {
+        low[k][threadIdx.x] = l[k];
+        high[k][threadIdx.x] = h[k];
+    }
+    __syncthreads();
+    for (unsigned int stride = 128; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride) {
+            for (int k = 0; k < 3; ++k) {
+                low[k][threadIdx.x] = fminf(low[k][threadIdx.x], low[k][threadIdx.x + stride]);
+                high[k][threadIdx.x] = fmaxf(high[k][threadIdx.x], high[k][threadIdx.x + stride]);
+            }
+        }
+        __syncthreads();
+    }
+}
+
 // Launched with 256 threads a block and any grid: block b writes the box of its grid-stride share.
 extern "C" __global__ void __launch_bounds__(256)
 tree_bounds_partial(const float4* __restrict__ positions, unsigned int n, float4* __restrict__ partial_low,
@@ -52,20 +72,7 @@ tree_bounds_partial(const float4* __restrict__ positions, unsigned int n, float4
             }
         }
     }
-    for (int k = 0; k < 3; ++k) {
-        low[k][threadIdx.x] = l[k];
-        high[k][threadIdx.x] = h[k];
-    }
-    __syncthreads();
-    for (unsigned int stride = 128; stride > 0; stride /= 2) {
-        if (threadIdx.x < stride) {
-            for (int k = 0; k < 3; ++k) {
-                low[k][threadIdx.x] = fminf(low[k][threadIdx.x], low[k][threadIdx.x + stride]);
-                high[k][threadIdx.x] = fmaxf(high[k][threadIdx.x], high[k][threadIdx.x + stride]);
-            }
-        }
-        __syncthreads();
-    }
+    tree_reduce_box(low, high, l, h);
     if (threadIdx.x == 0) {
         partial_low[blockIdx.x] = make_float4(low[0][0], low[1][0], low[2][0], 0.0f);
         partial_high[blockIdx.x] = make_float4(high[0][0], high[1][0], high[2][0], 0.0f);
@@ -93,20 +100,7 @@ tree_bounds_final(const float4* __restrict__ partial_low, const float4* __restri
         h[1] = fmaxf(h[1], c.y);
         h[2] = fmaxf(h[2], c.z);
     }
-    for (int k = 0; k < 3; ++k) {
-        low[k][threadIdx.x] = l[k];
-        high[k][threadIdx.x] = h[k];
-    }
-    __syncthreads();
-    for (unsigned int stride = 128; stride > 0; stride /= 2) {
-        if (threadIdx.x < stride) {
-            for (int k = 0; k < 3; ++k) {
-                low[k][threadIdx.x] = fminf(low[k][threadIdx.x], low[k][threadIdx.x + stride]);
-                high[k][threadIdx.x] = fmaxf(high[k][threadIdx.x], high[k][threadIdx.x + stride]);
-            }
-        }
-        __syncthreads();
-    }
+    tree_reduce_box(low, high, l, h);
     if (threadIdx.x == 0) {
         float origin[3], scale[3];
         for (int k = 0; k < 3; ++k) {
