@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use super::NBodySettings;
 use super::cpu::{self, Params, Scratch};
+use super::cpu_rate;
 use super::kernels::{Kernels, Precision, Variant};
 use super::multi::MultiSimulation;
 use super::presets::Bodies;
@@ -110,7 +111,7 @@ pub(super) fn make_engine(
         None => {
             let n = bodies.len();
             if window && settings.method == Method::AllPairs {
-                cpu::check_window_bodies(n, settings.variant.precision == Precision::F64)?;
+                cpu_rate::check_window_bodies(n, settings.variant.precision == Precision::F64)?;
             }
             let double = (settings.variant.precision == Precision::F64).then(|| CpuDouble {
                 positions: [bodies.positions.clone(), bodies.positions.clone()],

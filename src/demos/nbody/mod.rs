@@ -8,6 +8,7 @@ pub mod bench;
 mod buffers;
 mod changes;
 pub mod cpu;
+pub mod cpu_rate;
 mod energy;
 mod engine;
 pub mod kernels;

@@ -1,7 +1,8 @@
 //! What the demo starts from: the forces kernel variant (as chosen, as tuned for this device, or
 //! tuned now) and the bodies, their parameters and step (a preset, or a state file).
 
-use super::cpu::{self, Params};
+use super::cpu::Params;
+use super::cpu_rate;
 use super::kernels::Precision;
 use super::presets::Bodies;
 use super::{NBodySettings, state, tune, validate_bodies, validate_params};
@@ -66,7 +67,7 @@ pub(super) fn initial_state(settings: &NBodySettings, cuda: bool, window: bool) 
             if !cuda && window && settings.method == super::tree::Method::AllPairs {
                 // Before the bodies are made: 10 million of them take seconds to generate. The
                 // tree's step grows as N log N, so this all-pairs estimate does not apply to it.
-                cpu::check_window_bodies(n as usize, settings.variant.precision == Precision::F64)?;
+                cpu_rate::check_window_bodies(n as usize, settings.variant.precision == Precision::F64)?;
             }
             let params = settings.params();
             validate_params(&params)?;

@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::super::cpu::{self, Params, Scratch};
+use super::super::cpu_rate;
 use super::super::kernels::{Precision, Variant};
 use super::super::presets::Bodies;
 use super::super::{FLOPS_PER_INTERACTION, NBodySettings};
@@ -23,8 +24,8 @@ pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result
     // The plan, from this machine's measured rate, before any size runs: how long each takes,
     // and which sizes' frames the demo refuses (a step longer than the window can wait for).
     let rate = match options.precision {
-        Precision::F32 => cpu::measured_rate::<f32>(),
-        Precision::F64 => cpu::measured_rate::<f64>(),
+        Precision::F32 => cpu_rate::measured_rate::<f32>(),
+        Precision::F64 => cpu_rate::measured_rate::<f64>(),
     };
     let passes = f64::from(options.warmup.min(2) + options.repeats.min(20));
     let plan: Vec<(u32, f64, Option<String>)> = options
@@ -32,10 +33,10 @@ pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result
         .iter()
         .map(|&n| {
             let step_s = f64::from(n) * f64::from(n) / rate;
-            let frames_refused = (options.frames > 0 && step_s > cpu::MAX_STEP_SECONDS).then(|| {
+            let frames_refused = (options.frames > 0 && step_s > cpu_rate::MAX_STEP_SECONDS).then(|| {
                 format!(
                     "a step of {n} bodies takes ~{step_s:.1} s on this CPU, and the demo runs steps of at most {} s",
-                    cpu::MAX_STEP_SECONDS
+                    cpu_rate::MAX_STEP_SECONDS
                 )
             });
             let frames_s = if frames_refused.is_none() { f64::from(options.frames) * step_s } else { 0.0 };
