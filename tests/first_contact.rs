@@ -337,22 +337,27 @@ fn a_second_ctrl_c_closes_the_window_at_once_and_says_truly_what_was_written() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-#[test]
-fn losing_the_x_server_is_said_and_what_needs_no_display_is_written() {
+/// An X server of the test's own, on a display number it picks (-displayfd), to be killed; with
+/// that display's name. `None` (said as skipped) where Xvfb is missing.
+fn own_x_server() -> Option<(std::process::Child, String)> {
     use std::io::BufRead;
-    // An X server of this test's own, on a display number it picks (-displayfd), to be killed.
     let xvfb = Command::new("Xvfb")
         .args(["-displayfd", "1", "-screen", "0", "640x480x24", "-nolisten", "tcp"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn();
     if !common::available(xvfb.is_ok(), "Xvfb", "INTEROP_LAB_REQUIRE_DISPLAY") {
-        return;
+        return None;
     }
     let mut xvfb = xvfb.expect("Xvfb");
     let mut number = String::new();
     std::io::BufReader::new(xvfb.stdout.take().expect("stdout")).read_line(&mut number).expect("display number");
-    let display = format!(":{}", number.trim());
+    Some((xvfb, format!(":{}", number.trim())))
+}
+
+#[test]
+fn losing_the_x_server_is_said_and_what_needs_no_display_is_written() {
+    let Some((mut xvfb, display)) = own_x_server() else { return };
     let dir = temp_dir("x-server-lost");
     let (shot, stats, trace) = (dir.join("window.png"), dir.join("stats.json"), dir.join("trace.json"));
     let mut command = binary();
@@ -376,6 +381,30 @@ fn losing_the_x_server_is_said_and_what_needs_no_display_is_written() {
     assert!(report["frames"].as_u64().is_some_and(|frames| frames >= 1), "{report:#}");
     let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).expect("trace")).expect("JSON");
     assert!(trace["traceEvents"].is_array(), "a Chrome trace: {trace}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn ctrl_c_that_takes_the_x_server_with_it_is_a_stop_not_an_error() {
+    // `xvfb-run` ends its server on the same Ctrl-C that stops the window: the run is stopped, as
+    // asked, whichever of the two it notices first.
+    let Some((mut xvfb, display)) = own_x_server() else { return };
+    let dir = temp_dir("x-server-with-ctrl-c");
+    let stats = dir.join("stats.json");
+    let mut command = binary();
+    command.args(["wave", "--backend", "cpu", "--frames", "1000000", "--size", "400x300", "--stats"]).arg(&stats);
+    command.env("DISPLAY", &display).env_remove("WAYLAND_DISPLAY");
+    let mut watched = common::Watched::start(command);
+    let drawn = watched.wait_for("first frame drawn", Duration::from_secs(60));
+    watched.signal("INT");
+    xvfb.kill().expect("kill Xvfb");
+    xvfb.wait().expect("Xvfb ended");
+    assert!(drawn, "{}", watched.stderr());
+    let output = watched.finish(Duration::from_secs(60));
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(130), "stopped by Ctrl-C: {said}");
+    assert!(!said.contains("error:") && !said.contains("XIO") && !said.contains("panicked"), "{said}");
+    assert!(stats.exists(), "--stats is written either way: {said}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -94,11 +94,15 @@ pub fn run(options: WindowOptions) -> Result<WindowReport> {
     });
     // The loop can end without `exiting`: winit gives up when its X connection fails, and a
     // windowing library may panic. What is still open is closed (or, the display gone, left).
-    if app.display_gone() {
+    let display_gone = app.display_gone();
+    if display_gone {
         app.display_lost();
     } else {
         app.shut_down();
     }
+    // A stop that took the display with it is a stop: the loop's error is then only winit
+    // finding its connection gone.
+    let ran = ran.or_else(|error| if display_gone && app.options.stop.requested() { Ok(()) } else { Err(error) });
     match app.error.or(ran.err()) {
         Some(error) => Err(error),
         None => Ok(app.report),
@@ -431,6 +435,12 @@ impl App {
         // would call the X server, and the process ends next.
         std::mem::forget(running);
         self.options.stop.outputs_written();
-        self.error.get_or_insert(Error::DisplayLost(said.join("; ")));
+        if self.options.stop.requested() {
+            // Asked to stop first: the display went with it (`xvfb-run` ends its server on the same
+            // Ctrl-C), so the run ends as stopped, and its exit status names the signal.
+            log::warn!("stopped ({}): {}", self.options.stop.cause(), said.join("; "));
+        } else {
+            self.error.get_or_insert(Error::DisplayLost(said.join("; ")));
+        }
     }
 }
