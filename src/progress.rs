@@ -141,7 +141,11 @@ impl Lines {
                 let (lock, wake) = &*shared;
                 let Ok(mut state) = lock.lock() else { return };
                 loop {
-                    let Ok((next, _)) = wake.wait_timeout(state, LINE_EVERY) else { return };
+                    // Until a line is due: a fixed wait would end just before it (the first line
+                    // comes a moment after the ticker starts) and skip a whole period.
+                    let since = state.last_line.unwrap_or(state.started).elapsed();
+                    let due = LINE_EVERY.saturating_sub(since).max(Duration::from_millis(10));
+                    let Ok((next, _)) = wake.wait_timeout(state, due) else { return };
                     state = next;
                     if state.finished {
                         return;
