@@ -135,9 +135,17 @@ const THETA: crate::numbers::Ranged<f64> = crate::numbers::Ranged::new(MIN_THETA
 /// `interop-lab bench nbody`.
 pub struct NBodyBenchArgs {
     /// Body counts, comma-separated, each 1 to 16777216 bodies (default: 65536,262144 on CUDA,
-    /// 4096 on the CPU).
+    /// 4096 on the CPU; with --method tree 65536,262144,1048576,4194304,16777216 on CUDA,
+    /// 16384,65536 on the CPU).
     #[arg(long, value_delimiter = ',', value_parser = BODIES)]
     pub bodies: Vec<u32>,
+    /// How the forces are summed: all-pairs (a sweep of kernel variants) or the Barnes-Hut tree
+    /// (each stage timed, the force error measured, all-pairs beside it where practical).
+    #[arg(long, value_enum, default_value_t = Method::AllPairs)]
+    pub method: Method,
+    /// The tree's opening angle θ, 0.2 to 1.0 (with --method tree).
+    #[arg(long, default_value_t = DEFAULT_THETA, value_parser = THETA)]
+    pub theta: f64,
     /// Block sizes to try, each 32 to 1024 threads, a multiple of 32 (default: 128,256,512).
     #[arg(long, value_delimiter = ',', value_parser = BLOCK_SIZES)]
     pub block_size: Vec<u32>,
@@ -284,12 +292,13 @@ impl NBodyBenchArgs {
         crate::output::check_optional(&args.json, crate::output::OutputKind::Data, "--json")?;
         crate::output::check_optional(&args.trace_dir, crate::output::OutputKind::Folder, "--trace-dir")?;
         let cpu = args.cuda.backend == BackendRequest::Cpu || !crate::cuda::driver::driver_library_present();
-        let bodies = if !args.bodies.is_empty() {
-            args.bodies.clone()
-        } else if cpu {
-            vec![4096]
-        } else {
-            vec![65_536, 262_144]
+        let tree = args.method == Method::Tree;
+        let bodies = match (!args.bodies.is_empty(), cpu, tree) {
+            (true, _, _) => args.bodies.clone(),
+            (false, true, false) => vec![4096],
+            (false, false, false) => vec![65_536, 262_144],
+            (false, true, true) => vec![16_384, 65_536],
+            (false, false, true) => vec![65_536, 262_144, 1 << 20, 1 << 22, 1 << 24],
         };
         let options = bench::NBodyBench {
             bodies,
@@ -316,6 +325,8 @@ impl NBodyBenchArgs {
             devices: args.devices.as_ref().map(|list| list.0.clone()),
             json: args.json.clone(),
             trace_dir: args.trace_dir.clone(),
+            method: args.method,
+            theta: args.theta,
             stop: stop.clone(),
         };
         let mut report = bench::nbody(&options, frames)?;
