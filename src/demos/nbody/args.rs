@@ -75,7 +75,8 @@ fn parse_device_list(text: &str) -> std::result::Result<DeviceList, String> {
 /// The simulation's own settings (shared by `nbody` and `bench nbody`).
 #[derive(Args, Debug, Clone)]
 pub struct NBodyPhysicsArgs {
-    /// Number of bodies, 1 to 16777216 bodies (default: 65536 on CUDA, 4096 on the CPU).
+    /// Number of bodies, 1 to 16777216 bodies (default: 65536 on CUDA, 4096 on the CPU; the
+    /// merger preset 1048576 on CUDA, 16384 on the CPU).
     #[arg(long, value_parser = BODIES)]
     pub bodies: Option<u32>,
     /// Initial conditions.
@@ -120,8 +121,10 @@ pub struct NBodyPhysicsArgs {
     #[arg(long, value_parser = SLICES)]
     pub slices: Option<u32>,
     /// How the forces are summed: every pair exactly, or the Barnes-Hut tree (O(N log N)).
-    #[arg(long, value_enum, default_value_t = Method::AllPairs)]
-    pub method: Method,
+    /// Default: the faster for the body count, the tree from 131072 bodies on CUDA and 8192 on
+    /// the CPU (and for the merger preset); the log says which.
+    #[arg(long, value_enum)]
+    pub method: Option<Method>,
     /// The tree's opening angle θ, 0.2 to 1.0 (a node's radius over its distance; smaller is
     /// more exact and slower).
     #[arg(long, default_value_t = DEFAULT_THETA, value_parser = THETA)]
@@ -254,7 +257,8 @@ impl NBodyArgs {
             save: self.save.clone(),
             devices: self.devices.as_ref().map(|list| list.0.clone()).unwrap_or_default(),
             pipeline_depth: self.pipeline_depth,
-            method: p.method,
+            method: p.method.unwrap_or_default(),
+            auto_method: p.method.is_none(),
             theta: p.theta,
         }
     }
