@@ -75,7 +75,8 @@ fn parse_device_list(text: &str) -> std::result::Result<DeviceList, String> {
 /// The simulation's own settings (shared by `nbody` and `bench nbody`).
 #[derive(Args, Debug, Clone)]
 pub struct NBodyPhysicsArgs {
-    /// Number of bodies, 1 to 16777216 bodies (default: 65536 on CUDA, 4096 on the CPU).
+    /// Number of bodies, 1 to 16777216 bodies (default: 65536 on CUDA, 4096 on the CPU; the
+    /// merger preset 1048576 on CUDA, 16384 on the CPU).
     #[arg(long, value_parser = BODIES)]
     pub bodies: Option<u32>,
     /// Initial conditions.
@@ -120,8 +121,10 @@ pub struct NBodyPhysicsArgs {
     #[arg(long, value_parser = SLICES)]
     pub slices: Option<u32>,
     /// How the forces are summed: every pair exactly, or the Barnes-Hut tree (O(N log N)).
-    #[arg(long, value_enum, default_value_t = Method::AllPairs)]
-    pub method: Method,
+    /// Default: the faster for the body count, the tree from 131072 bodies on CUDA and 8192 on
+    /// the CPU (and for the merger preset); the log says which.
+    #[arg(long, value_enum)]
+    pub method: Option<Method>,
     /// The tree's opening angle θ, 0.2 to 1.0 (a node's radius over its distance; smaller is
     /// more exact and slower).
     #[arg(long, default_value_t = DEFAULT_THETA, value_parser = THETA)]
@@ -135,9 +138,17 @@ const THETA: crate::numbers::Ranged<f64> = crate::numbers::Ranged::new(MIN_THETA
 /// `interop-lab bench nbody`.
 pub struct NBodyBenchArgs {
     /// Body counts, comma-separated, each 1 to 16777216 bodies (default: 65536,262144 on CUDA,
-    /// 4096 on the CPU).
+    /// 4096 on the CPU; with --method tree 65536,262144,1048576,4194304,16777216 on CUDA,
+    /// 16384,65536 on the CPU).
     #[arg(long, value_delimiter = ',', value_parser = BODIES)]
     pub bodies: Vec<u32>,
+    /// How the forces are summed: all-pairs (a sweep of kernel variants) or the Barnes-Hut tree
+    /// (each stage timed, the force error measured, all-pairs beside it where practical).
+    #[arg(long, value_enum, default_value_t = Method::AllPairs)]
+    pub method: Method,
+    /// The tree's opening angle θ, 0.2 to 1.0 (with --method tree).
+    #[arg(long, default_value_t = DEFAULT_THETA, value_parser = THETA)]
+    pub theta: f64,
     /// Block sizes to try, each 32 to 1024 threads, a multiple of 32 (default: 128,256,512).
     #[arg(long, value_delimiter = ',', value_parser = BLOCK_SIZES)]
     pub block_size: Vec<u32>,
@@ -246,7 +257,8 @@ impl NBodyArgs {
             save: self.save.clone(),
             devices: self.devices.as_ref().map(|list| list.0.clone()).unwrap_or_default(),
             pipeline_depth: self.pipeline_depth,
-            method: p.method,
+            method: p.method.unwrap_or_default(),
+            auto_method: p.method.is_none(),
             theta: p.theta,
         }
     }
@@ -284,12 +296,13 @@ impl NBodyBenchArgs {
         crate::output::check_optional(&args.json, crate::output::OutputKind::Data, "--json")?;
         crate::output::check_optional(&args.trace_dir, crate::output::OutputKind::Folder, "--trace-dir")?;
         let cpu = args.cuda.backend == BackendRequest::Cpu || !crate::cuda::driver::driver_library_present();
-        let bodies = if !args.bodies.is_empty() {
-            args.bodies.clone()
-        } else if cpu {
-            vec![4096]
-        } else {
-            vec![65_536, 262_144]
+        let tree = args.method == Method::Tree;
+        let bodies = match (!args.bodies.is_empty(), cpu, tree) {
+            (true, _, _) => args.bodies.clone(),
+            (false, true, false) => vec![4096],
+            (false, false, false) => vec![65_536, 262_144],
+            (false, true, true) => vec![16_384, 65_536],
+            (false, false, true) => vec![65_536, 262_144, 1 << 20, 1 << 22, 1 << 24],
         };
         let options = bench::NBodyBench {
             bodies,
@@ -316,6 +329,8 @@ impl NBodyBenchArgs {
             devices: args.devices.as_ref().map(|list| list.0.clone()),
             json: args.json.clone(),
             trace_dir: args.trace_dir.clone(),
+            method: args.method,
+            theta: args.theta,
             stop: stop.clone(),
         };
         let mut report = bench::nbody(&options, frames)?;

@@ -102,9 +102,9 @@ impl NBody {
     /// Creates the demo: bodies from the preset (or `settings.load`), kernels for the variant.
     pub fn new(env: &DemoEnv<'_>, settings: NBodySettings) -> Result<Self> {
         let graphics = env.graphics;
-        let (settings, start_tuner, tuned) = choose_variant(env, settings);
+        let (mut settings, start_tuner, tuned) = choose_variant(env, settings);
         let mut pipeline = Pipeline::new(env.cuda.clone(), env.transfer)?;
-        let (bodies, params, step) = initial_state(&settings, env.cuda.is_some(), env.window)?;
+        let (bodies, params, step) = initial_state(&mut settings, env.cuda.is_some(), env.window)?;
         let engine = make_engine(pipeline.cuda().map(|c| &**c), &settings, &bodies, env.window)?;
         let depth = if pipeline.cuda().is_some() { settings.pipeline_depth as usize } else { 1 };
         let (positions, velocities) = make_buffers(&mut pipeline, graphics, &bodies, depth)?;
@@ -268,7 +268,7 @@ fn mismatch() -> Error {
 
 fn camera_distance(preset: Preset) -> f32 {
     match preset {
-        Preset::Collision => 5.0,
+        Preset::Collision | Preset::Merger => 5.0,
         Preset::Disk => 2.6,
         Preset::Plummer => 6.0,
         Preset::Cube | Preset::Expanding => 4.5,

@@ -90,6 +90,9 @@ pub struct NBodySettings {
     pub pipeline_depth: u32,
     /// How the forces are summed: every pair, or the Barnes-Hut tree.
     pub method: Method,
+    /// `method` was not chosen: the demo picks it from the body count and backend when it starts
+    /// ([`Method::fastest_for`]).
+    pub auto_method: bool,
     /// The tree's opening angle θ, 0.2..=1.0 (smaller: more exact, slower).
     pub theta: f64,
 }
@@ -116,6 +119,7 @@ impl Default for NBodySettings {
             devices: Vec::new(),
             pipeline_depth: 1,
             method: Method::AllPairs,
+            auto_method: false,
             theta: DEFAULT_THETA,
         }
     }
@@ -155,7 +159,7 @@ impl NBodySettings {
 
     /// The body count for a backend.
     pub fn body_count(&self, cuda: bool) -> u32 {
-        self.bodies.unwrap_or(if cuda { DEFAULT_BODIES_CUDA } else { DEFAULT_BODIES_CPU })
+        self.bodies.or(self.preset.default_bodies(cuda)).unwrap_or(if cuda { DEFAULT_BODIES_CUDA } else { DEFAULT_BODIES_CPU })
     }
 }
 

@@ -6,6 +6,7 @@ mod cpu_backend;
 mod frames;
 mod multi_device;
 mod sweep;
+mod tree;
 
 use std::path::PathBuf;
 
@@ -15,6 +16,7 @@ use self::cpu_backend::nbody_cpu;
 use self::sweep::nbody_cuda;
 use super::kernels::{Precision, Variant};
 use super::presets::{Bodies, Preset};
+use super::tree::Method;
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::runtime::{self, BackendRequest, CudaOptions};
 use crate::stats::Percentiles;
@@ -59,6 +61,10 @@ pub struct NBodyBench {
     pub json: Option<PathBuf>,
     /// Where to write each frame run's anatomy as a Chrome trace.
     pub trace_dir: Option<PathBuf>,
+    /// How the forces are summed: the all-pairs sweep, or the tree stage by stage.
+    pub method: Method,
+    /// The tree's opening angle.
+    pub theta: f64,
     /// Set by Ctrl-C or SIGTERM: finish the variant (CUDA) or the band of a pass (CPU) being timed,
     /// then report the sizes measured.
     pub stop: StopRequest,
@@ -96,7 +102,12 @@ pub fn nbody(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
     if options.repeats == 0 {
         return Err(Error::InvalidInput("--repeats must be at least 1".to_owned()));
     }
+    let tree = options.method == Method::Tree;
+    if tree {
+        super::tree::validate_theta(options.theta)?;
+    }
     let report = match runtime::cuda_without_gl(&options.cuda) {
+        Ok(cuda) if tree => tree::tree_cuda(options, &cuda, frames)?,
         Ok(cuda) => nbody_cuda(options, &cuda, frames)?,
         Err(error) if options.devices.is_some() => {
             return Err(Error::Unavailable(format!(
@@ -106,7 +117,7 @@ pub fn nbody(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchRepor
         }
         Err(error) if options.cuda.backend == BackendRequest::Auto || options.cuda.backend == BackendRequest::Cpu => {
             log::info!("bench on the CPU backend: {error}");
-            nbody_cpu(options, frames)?
+            if tree { tree::tree_cpu(options, frames)? } else { nbody_cpu(options, frames)? }
         }
         Err(error) => return Err(error),
     };

@@ -179,7 +179,7 @@ pub(super) fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: Frame
         else {
             return Err(Error::Unavailable(format!("no forces variant ran for {n} bodies: {failures:?}")));
         };
-        let step_us = time_step(cuda, &stream, &bodies, &best, &params, options)?;
+        let step_us = time_step(cuda, &stream, &bodies, best.variant, best.slices, &params, options)?;
         // A failed frame run is said in its row; what was measured before it is kept.
         let frame = if options.frames > 0 && !progress.stopped() {
             progress.step(format!("{n} bodies, {} full frames", options.frames));
@@ -267,24 +267,25 @@ pub(super) fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: Frame
     Ok(BenchReport { json, table })
 }
 
-/// Median time of a whole step (drift, forces, kick) with the best variant, µs.
-fn time_step(
+/// Median time of a whole all-pairs step (drift, forces, kick) with `variant` and `slices`, µs.
+pub(super) fn time_step(
     cuda: &CudaRuntime,
     stream: &Stream,
     bodies: &Bodies,
-    best: &VariantResult,
+    variant: Variant,
+    slices: u32,
     params: &Params,
     options: &NBodyBench,
 ) -> Result<f64> {
     let n = bodies.len() as u32;
-    let vector = best.variant.precision.vector_bytes();
-    let mut kernels = Kernels::load(cuda, best.variant)?;
-    let slice_length = sim::slice_length(n, best.slices, best.variant.tile_size);
+    let vector = variant.precision.vector_bytes();
+    let mut kernels = Kernels::load(cuda, variant)?;
+    let slice_length = sim::slice_length(n, slices, variant.tile_size);
     let slices = n.div_ceil(slice_length);
     let buffer = |bytes: usize| DeviceBuffer::new(&cuda.context, bytes);
     let mut positions = [buffer(n as usize * vector)?, buffer(n as usize * vector)?];
     for p in &mut positions {
-        p.upload(stream, &to_vectors(bodies, best.variant.precision))?;
+        p.upload(stream, &to_vectors(bodies, variant.precision))?;
     }
     let mut velocities = buffer(n as usize * vector)?;
     velocities.fill(stream, 0)?;

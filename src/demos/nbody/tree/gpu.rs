@@ -68,6 +68,41 @@ fn describe_errors(bits: u32) -> String {
     parts.join("; ")
 }
 
+/// The stages of a tree step, in order, as [`StageMarks`] times them: bounds and Morton codes,
+/// the radix sort, the radix tree's internal nodes, the leaves and the moments, the walk.
+pub const STAGES: [&str; 5] = ["codes", "sort", "build", "moments", "walk"];
+
+/// Events recorded before a tree step and after each of its [`STAGES`]: what a stage took is the
+/// time between two neighbours, measured on the stream, not on the host.
+pub struct StageMarks {
+    events: [Event; STAGES.len() + 1],
+}
+
+impl StageMarks {
+    /// Events in `context`.
+    pub fn new(context: &Rc<Context>) -> Result<Self> {
+        let event = || Event::new(context);
+        Ok(Self { events: [event()?, event()?, event()?, event()?, event()?, event()?] })
+    }
+
+    fn record(&self, at: usize, stream: &Stream) -> Result<()> {
+        match self.events.get(at) {
+            Some(event) => event.record(stream),
+            None => Err(Error::InvalidInput(format!("n-body tree: no stage mark {at}"))),
+        }
+    }
+
+    /// Microseconds of each stage of the last marked step, waiting for it to finish.
+    pub fn stage_us(&self) -> Result<[f64; STAGES.len()]> {
+        self.events[STAGES.len()].synchronize()?;
+        let mut times = [0.0; STAGES.len()];
+        for (stage, time) in times.iter_mut().enumerate() {
+            *time = f64::from(self.events[stage + 1].elapsed_ms_since(&self.events[stage])?) * 1e3;
+        }
+        Ok(times)
+    }
+}
+
 /// The tree's kernels, compiled and loaded into one context.
 struct TreeKernels {
     bounds_partial: Function,
@@ -205,6 +240,19 @@ impl GpuTree {
         theta: f64,
         softening: f64,
     ) -> Result<()> {
+        self.forces_marked(stream, positions, partial, theta, softening, None)
+    }
+
+    /// [`Self::forces`], recording `marks` between its stages (`bench nbody --method tree`).
+    pub fn forces_marked(
+        &mut self,
+        stream: &Stream,
+        positions: DeviceSpan,
+        partial: DeviceSpan,
+        theta: f64,
+        softening: f64,
+        marks: Option<&StageMarks>,
+    ) -> Result<()> {
         super::validate_theta(theta)?;
         let n = self.n;
         let vectors = n as usize * 16;
@@ -220,7 +268,7 @@ impl GpuTree {
             self.status.fill(stream, 0)?;
             self.status_steps = Some(0);
         }
-        self.build(stream, positions)?;
+        self.build(stream, positions, marks)?;
         let nodes = self.node_pointers();
         let (theta, softening2) = (theta as f32, (softening * softening) as f32);
         let errors = self.status.span().range(0, 4)?;
@@ -245,6 +293,9 @@ impl GpuTree {
         // partial hold n float4 (checked), indices n, nodes 2n − 1, children max(n − 1, 1); the
         // kernel guards k < n and reads only nodes the build wrote.
         unsafe { self.kernels.walk.launch(stream, &self.kernels.limits, &config, &mut args)? };
+        if let Some(marks) = marks {
+            marks.record(STAGES.len(), stream)?;
+        }
         let steps = self.status_steps.unwrap_or(0) + 1;
         self.status_steps = Some(steps);
         if !self.status_pending {

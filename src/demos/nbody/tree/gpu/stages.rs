@@ -2,7 +2,7 @@
 //! radix tree, leaves, moments. Each states the grid and block its kernel is written for.
 #![allow(unsafe_code)]
 
-use super::{BLOCK, BOUNDS_BLOCKS, GpuTree, RADIX_BITS, RADIX_DIGITS, RADIX_PASSES, RADIX_TILE, SCAN_BLOCK};
+use super::{BLOCK, BOUNDS_BLOCKS, GpuTree, StageMarks, RADIX_BITS, RADIX_DIGITS, RADIX_PASSES, RADIX_TILE, SCAN_BLOCK};
 use crate::Result;
 use crate::cuda::launch::arg;
 use crate::cuda::{DeviceSpan, LaunchConfig, Stream};
@@ -13,13 +13,20 @@ fn single_block(threads: u32) -> LaunchConfig {
 }
 
 impl GpuTree {
-    /// Queues the whole build for fp32 `positions` (n float4, checked by the caller).
-    pub(super) fn build(&mut self, stream: &Stream, positions: DeviceSpan) -> Result<()> {
+    /// Queues the whole build for fp32 `positions` (n float4, checked by the caller), recording
+    /// `marks` (when given) before it and after each of its stages.
+    pub(super) fn build(&mut self, stream: &Stream, positions: DeviceSpan, marks: Option<&StageMarks>) -> Result<()> {
+        let mark = |stage: usize| marks.map_or(Ok(()), |marks| marks.record(stage, stream));
+        mark(0)?;
         self.bounds(stream, positions)?;
         self.codes(stream, positions)?;
+        mark(1)?;
         self.sort(stream)?;
+        mark(2)?;
         self.radix_tree(stream)?;
-        self.leaves_and_moments(stream, positions)
+        mark(3)?;
+        self.leaves_and_moments(stream, positions)?;
+        mark(4)
     }
 
     fn bounds(&mut self, stream: &Stream, positions: DeviceSpan) -> Result<()> {
