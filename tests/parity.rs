@@ -25,7 +25,7 @@ use interop_lab::transfer::{TransferKind, WhatIf};
 const SIZE: [u32; 2] = [480, 300];
 
 /// The keys every `--stats` document has (docs/stats.md), whatever drew it.
-const STATS_KEYS: [&str; 19] = [
+const STATS_KEYS: [&str; 20] = [
     "schema",
     "demo",
     "renderer",
@@ -44,6 +44,7 @@ const STATS_KEYS: [&str; 19] = [
     "recoveries",
     "kernel",
     "what_if",
+    "demo_stats",
     "timings_us",
 ];
 

@@ -141,6 +141,12 @@ pub trait Demo {
     /// The demo's section of the side panel.
     fn panel(&mut self, ui: &mut egui::Ui);
 
+    /// What the demo measured of itself beyond the frame timings, for `--stats` (`demo_stats`):
+    /// e.g. n-body's method, energy drift and force error. `None`: nothing.
+    fn stats(&self) -> Option<serde_json::Value> {
+        None
+    }
+
     /// Releases the graphics objects (the context must be current) and then everything else.
     fn destroy(self: Box<Self>, graphics: Graphics<'_>);
 

@@ -43,6 +43,7 @@ impl Session {
             })
         });
         let transfer = demo.pipeline().kind();
+        let demo_stats = demo.stats();
         let json = serde_json::json!({
             "schema": STATS_SCHEMA,
             "demo": demo.name(),
@@ -61,6 +62,7 @@ impl Session {
             "host_peak_rss_bytes": crate::host_memory::status_bytes("VmHWM:"),
             "recoveries": recoveries,
             "kernel": kernel,
+            "demo_stats": demo_stats,
             "what_if": {
                 "register_every_frame": what_if.register_every_frame,
                 "skip_copy_sync": what_if.skip_copy_sync,

@@ -9,7 +9,7 @@ use super::bench;
 use super::kernels::{BLOCK_SIZES, BODIES_PER_THREAD, Precision, TILE_SIZES, UNROLLS, Variant};
 use super::multi;
 use super::presets::Preset;
-use super::settings::{BODIES, DAMPING, DT, GRAVITY, PIPELINE_DEPTHS, SOFTENING};
+use super::settings::{BODIES, DAMPING, DEFAULT_FORCE_CHECK_EVERY, DT, GRAVITY, PIPELINE_DEPTHS, SOFTENING};
 use super::sim::SLICES;
 use super::tree::{DEFAULT_THETA, MAX_THETA, MIN_THETA, Method};
 use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, SIZE};
@@ -39,6 +39,11 @@ pub struct NBodyArgs {
     /// Compute the total energy every this many steps, 0 or more steps (0: only when asked).
     #[arg(long, default_value_t = 30, value_parser = Ranged::<u32>::at_least(0).unit("steps"))]
     pub energy_every: u32,
+    /// With the tree method, compare its forces for 1024 bodies with direct summation in f64
+    /// every this many seconds, 0 to 3600 s (0: only when asked); shown in the panel, --stats
+    /// and the log.
+    #[arg(long, default_value_t = DEFAULT_FORCE_CHECK_EVERY, value_parser = Ranged::<f64>::new(0.0, 3600.0).unit("s"))]
+    pub force_check_every: f64,
     /// Start from a saved state instead of the preset.
     #[arg(long, value_name = "FILE")]
     pub load: Option<PathBuf>,
@@ -253,6 +258,7 @@ impl NBodyArgs {
             brightness: self.brightness,
             colour_scale: self.colour_scale,
             energy_every: self.energy_every,
+            force_check_every: self.force_check_every,
             load: self.load.clone(),
             save: self.save.clone(),
             devices: self.devices.as_ref().map(|list| list.0.clone()).unwrap_or_default(),

@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod cpu_rate;
 mod energy;
 mod engine;
+pub mod force_check;
 pub mod kernels;
 mod live;
 pub mod multi;
@@ -25,7 +26,7 @@ pub mod tree;
 pub mod tune;
 
 pub use self::settings::{
-    DEFAULT_BODIES_CPU, DEFAULT_BODIES_CUDA, FLOPS_PER_INTERACTION, MAX_BODIES, NBodySettings, validate_bodies,
+    DEFAULT_BODIES_CPU, DEFAULT_BODIES_CUDA, DEFAULT_FORCE_CHECK_EVERY, FLOPS_PER_INTERACTION, MAX_BODIES, NBodySettings, validate_bodies,
     validate_params,
 };
 
@@ -80,6 +81,8 @@ pub struct NBody {
     step: u64,
     speed_reference: f32,
     readouts: Readouts,
+    /// The live comparison of the forces with direct summation.
+    force_checks: force_check::ForceChecks,
     pending: Vec<Change>,
     edit: Edit,
     message: Option<String>,
@@ -136,6 +139,7 @@ impl NBody {
             current: 0,
             step,
             readouts: Readouts::default(),
+            force_checks: force_check::ForceChecks::default(),
             pending: Vec::new(),
             edit,
             message: None,
@@ -399,6 +403,7 @@ impl Demo for NBody {
         if energy_due && matches!(self.engine, Engine::Cpu(_)) && u64::from(self.len()).pow(2) <= 1 << 26 {
             self.cpu_energy(graphics)?;
         }
+        self.advance_force_check(graphics)?;
         Ok(times)
     }
 
@@ -421,6 +426,26 @@ impl Demo for NBody {
         panel::controls(self, ui);
     }
 
+    fn stats(&self) -> Option<serde_json::Value> {
+        let (energy, initial) = self.energy();
+        let drift = match (energy, initial) {
+            (Some((_, kinetic, potential)), Some(initial)) => {
+                Some((kinetic + potential - initial) / initial.abs().max(1e-300)).filter(|d| d.is_finite())
+            }
+            _ => None,
+        };
+        let tree = self.settings.method == Method::Tree;
+        Some(serde_json::json!({
+            "bodies": self.len(),
+            "step": self.step,
+            "method": self.settings.method.name(),
+            "theta": tree.then_some(self.settings.theta),
+            "tree_interactions_per_body": self.readouts.tree_interactions_per_body.filter(|_| tree),
+            "energy_drift": drift,
+            "force_check": self.force_check().map(|check| check.to_json()),
+        }))
+    }
+
     fn view_controls(&mut self) -> Option<&mut dyn ViewControls> {
         Some(&mut self.camera)
     }
@@ -431,6 +456,7 @@ impl Demo for NBody {
 
     fn finish(&mut self, graphics: Graphics<'_>) -> Result<()> {
         self.collect_energy()?;
+        self.collect_force_check(true)?;
         if let Some(path) = self.settings.save.clone() {
             self.save(graphics, &path)?;
             log::info!("saved {} bodies to {}", self.len(), path.display());

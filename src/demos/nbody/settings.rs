@@ -41,6 +41,8 @@ pub const PIPELINE_DEPTHS: Ranged<u32> = Ranged::new(1, 2);
 
 /// Default body count on CUDA and on the CPU.
 pub const DEFAULT_BODIES_CUDA: u32 = 65_536;
+/// Seconds between the tree's force checks by default.
+pub const DEFAULT_FORCE_CHECK_EVERY: f64 = 3.0;
 
 /// Default on the CPU backend: what two cores step at interactive rates.
 pub const DEFAULT_BODIES_CPU: u32 = 4_096;
@@ -77,6 +79,9 @@ pub struct NBodySettings {
     pub colour_scale: f32,
     /// Compute the energy every this many steps (0: only when asked).
     pub energy_every: u32,
+    /// With the tree method, compare its forces with direct summation every this many seconds
+    /// (0: only when asked).
+    pub force_check_every: f64,
     /// Start from this state file instead of the preset.
     pub load: Option<PathBuf>,
     /// Save the state here when the run ends.
@@ -114,6 +119,7 @@ impl Default for NBodySettings {
             brightness: 1.0,
             colour_scale: 2.0,
             energy_every: 30,
+            force_check_every: DEFAULT_FORCE_CHECK_EVERY,
             load: None,
             save: None,
             devices: Vec::new(),

@@ -406,6 +406,24 @@ impl Simulation {
         Ok(Some(Bodies { positions, velocities: velocities.iter().map(|v| [v[0], v[1], v[2]]).collect() }))
     }
 
+    /// a(x) of the current state (with G), as the next step's first kick uses it, widened to f64;
+    /// waits for the copy. The caller synchronizes the stream that stepped first.
+    pub fn read_accelerations(&self, stream: &Stream) -> Result<Vec<[f64; 4]>> {
+        let n = self.n as usize;
+        match self.kernels.variant.precision {
+            Precision::F64 => {
+                let mut accelerations = vec![[0.0f64; 4]; n];
+                self.accelerations.download(stream, bytemuck::cast_slice_mut(&mut accelerations))?;
+                Ok(accelerations)
+            }
+            Precision::F32 => {
+                let mut accelerations = vec![[0.0f32; 4]; n];
+                self.accelerations.download(stream, bytemuck::cast_slice_mut(&mut accelerations))?;
+                Ok(accelerations.iter().map(|a| a.map(f64::from)).collect())
+            }
+        }
+    }
+
     /// The context.
     pub fn context(&self) -> &Rc<Context> {
         &self.context

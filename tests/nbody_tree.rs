@@ -1,4 +1,6 @@
-//! `bench nbody --method tree`: what it reports is measured, not assumed. Its force error against
+//! The tree method's numbers, from the command line: the live force check that `--stats` carries
+//! (median, p99 and max of the error against f64 direct summation), and `bench nbody --method
+//! tree`, whose reports are measured, not assumed. Its force error against
 //! f64 direct summation must be small at the default θ (a wrong tree shows here as a large or NaN
 //! error), its interactions per body must be fewer than all-pairs' and more than one, and each
 //! row must carry the stages, all-pairs beside it and the frames. The CPU backend runs here; the
@@ -86,4 +88,60 @@ fn the_cuda_tree_bench_times_each_stage_and_its_frames_on_both_renderers() {
         }
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A headless n-body run's `demo_stats` (`--stats`).
+fn demo_stats(args: &[&str], name: &str) -> serde_json::Value {
+    let dir = temp_dir(name);
+    let stats = dir.join("stats.json");
+    let output = binary().args(["nbody", "--headless"]).args(args).arg("--stats").arg(&stats).output().expect("run");
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{said}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&stats).expect("stats written")).expect("JSON");
+    std::fs::remove_dir_all(&dir).ok();
+    json["demo_stats"].clone()
+}
+
+/// The check's numbers as `--stats` has them; each must be finite (null is how NaN is written).
+fn check_errors(check: &serde_json::Value, p99_bound: f64) {
+    let p99 = check["p99"].as_f64().unwrap_or(f64::NAN);
+    assert!(p99 < p99_bound, "p99 {p99} (bound {p99_bound}): {check}");
+    assert!(check["max"].as_f64().is_some_and(f64::is_finite), "{check}");
+    assert!(check["median"].as_f64().is_some_and(|m| m <= p99), "{check}");
+}
+
+#[test]
+fn a_tree_run_checks_its_forces_against_direct_sums_and_stats_carry_the_error() {
+    // Chosen by the count (20,000 ≥ the CPU's 8,192): the method is said, and checked.
+    let stats = demo_stats(&["--backend", "cpu", "--bodies", "20000", "--frames", "3"], "tree-check-cpu");
+    assert_eq!(stats["method"], "tree", "{stats}");
+    assert_eq!(stats["theta"], 0.35, "{stats}");
+    let check = &stats["force_check"];
+    assert_eq!(check["method"], "tree", "{stats}");
+    assert_eq!(check["bodies"], 1024, "{stats}");
+    check_errors(check, P99_BOUND);
+    assert!(stats["tree_interactions_per_body"].as_f64().is_some_and(|p| p > 1.0 && p < 20_000.0), "{stats}");
+    // All-pairs is checked only when asked: its error is fp32 rounding.
+    let exact = demo_stats(&["--backend", "cpu", "--bodies", "2000", "--frames", "3"], "tree-check-cpu-pairs");
+    assert_eq!(exact["method"], "all-pairs", "{exact}");
+    assert!(exact["force_check"].is_null(), "{exact}");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_cuda_tree_checks_its_forces_on_both_renderers_and_every_path() {
+    for args in [
+        &["--backend", "cuda", "--transfer", "interop"][..],
+        &["--backend", "cuda", "--transfer", "copy"][..],
+        &["--backend", "cuda", "--transfer", "external-semaphores"][..],
+        &["--backend", "cuda", "--renderer", "vulkan"][..],
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--preset", "merger", "--bodies", "262144", "--frames", "20"]);
+        let stats = demo_stats(&all, "tree-check-cuda");
+        println!("{args:?}: {stats}");
+        assert_eq!(stats["method"], "tree", "the merger preset starts on the tree: {stats}");
+        check_errors(&stats["force_check"], P99_BOUND);
+    }
 }
