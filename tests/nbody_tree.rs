@@ -97,8 +97,7 @@ fn demo_stats(args: &[&str], name: &str) -> serde_json::Value {
     let output = binary().args(["nbody", "--headless"]).args(args).arg("--stats").arg(&stats).output().expect("run");
     let said = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{said}");
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&stats).expect("stats written")).expect("JSON");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats written")).expect("JSON");
     std::fs::remove_dir_all(&dir).ok();
     json["demo_stats"].clone()
 }

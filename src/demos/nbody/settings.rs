@@ -165,7 +165,11 @@ impl NBodySettings {
 
     /// The body count for a backend.
     pub fn body_count(&self, cuda: bool) -> u32 {
-        self.bodies.or(self.preset.default_bodies(cuda)).unwrap_or(if cuda { DEFAULT_BODIES_CUDA } else { DEFAULT_BODIES_CPU })
+        self.bodies.or(self.preset.default_bodies(cuda)).unwrap_or(if cuda {
+            DEFAULT_BODIES_CUDA
+        } else {
+            DEFAULT_BODIES_CPU
+        })
     }
 }
 

@@ -82,11 +82,7 @@ pub(super) fn choose_method(settings: &mut NBodySettings, n: u32, cuda: bool) {
 
 /// Bodies, parameters and step count to start from, and the force method when none was chosen;
 /// in a `window`, refused on the CPU when the steps would be too slow for it to answer input.
-pub(super) fn initial_state(
-    settings: &mut NBodySettings,
-    cuda: bool,
-    window: bool,
-) -> Result<(Bodies, Params, u64)> {
+pub(super) fn initial_state(settings: &mut NBodySettings, cuda: bool, window: bool) -> Result<(Bodies, Params, u64)> {
     settings.variant.validate()?;
     settings.validate_pipeline()?;
     match &settings.load {

@@ -34,7 +34,12 @@ const ALL_PAIRS_UP_TO_CUDA: u32 = 262_144;
 const ALL_PAIRS_UP_TO_CPU: u32 = 16_384;
 
 fn params_of(options: &NBodyBench) -> Params {
-    Params { dt: options.preset.default_dt(), softening: options.preset.default_softening(), gravity: 1.0, damping: 1.0 }
+    Params {
+        dt: options.preset.default_dt(),
+        softening: options.preset.default_softening(),
+        gravity: 1.0,
+        damping: 1.0,
+    }
 }
 
 /// The relative force error of `accelerations` (G = 1) at `positions` (as the method saw them)
@@ -306,13 +311,7 @@ impl TreeBenchState<'_> {
             bytemuck::pod_collect_to_vec::<u8, [f32; 4]>(bytes).iter().map(|v| v.map(f64::from)).collect()
         };
         let errors = errors_against_direct(&wide(&at), &wide(&forces), &params);
-        Ok(Some(TreeMeasured {
-            stages,
-            integrate_us,
-            step_us: step.median,
-            interactions_per_body,
-            errors,
-        }))
+        Ok(Some(TreeMeasured { stages, integrate_us, step_us: step.median, interactions_per_body, errors }))
     }
 }
 
