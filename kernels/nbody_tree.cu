@@ -56,12 +56,13 @@ __device__ void tree_reduce_box(float (*low)[256], float (*high)[256], const flo
 // Launched with 256 threads a block and any grid: block b writes the box of its grid-stride share.
 extern "C" __global__ void __launch_bounds__(256)
 tree_bounds_partial(const float4* __restrict__ positions, unsigned int n, float4* __restrict__ partial_low,
-                    float4* __restrict__ partial_high)
+                    float4* __restrict__ partial_high, unsigned int* __restrict__ errors)
 {
     __shared__ float low[3][256];
     __shared__ float high[3][256];
     float l[3] = {tree_infinity(), tree_infinity(), tree_infinity()};
     float h[3] = {-tree_infinity(), -tree_infinity(), -tree_infinity()};
+    bool non_finite = false;
     for (unsigned int i = blockIdx.x * 256 + threadIdx.x; i < n; i += gridDim.x * 256) {
         const float4 p = positions[i];
         const float c[3] = {p.x, p.y, p.z};
@@ -69,8 +70,16 @@ tree_bounds_partial(const float4* __restrict__ positions, unsigned int n, float4
             if (isfinite(c[k])) {
                 l[k] = fminf(l[k], c[k]);
                 h[k] = fmaxf(h[k], c[k]);
+            } else {
+                non_finite = true;
             }
         }
+        non_finite |= !isfinite(p.w);
+    }
+    // Bit 4 of the status word: a position or mass that is NaN or infinite (the host keeps the
+    // last good state and says so).
+    if (__syncthreads_or(non_finite) && threadIdx.x == 0) {
+        atomicOr(errors, 4u);
     }
     tree_reduce_box(low, high, l, h);
     if (threadIdx.x == 0) {

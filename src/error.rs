@@ -124,6 +124,11 @@ pub enum Error {
     /// The requested combination of backend and transfer path can't run here.
     #[error("{0}")]
     Unavailable(String),
+
+    /// A simulation's state stopped being usable (a value became NaN or infinite, or a step's
+    /// work hit a bound); what it says names which. The demo goes back to its last good state.
+    #[error("{0}")]
+    Diverged(String),
 }
 
 fn hint_suffix(hint: &Option<&'static str>) -> String {

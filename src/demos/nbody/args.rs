@@ -39,9 +39,10 @@ pub struct NBodyArgs {
     /// Compute the total energy every this many steps, 0 or more steps (0: only when asked).
     #[arg(long, default_value_t = 30, value_parser = Ranged::<u32>::at_least(0).unit("steps"))]
     pub energy_every: u32,
-    /// With the tree method, compare its forces for 1024 bodies with direct summation in f64
-    /// every this many seconds, 0 to 3600 s (0: only when asked); shown in the panel, --stats
-    /// and the log.
+    /// Every this many seconds, 0 to 3600 s (0: never), read the state back and keep it as the
+    /// state to go back to if a body becomes NaN or infinite; with the tree method, also compare
+    /// its forces for 1024 bodies with direct summation in f64 (shown in the panel, --stats and
+    /// the log).
     #[arg(long, default_value_t = DEFAULT_FORCE_CHECK_EVERY, value_parser = Ranged::<f64>::new(0.0, 3600.0).unit("s"))]
     pub force_check_every: f64,
     /// Start from a saved state instead of the preset.

@@ -60,6 +60,7 @@ impl NBody {
         self.current = 0;
         self.speed_reference = bodies.rms_speed().max(1e-6) as f32;
         self.readouts = Readouts::default();
+        self.last_good = None; // other bodies: the state to go back to is this one's start
         if matches!(self.engine, Engine::Compiling(_)) {
             return Ok(()); // initialised when the kernels arrive
         }
@@ -155,6 +156,7 @@ impl NBody {
         self.settings.method = method.method;
         self.settings.theta = method.theta;
         self.readouts = Readouts::default();
+        self.last_good = None; // other bodies: the state to go back to is this one's start
         if matches!(self.engine, Engine::Compiling(_)) {
             return Ok(()); // applied when the kernels arrive
         }

@@ -47,6 +47,14 @@ impl NBody {
         if let Engine::Cuda { simulation, .. } = &mut self.engine
             && let Some((step, kinetic, potential)) = simulation.poll_energy()?
         {
+            // All-pairs on CUDA has no other check of every body: a NaN or infinite one makes
+            // the energy so.
+            if !(kinetic + potential).is_finite() {
+                return Err(crate::Error::Diverged(format!(
+                    "the energy at step {step} is not a finite number (a body's position or velocity became NaN or \
+                     infinite)"
+                )));
+            }
             self.record_energy(step, kinetic, potential);
         }
         Ok(())

@@ -217,6 +217,14 @@ impl CpuEngine {
             }
         }
         self.forces_us = Some(started.elapsed().as_secs_f64() * 1e6);
+        // The step is not kept when a body left the finite numbers (NBody::step goes back).
+        let not_finite = match &self.double {
+            Some(double) => super::guard::first_non_finite(&double.positions[double.current]),
+            None => super::guard::first_non_finite(cast::<[f32; 4]>(&*buffers[1])?),
+        };
+        if let Some(body) = not_finite {
+            return Err(super::guard::non_finite(body));
+        }
         let n = self.accelerations.len().max(1) as f64;
         self.tree_interactions_per_body = interactions.map(|count| count as f64 / n);
         Ok(())

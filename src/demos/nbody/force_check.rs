@@ -1,9 +1,11 @@
-//! The force error, live: every few seconds (`--force-check-every`) the accelerations the method
-//! in use gave are compared, for a sample of bodies, with direct summation in f64 at the same
-//! positions. The sum runs on a thread of its own, so the frames go on; the panel, `--stats` and
-//! the log show median, p99 and max of |a − a_direct| / |a_direct|. For the tree that is its
-//! approximation; for all-pairs, fp32 rounding.
+//! The force error, live, and the state kept to go back to (`guard`): every few seconds
+//! (`--force-check-every`) the state is read back and, with the tree, the accelerations it gave
+//! are compared, for a sample of bodies, with direct summation in f64 at the same positions. The
+//! sum runs on a thread of its own, so the frames go on; the panel, `--stats` and the log show
+//! median, p99 and max of |a − a_direct| / |a_direct|. For the tree that is its approximation;
+//! for all-pairs (checked when asked), fp32 rounding.
 
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -59,35 +61,38 @@ pub(super) struct ForceChecks {
 }
 
 impl NBody {
-    /// Starts a check when one is due and none runs; collects one that finished. A check needs
-    /// the state on the host: with CUDA that is a copy of positions and accelerations, a pause of
-    /// a few milliseconds a million bodies, every `--force-check-every` seconds.
+    /// Every `--force-check-every` seconds reads the state back, keeps it as the state to go back
+    /// to (`guard`) and, with the tree, starts a check of its forces; a check asked for in the
+    /// panel starts at the next step. Collects a check that finished. The read needs the state on
+    /// the host: with CUDA a copy of positions and velocities (and accelerations for a check), a
+    /// pause of a few milliseconds a million bodies.
     pub(super) fn advance_force_check(&mut self, graphics: Graphics<'_>) -> Result<()> {
         self.collect_force_check(false)?;
-        let checks = &mut self.force_checks;
-        // Due every `force_check_every` seconds with the tree (all-pairs' error is fp32 rounding:
-        // checked when asked), and at once when asked.
+        let checks = &self.force_checks;
         let every = self.settings.force_check_every;
-        let periodic = every > 0.0 && self.settings.method == Method::Tree;
-        let due = checks.asked
-            || (periodic && checks.started.is_none_or(|at| at.elapsed() >= Duration::from_secs_f64(every)));
-        if !due || checks.running.is_some() || matches!(self.engine, Engine::Compiling(_)) {
+        let periodic = every > 0.0 && checks.started.is_none_or(|at| at.elapsed() >= Duration::from_secs_f64(every));
+        // All-pairs' error is fp32 rounding: its forces are checked when asked.
+        let check = (checks.asked || (periodic && self.settings.method == Method::Tree)) && checks.running.is_none();
+        if !(periodic || check) || matches!(self.engine, Engine::Compiling(_)) {
             return Ok(());
         }
-        if let Engine::Cuda { multi: Some(_), .. } = self.engine {
-            return Ok(()); // the accelerations are spread over the devices
+        self.force_checks.started = Some(Instant::now());
+        let bodies = Arc::new(self.read_bodies(graphics)?);
+        self.keep_checkpoint(&bodies)?;
+        // With --devices the accelerations are spread over the devices: the state is kept, the
+        // forces are not checked.
+        if !check || matches!(self.engine, Engine::Cuda { multi: Some(_), .. }) {
+            return Ok(());
         }
         self.force_checks.asked = false;
-        self.force_checks.started = Some(Instant::now());
-        let positions = self.read_bodies(graphics)?.positions;
         let accelerations = self.current_accelerations()?;
-        if accelerations.len() != positions.len() {
+        if accelerations.len() != bodies.positions.len() {
             return Err(mismatch());
         }
         let (params, method, step) = (self.params, self.settings.force_method(), self.step);
         let handle = std::thread::Builder::new()
             .name("force check".to_owned())
-            .spawn(move || check(&positions, &accelerations, &params))
+            .spawn(move || check_forces(&bodies.positions, &accelerations, &params))
             .map_err(|e| Error::InvalidInput(format!("n-body: cannot start the force check: {e}")))?;
         self.force_checks.running = Some((method, step, handle));
         Ok(())
@@ -136,7 +141,7 @@ impl NBody {
 }
 
 /// The error of `accelerations` (with G) at `positions` against direct summation over a sample.
-fn check(positions: &[[f64; 4]], accelerations: &[[f64; 4]], params: &Params) -> ForceErrors {
+fn check_forces(positions: &[[f64; 4]], accelerations: &[[f64; 4]], params: &Params) -> ForceErrors {
     let bodies = sample(positions.len(), SAMPLE);
     let direct = direct_accelerations(positions, &bodies, params);
     force_errors(accelerations, &bodies, &direct)

@@ -12,6 +12,7 @@ pub mod cpu_rate;
 mod energy;
 mod engine;
 pub mod force_check;
+mod guard;
 pub mod kernels;
 mod live;
 pub mod multi;
@@ -26,8 +27,8 @@ pub mod tree;
 pub mod tune;
 
 pub use self::settings::{
-    DEFAULT_BODIES_CPU, DEFAULT_BODIES_CUDA, DEFAULT_FORCE_CHECK_EVERY, FLOPS_PER_INTERACTION, MAX_BODIES, NBodySettings, validate_bodies,
-    validate_params,
+    DEFAULT_BODIES_CPU, DEFAULT_BODIES_CUDA, DEFAULT_FORCE_CHECK_EVERY, FLOPS_PER_INTERACTION, MAX_BODIES,
+    NBodySettings, validate_bodies, validate_params,
 };
 
 use self::buffers::{every_buffer, make_buffers};
@@ -83,6 +84,8 @@ pub struct NBody {
     readouts: Readouts,
     /// The live comparison of the forces with direct summation.
     force_checks: force_check::ForceChecks,
+    /// The state to go back to when a step diverges (`guard`).
+    last_good: Option<guard::Checkpoint>,
     pending: Vec<Change>,
     edit: Edit,
     message: Option<String>,
@@ -140,6 +143,7 @@ impl NBody {
             step,
             readouts: Readouts::default(),
             force_checks: force_check::ForceChecks::default(),
+            last_good: None,
             pending: Vec::new(),
             edit,
             message: None,
@@ -264,72 +268,10 @@ impl NBody {
         }
         Ok(())
     }
-}
 
-fn mismatch() -> Error {
-    Error::InvalidInput("n-body: the compute backend and the transfer path disagree".to_owned())
-}
-
-fn camera_distance(preset: Preset) -> f32 {
-    match preset {
-        Preset::Collision | Preset::Merger => 5.0,
-        Preset::Disk => 2.6,
-        Preset::Plummer => 6.0,
-        Preset::Cube | Preset::Expanding => 4.5,
-        Preset::Shell => 3.5,
-    }
-}
-
-impl Demo for NBody {
-    fn name(&self) -> &'static str {
-        "nbody"
-    }
-
-    fn spec(&self) -> DemoSpec {
-        DemoSpec::new(self.settings.clone())
-    }
-
-    /// The bodies, their parameters and the step go through a state file in the temporary folder,
-    /// which the new demo loads.
-    fn spec_with_state(&mut self, graphics: Graphics<'_>) -> Result<DemoSpec> {
-        let path = std::env::temp_dir().join(format!("interop-lab-nbody-{}.state", std::process::id()));
-        self.save(graphics, &path)?;
-        Ok(DemoSpec::new(NBodySettings { load: Some(path), ..self.settings.clone() }))
-    }
-
-    fn pipeline(&self) -> &Pipeline {
-        &self.pipeline
-    }
-
-    fn buffer_sets(&self) -> u32 {
-        self.velocities.len() as u32
-    }
-
-    fn shared(&mut self) -> SharedParts<'_> {
-        SharedParts {
-            pipeline: &mut self.pipeline,
-            carried: every_buffer(&mut self.positions, &mut self.velocities),
-            drawn: Drawn::Carried(self.current),
-        }
-    }
-
-    /// Between CUDA and the CPU the engine changes too: the bodies are read while the old one
-    /// holds them, and carried over.
-    fn before_path_change(&mut self, graphics: Graphics<'_>, next: TransferKind) -> Result<()> {
-        self.carried_bodies = None;
-        if self.pipeline.kind().uses_cuda() != next.uses_cuda() {
-            self.carried_bodies = Some(self.read_bodies(graphics)?);
-        }
-        Ok(())
-    }
-
-    fn path_changed(&mut self, graphics: Graphics<'_>, _previous: TransferKind) -> Result<()> {
-        let Some(bodies) = self.carried_bodies.take() else { return Ok(()) };
-        let (settings, params, step) = (self.settings.clone(), self.params, self.step);
-        self.rebuild(graphics, settings, bodies, params, step)
-    }
-
-    fn step(&mut self, graphics: Graphics<'_>, frame: u64, _dt: f32) -> Result<StageTimes> {
+    /// One step with what comes with it (changes asked for, tuning, readouts, force checks);
+    /// a [`Error::Diverged`] is turned back into the last good state by [`Demo::step`].
+    fn advance(&mut self, graphics: Graphics<'_>, frame: u64) -> Result<StageTimes> {
         for change in std::mem::take(&mut self.pending) {
             if let Err(error) = self.apply(graphics, change) {
                 self.message = Some(error.to_string());
@@ -405,6 +347,77 @@ impl Demo for NBody {
         }
         self.advance_force_check(graphics)?;
         Ok(times)
+    }
+}
+
+fn mismatch() -> Error {
+    Error::InvalidInput("n-body: the compute backend and the transfer path disagree".to_owned())
+}
+
+fn camera_distance(preset: Preset) -> f32 {
+    match preset {
+        Preset::Collision | Preset::Merger => 5.0,
+        Preset::Disk => 2.6,
+        Preset::Plummer => 6.0,
+        Preset::Cube | Preset::Expanding => 4.5,
+        Preset::Shell => 3.5,
+    }
+}
+
+impl Demo for NBody {
+    fn name(&self) -> &'static str {
+        "nbody"
+    }
+
+    fn spec(&self) -> DemoSpec {
+        DemoSpec::new(self.settings.clone())
+    }
+
+    /// The bodies, their parameters and the step go through a state file in the temporary folder,
+    /// which the new demo loads.
+    fn spec_with_state(&mut self, graphics: Graphics<'_>) -> Result<DemoSpec> {
+        let path = std::env::temp_dir().join(format!("interop-lab-nbody-{}.state", std::process::id()));
+        self.save(graphics, &path)?;
+        Ok(DemoSpec::new(NBodySettings { load: Some(path), ..self.settings.clone() }))
+    }
+
+    fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    fn buffer_sets(&self) -> u32 {
+        self.velocities.len() as u32
+    }
+
+    fn shared(&mut self) -> SharedParts<'_> {
+        SharedParts {
+            pipeline: &mut self.pipeline,
+            carried: every_buffer(&mut self.positions, &mut self.velocities),
+            drawn: Drawn::Carried(self.current),
+        }
+    }
+
+    /// Between CUDA and the CPU the engine changes too: the bodies are read while the old one
+    /// holds them, and carried over.
+    fn before_path_change(&mut self, graphics: Graphics<'_>, next: TransferKind) -> Result<()> {
+        self.carried_bodies = None;
+        if self.pipeline.kind().uses_cuda() != next.uses_cuda() {
+            self.carried_bodies = Some(self.read_bodies(graphics)?);
+        }
+        Ok(())
+    }
+
+    fn path_changed(&mut self, graphics: Graphics<'_>, _previous: TransferKind) -> Result<()> {
+        let Some(bodies) = self.carried_bodies.take() else { return Ok(()) };
+        let (settings, params, step) = (self.settings.clone(), self.params, self.step);
+        self.rebuild(graphics, settings, bodies, params, step)
+    }
+
+    fn step(&mut self, graphics: Graphics<'_>, frame: u64, _dt: f32) -> Result<StageTimes> {
+        match self.advance(graphics, frame) {
+            Err(Error::Diverged(what)) => Err(self.restore_last_good(graphics, &what)),
+            other => other,
+        }
     }
 
     fn scene(&mut self, view: &View) -> Scene<'_> {

@@ -56,7 +56,7 @@ pub fn scratch_bytes(n: u32) -> usize {
         + 64
 }
 
-/// A status word the walk sets: which bound a walk hit.
+/// The status word's error bits: which bound a walk hit, or a position that is not finite.
 fn describe_errors(bits: u32) -> String {
     let mut parts = Vec::new();
     if bits & 1 != 0 {
@@ -64,6 +64,9 @@ fn describe_errors(bits: u32) -> String {
     }
     if bits & 2 != 0 {
         parts.push("a walk visited more nodes than the tree has (the tree is malformed)");
+    }
+    if bits & 4 != 0 {
+        parts.push("a body's position or mass became NaN or infinite");
     }
     parts.join("; ")
 }
@@ -337,9 +340,10 @@ impl GpuTree {
         };
         let bits = (errors & 0xffff_ffff) as u32;
         if bits != 0 {
-            return Err(Error::InvalidInput(format!(
-                "n-body tree: {}; the step's forces are incomplete",
-                describe_errors(bits)
+            return Err(Error::Diverged(format!(
+                "the tree step found that {} (in the last {} steps)",
+                describe_errors(bits),
+                self.copied_steps.max(1)
             )));
         }
         Ok(interactions / u64::from(self.copied_steps.max(1)))

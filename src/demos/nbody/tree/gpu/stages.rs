@@ -2,7 +2,9 @@
 //! radix tree, leaves, moments. Each states the grid and block its kernel is written for.
 #![allow(unsafe_code)]
 
-use super::{BLOCK, BOUNDS_BLOCKS, GpuTree, StageMarks, RADIX_BITS, RADIX_DIGITS, RADIX_PASSES, RADIX_TILE, SCAN_BLOCK};
+use super::{
+    BLOCK, BOUNDS_BLOCKS, GpuTree, RADIX_BITS, RADIX_DIGITS, RADIX_PASSES, RADIX_TILE, SCAN_BLOCK, StageMarks,
+};
 use crate::Result;
 use crate::cuda::launch::arg;
 use crate::cuda::{DeviceSpan, LaunchConfig, Stream};
@@ -32,11 +34,13 @@ impl GpuTree {
     fn bounds(&mut self, stream: &Stream, positions: DeviceSpan) -> Result<()> {
         let n = self.n;
         let (low, high) = (self.bounds_low.span().ptr, self.bounds_high.span().ptr);
-        let mut args = [arg(&positions.ptr), arg(&n), arg(&low), arg(&high)];
+        let errors = self.status.span().range(0, 4)?.ptr;
+        let mut args = [arg(&positions.ptr), arg(&n), arg(&low), arg(&high), arg(&errors)];
         let config = LaunchConfig { grid: [BOUNDS_BLOCKS, 1, 1], block: [BLOCK, 1, 1], shared_memory_bytes: 0 };
         let limits = &self.kernels.limits;
-        // SAFETY: matches tree_bounds_partial(const float4*, unsigned, float4*, float4*), written
-        // for 256-thread blocks; the partial boxes hold BOUNDS_BLOCKS entries, one per block.
+        // SAFETY: matches tree_bounds_partial(const float4*, unsigned, float4*, float4*, unsigned*),
+        // written for 256-thread blocks; the partial boxes hold BOUNDS_BLOCKS entries, one per
+        // block; errors is the status word's first 4 bytes.
         unsafe { self.kernels.bounds_partial.launch(stream, limits, &config, &mut args)? };
         let (blocks, quantisation) = (BOUNDS_BLOCKS, self.quantisation.span().ptr);
         let mut args = [arg(&low), arg(&high), arg(&blocks), arg(&quantisation)];
