@@ -3,6 +3,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::c_void;
+use std::marker::PhantomData;
 
 use cudarc::driver::sys;
 use serde::{Deserialize, Serialize};
@@ -115,9 +116,19 @@ impl From<&DeviceInfo> for DeviceLimits {
     }
 }
 
-/// One kernel argument, as `cuLaunchKernel` takes it: a pointer to the value.
-pub fn arg<T>(value: &T) -> *mut c_void {
-    (value as *const T).cast_mut().cast()
+/// One kernel argument, as `cuLaunchKernel` takes it: a pointer to the value, which stays
+/// borrowed while the argument list lives. A temporary (`arg(&buffer.span().ptr)`) is therefore
+/// a compile error instead of a pointer that dangles by the time the kernel is launched.
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy)]
+pub struct KernelArg<'a> {
+    value: *mut c_void,
+    borrowed: PhantomData<&'a ()>,
+}
+
+/// One kernel argument: see [`KernelArg`].
+pub fn arg<T>(value: &T) -> KernelArg<'_> {
+    KernelArg { value: (value as *const T).cast_mut().cast(), borrowed: PhantomData }
 }
 
 impl Function {
@@ -151,7 +162,7 @@ impl Function {
         stream: &Stream,
         device: &DeviceLimits,
         config: &LaunchConfig,
-        args: &mut [*mut c_void],
+        args: &mut [KernelArg<'_>],
     ) -> Result<()> {
         config.validate(device, self.attributes())?;
         if config.shared_memory_bytes as i32 > self.attributes().max_dynamic_shared_bytes {
@@ -180,7 +191,8 @@ impl Function {
                     config.block[2],
                     config.shared_memory_bytes,
                     stream.raw(),
-                    args.as_mut_ptr(),
+                    // KernelArg is a transparent pointer: the array is the `void**` the driver reads.
+                    args.as_mut_ptr().cast::<*mut c_void>(),
                     std::ptr::null_mut(),
                 )
             },

@@ -2,13 +2,12 @@
 //! place that vouches for their argument lists.
 #![allow(unsafe_code)]
 
-use std::ffi::c_void;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
 use super::cpu::Params;
-use crate::cuda::launch::arg;
+use crate::cuda::launch::{KernelArg, arg};
 use crate::cuda::module::{CompiledModule, FunctionAttributes};
 use crate::cuda::{
     Compiler, Context, DeviceBuffer, DeviceLimits, DeviceSpan, Event, Function, LaunchConfig, Module, Stream,
@@ -175,7 +174,7 @@ impl RealArg {
         }
     }
 
-    fn pointer(&self) -> *mut c_void {
+    fn pointer(&self) -> KernelArg<'_> {
         match self {
             RealArg::F32(v) => arg(v),
             RealArg::F64(v) => arg(v),

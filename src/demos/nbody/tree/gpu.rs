@@ -276,14 +276,15 @@ impl GpuTree {
         let (theta, softening2) = (theta as f32, (softening * softening) as f32);
         let errors = self.status.span().range(0, 4)?;
         let interactions = self.status.span().range(8, 8)?;
+        let (indices, children) = (self.indices[0].span().ptr, self.children.span().ptr);
         let mut args = [
             arg(&positions.ptr),
-            arg(&self.indices[0].span().ptr),
+            arg(&indices),
             arg(&n),
             arg(&nodes.centre_mass),
             arg(&nodes.quadrupole_radius),
             arg(&nodes.quadrupole_cross),
-            arg(&self.children.span().ptr),
+            arg(&children),
             arg(&partial.ptr),
             arg(&theta),
             arg(&softening2),
