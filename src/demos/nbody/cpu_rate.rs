@@ -3,6 +3,7 @@
 //! is the same from run to run. Offscreen runs have no limit.
 
 use super::cpu::{Params, Real, Scratch, accelerations};
+use super::tree::Method;
 
 /// The longest CPU step the window accepts, seconds: it answers input between steps, so a step
 /// longer than this would leave it unresponsive. Offscreen runs have no such limit.
@@ -83,19 +84,34 @@ fn process_cpu_seconds() -> Option<f64> {
     Some(nanoseconds as f64 * 1e-9)
 }
 
+/// What one step of `n` bodies costs on the CPU, in all-pairs interactions: n² for all-pairs;
+/// for the tree (its build, then a few hundred node interactions a body, each with the
+/// quadrupole) about 10,000 a body at 16,384 bodies, growing with log N. Measured on 2 cores at
+/// θ 0.35 against all-pairs' pass: 10,150 a body at 16,384 bodies (316 ms against 510 ms), 4,800 at
+/// 65,536 and 7,900 at 262,144 (all-pairs there extrapolated by N²); the model takes the
+/// highest, so a window it accepts steps in time.
+pub fn step_interactions(n: f64, method: Method) -> f64 {
+    match method {
+        Method::AllPairs => n * n,
+        Method::Tree => n * (10_000.0 + 1_500.0 * (n / 16_384.0).log2().max(0.0)),
+    }
+}
+
 /// The most bodies the window takes on the CPU backend of a machine that computes `rate`
-/// interactions a second: the count whose step takes [`MAX_STEP_SECONDS`] at [`RATE_MARGIN`] of
-/// the rate, rounded down to a rung of a ladder of half octaves (8192, 12288, 16384, 24576, …),
-/// never below [`ALWAYS_TAKEN`] or above [`MAX_BODIES`](super::MAX_BODIES). The rungs are far apart
-/// (a rate must change by 1.8× to 2.3× to move one), so the small differences between one
-/// measurement and the next give the same limit.
-pub fn window_body_limit(rate: f64) -> u32 {
-    let exact = (MAX_STEP_SECONDS * rate * RATE_MARGIN).sqrt();
+/// interactions a second with `method`: the count whose step ([`step_interactions`]) takes
+/// [`MAX_STEP_SECONDS`] at [`RATE_MARGIN`] of the rate, rounded down to a rung of a ladder of half
+/// octaves (8192, 12288, 16384, 24576, …), never below [`ALWAYS_TAKEN`] or above
+/// [`MAX_BODIES`](super::MAX_BODIES). The rungs are far apart (a rate must change by 1.8× to 2.3×
+/// to move one for all-pairs), so the small differences between one measurement and the next
+/// give the same limit.
+pub fn window_body_limit(rate: f64, method: Method) -> u32 {
+    let budget = MAX_STEP_SECONDS * rate * RATE_MARGIN;
     let mut limit = ALWAYS_TAKEN;
     loop {
         // The next rung: 2^k → 1.5·2^k → 2^(k+1).
         let next = if limit.is_power_of_two() { limit / 2 * 3 } else { limit / 3 * 4 };
-        if next > super::MAX_BODIES || f64::from(next) > exact || exact.is_nan() {
+        // Written so that a NaN budget stops at once.
+        if next > super::MAX_BODIES || !(step_interactions(f64::from(next), method) <= budget) {
             return limit;
         }
         limit = next;
@@ -103,23 +119,24 @@ pub fn window_body_limit(rate: f64) -> u32 {
 }
 
 /// Refuses a window on the CPU backend with more than [`window_body_limit`] bodies for this
-/// machine's rate ([`machine_rate`]), with the estimate and the fixes. Offscreen runs are not checked: they
-/// do what they are asked, however slowly.
-pub fn check_window_bodies(n: usize, double: bool) -> crate::Result<()> {
+/// machine's rate ([`machine_rate`]) and `method`, with the estimate and the fixes. Offscreen runs
+/// are not checked: they do what they are asked, however slowly.
+pub fn check_window_bodies(n: usize, double: bool, method: Method) -> crate::Result<()> {
     if n <= ALWAYS_TAKEN as usize {
         return Ok(());
     }
     let rate = if double { machine_rate::<f64>() } else { machine_rate::<f32>() };
-    let limit = window_body_limit(rate);
+    let limit = window_body_limit(rate, method);
     if n <= limit as usize {
         return Ok(());
     }
-    let seconds = (n as f64) * (n as f64) / rate;
+    let seconds = step_interactions(n as f64, method) / rate;
     Err(crate::Error::InvalidInput(format!(
-        "{n} bodies on the CPU backend: about {} per step on this machine ({rate:.2e} interactions/s, timed in CPU time), and the \
-         window answers input only between steps; it takes up to {limit} bodies on this CPU (steps of at most \
-         {MAX_STEP_SECONDS} s, with a margin): use --bodies {limit} or fewer, --headless (which runs any count, \
-         however slowly), or CUDA",
+        "{n} bodies on the CPU backend ({}): about {} per step on this machine ({rate:.2e} interactions/s, timed in \
+         CPU time), and the window answers input only between steps; it takes up to {limit} bodies on this CPU with \
+         this method (steps of at most {MAX_STEP_SECONDS} s, with a margin): use --bodies {limit} or fewer, \
+         --headless (which runs any count, however slowly), or CUDA",
+        method.name(),
         human_seconds(seconds)
     )))
 }
@@ -140,16 +157,21 @@ mod tests {
     fn the_windows_body_limit_is_a_rung_whose_step_fits_the_budget_at_the_margin() {
         let rungs: Vec<u32> = (0..22).map(|k| [8192u32, 12288][k % 2] << (k / 2)).collect();
         for rate in (0..60).map(|i| 1e7 * 1.25f64.powi(i)) {
-            let limit = window_body_limit(rate);
-            assert!(rungs.contains(&limit) || limit == crate::demos::nbody::MAX_BODIES, "{limit} at {rate:e}");
-            let step = f64::from(limit).powi(2) / (rate * RATE_MARGIN);
-            assert!(limit == ALWAYS_TAKEN || step <= MAX_STEP_SECONDS, "{limit} bodies take {step} s at {rate:e}");
-            assert!(window_body_limit(rate * 1.01) >= limit, "more speed never lowers the limit");
+            for method in [Method::AllPairs, Method::Tree] {
+                let limit = window_body_limit(rate, method);
+                assert!(rungs.contains(&limit) || limit == crate::demos::nbody::MAX_BODIES, "{limit} at {rate:e}");
+                let step = step_interactions(f64::from(limit), method) / (rate * RATE_MARGIN);
+                assert!(limit == ALWAYS_TAKEN || step <= MAX_STEP_SECONDS, "{limit} bodies take {step} s at {rate:e}");
+                assert!(window_body_limit(rate * 1.01, method) >= limit, "more speed never lowers the limit");
+            }
         }
-        assert_eq!(window_body_limit(1e30), crate::demos::nbody::MAX_BODIES);
+        assert_eq!(window_body_limit(1e30, Method::AllPairs), crate::demos::nbody::MAX_BODIES);
         for nothing in [0.0, -1.0, f64::NAN] {
-            assert_eq!(window_body_limit(nothing), ALWAYS_TAKEN);
+            assert_eq!(window_body_limit(nothing, Method::AllPairs), ALWAYS_TAKEN);
+            assert_eq!(window_body_limit(nothing, Method::Tree), ALWAYS_TAKEN);
         }
+        // Ten million bodies are beyond any CPU's window with either method.
+        assert!(window_body_limit(1e11, Method::Tree) < 10_000_000);
     }
 
     #[test]
@@ -161,7 +183,7 @@ mod tests {
             let band = |n: u32| f64::from(n).powi(2) / (MAX_STEP_SECONDS * RATE_MARGIN);
             let middle = (band(rung) * band(next)).sqrt();
             for wobble in [0.85, 0.95, 1.0, 1.05, 1.15] {
-                assert_eq!(window_body_limit(middle * wobble), rung, "{wobble} × {middle:e}");
+                assert_eq!(window_body_limit(middle * wobble, Method::AllPairs), rung, "{wobble} × {middle:e}");
             }
         }
     }

@@ -110,8 +110,8 @@ pub(super) fn make_engine(
         ))),
         None => {
             let n = bodies.len();
-            if window && settings.method == Method::AllPairs {
-                cpu_rate::check_window_bodies(n, settings.variant.precision == Precision::F64)?;
+            if window {
+                cpu_rate::check_window_bodies(n, settings.variant.precision == Precision::F64, settings.method)?;
             }
             let double = (settings.variant.precision == Precision::F64).then(|| CpuDouble {
                 positions: [bodies.positions.clone(), bodies.positions.clone()],

@@ -96,10 +96,13 @@ pub(super) fn initial_state(settings: &mut NBodySettings, cuda: bool, window: bo
             let n = settings.body_count(cuda);
             validate_bodies(n)?;
             choose_method(settings, n, cuda);
-            if !cuda && window && settings.method == Method::AllPairs {
-                // Before the bodies are made: 10 million of them take seconds to generate. The
-                // tree's step grows as N log N, so this all-pairs estimate does not apply to it.
-                cpu_rate::check_window_bodies(n as usize, settings.variant.precision == Precision::F64)?;
+            if !cuda && window {
+                // Before the bodies are made: 10 million of them take seconds to generate.
+                cpu_rate::check_window_bodies(
+                    n as usize,
+                    settings.variant.precision == Precision::F64,
+                    settings.method,
+                )?;
             }
             let params = settings.params();
             validate_params(&params)?;
