@@ -133,6 +133,7 @@ fn cpu_frames(options: &NBodyBench, n: u32, frames: FrameRunner<'_>) -> serde_js
         preset: options.preset,
         variant: Variant { precision: options.precision, ..Variant::default() },
         energy_every: 0,
+        force_check_every: 0.0, // no state is read back between the frames it times
         ..NBodySettings::default()
     };
     let measured = frame_run(options, n, DemoSpec::new(settings), options.cuda.on_cpu(), false, frames);

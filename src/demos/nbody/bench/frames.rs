@@ -24,6 +24,7 @@ pub(super) fn frame_benchmark(
         variant: best.variant,
         slices: Some(best.slices),
         energy_every: 0,
+        force_check_every: 0.0, // no state is read back between the frames it times
         pipeline_depth: options.pipeline_depth,
         ..NBodySettings::default()
     };
