@@ -110,8 +110,7 @@ pub fn window_body_limit(rate: f64, method: Method) -> u32 {
     loop {
         // The next rung: 2^k → 1.5·2^k → 2^(k+1).
         let next = if limit.is_power_of_two() { limit / 2 * 3 } else { limit / 3 * 4 };
-        // Written so that a NaN budget stops at once.
-        if next > super::MAX_BODIES || !(step_interactions(f64::from(next), method) <= budget) {
+        if next > super::MAX_BODIES || budget.is_nan() || step_interactions(f64::from(next), method) > budget {
             return limit;
         }
         limit = next;
