@@ -8,6 +8,7 @@
 //   tree_leaves                              leaf moments, arrival counters reset
 //   tree_moments                             bottom-up mass, centre, quadrupole, radius
 //   tree_walk                                per body: explicit-stack walk, accelerations without G
+//   tree_boxes_clear, tree_boxes             the top levels' boxes as line vertices (the overlay)
 //
 // The walk writes `partial` in the layout nbody_kick (nbody.cu) reads with one slice, so the
 // integrator, and the buffers GL and Vulkan draw, are all-pairs' own.
@@ -522,5 +523,67 @@ tree_walk(const float4* __restrict__ positions, const unsigned int* __restrict__
     }
     if (threadIdx.x % 32 == 0 && sum > 0) {
         atomicAdd(interactions, sum);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tree on screen: the box of every internal node less than `levels` below the root, as its
+// 12 edges, 24 float4 vertices (x, y, z, level + 1) a box, into the buffer the graphics API
+// draws as lines. Boxes take slots in arrival order; tree_boxes_clear first marks every slot
+// empty (w = 0, which the line shader skips) and resets the slot count.
+
+extern "C" __global__ void tree_boxes_clear(float4* __restrict__ vertices, unsigned int vertex_count,
+                                            unsigned int* __restrict__ taken)
+{
+    const unsigned int v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v == 0) {
+        *taken = 0;
+    }
+    if (v < vertex_count) {
+        vertices[v] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+}
+
+__device__ __forceinline__ float4 tree_corner(float4 low, float4 high, int corner, float w)
+{
+    return make_float4(corner & 1 ? high.x : low.x, corner & 2 ? high.y : low.y, corner & 4 ? high.z : low.z, w);
+}
+
+// One thread per internal node (n ≥ 2); a node's level is found by climbing its parents, at most
+// `levels` of them. `capacity` boxes fit in `vertices`.
+extern "C" __global__ void tree_boxes(unsigned int n, const unsigned int* __restrict__ parent,
+                                      const float4* __restrict__ low, const float4* __restrict__ high,
+                                      unsigned int levels, unsigned int capacity, float4* __restrict__ vertices,
+                                      unsigned int* __restrict__ taken)
+{
+    const unsigned int node = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < 2 || node >= n - 1) {
+        return;
+    }
+    unsigned int level = 0;
+    for (unsigned int up = parent[node]; up != TREE_NO_NODE; up = parent[up]) {
+        if (++level >= levels) {
+            return;
+        }
+    }
+    const unsigned int slot = atomicAdd(taken, 1u);
+    if (slot >= capacity) {
+        return;
+    }
+    const float4 l = low[node];
+    const float4 h = high[node];
+    const float w = (float)(level + 1);
+    float4* out = vertices + 24 * (size_t)slot;
+    int edge = 0;
+    // An edge joins two corners that differ along one axis: from each corner on the low side.
+    for (int axis = 0; axis < 3; ++axis) {
+        for (int corner = 0; corner < 8; ++corner) {
+            if (corner & (1 << axis)) {
+                continue;
+            }
+            out[2 * edge] = tree_corner(l, h, corner, w);
+            out[2 * edge + 1] = tree_corner(l, h, corner | (1 << axis), w);
+            ++edge;
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::{Graphics, Grid, Picture, Scene, SceneDrawer, Sprites, View};
+use super::{Boxes, Graphics, Grid, Picture, Scene, SceneDrawer, Sprites, View};
 use crate::gl::{self, Attribute, DrawState, Program, VertexArray};
 use crate::guard::Guard;
 use crate::sources::SourceFile;
@@ -11,6 +11,8 @@ use crate::{Result, source_file};
 
 const SPRITES_VERTEX: SourceFile = source_file!("shaders/nbody.vert");
 const SPRITES_FRAGMENT: SourceFile = source_file!("shaders/nbody.frag");
+const BOXES_VERTEX: SourceFile = source_file!("shaders/tree_boxes.vert");
+const BOXES_FRAGMENT: SourceFile = source_file!("shaders/tree_boxes.frag");
 const GRID_VERTEX: SourceFile = source_file!("shaders/wave.vert");
 const GRID_FRAGMENT: SourceFile = source_file!("shaders/wave.frag");
 const PICTURE_VERTEX: SourceFile = source_file!("shaders/blur_view.vert");
@@ -54,6 +56,8 @@ struct GridIndices {
 pub struct GlScenes {
     shaders_dir: Option<PathBuf>,
     sprites: Option<Pass>,
+    /// The tree's boxes over the sprites.
+    boxes: Option<Pass>,
     grid: Option<Pass>,
     grid_indices: Option<GridIndices>,
     picture: Option<Pass>,
@@ -95,6 +99,21 @@ impl GlScenes {
         program.set_f32(gl, "speed_scale", sprites.speed_scale);
         program.set_f32(gl, "brightness", sprites.brightness);
         pass.vertex_array.draw_arrays(gl, glow::POINTS, sprites.count as i32);
+        Ok(())
+    }
+
+    /// The tree's boxes as lines, blended over the sprites.
+    fn draw_boxes(&mut self, gl: &glow::Context, boxes: &Boxes<'_>, view_projection: &glam::Mat4) -> Result<()> {
+        if self.boxes.is_none() {
+            let dir = self.shaders_dir.as_deref();
+            self.boxes = Some(Pass::new(gl, "tree boxes", [BOXES_VERTEX, BOXES_FRAGMENT], dir)?);
+        }
+        let Some(pass) = &self.boxes else { return Ok(()) };
+        let corner = Attribute { location: 0, components: 4, stride: FLOAT4, offset: 0 };
+        pass.vertex_array.set_attributes(gl, boxes.vertices.gl()?, &[corner], None)?;
+        pass.program.bind(gl)?;
+        pass.program.set_mat4(gl, "view_projection", view_projection);
+        pass.vertex_array.draw_arrays(gl, glow::LINES, boxes.count as i32);
         Ok(())
     }
 
@@ -168,7 +187,10 @@ impl SceneDrawer for GlScenes {
         let drawn = match scene {
             Scene::Sprites(sprites) => {
                 gl::begin_scene(gl, view.origin, view.size, [0.0, 0.0, 0.01, 1.0], DrawState::Additive);
-                let drawn = self.draw_sprites(gl, sprites, &pass);
+                let mut drawn = self.draw_sprites(gl, sprites, &pass);
+                if let (Ok(()), Some(boxes)) = (&drawn, &sprites.boxes) {
+                    drawn = self.draw_boxes(gl, boxes, &sprites.view_projection);
+                }
                 gl::end_scene(gl);
                 drawn.and_then(|()| gl::check_error(gl, "drawing the bodies"))
             }
@@ -195,7 +217,7 @@ impl SceneDrawer for GlScenes {
 
     fn destroy(&mut self, graphics: Graphics<'_>) {
         let Ok(gl) = graphics.gl() else { return };
-        for pass in [&mut self.sprites, &mut self.grid, &mut self.picture] {
+        for pass in [&mut self.sprites, &mut self.boxes, &mut self.grid, &mut self.picture] {
             if let Some(mut pass) = pass.take() {
                 pass.destroy(gl);
             }

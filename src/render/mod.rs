@@ -70,6 +70,16 @@ pub struct Sprites<'a> {
     pub speed_scale: f32,
     /// Brightness of one sprite.
     pub brightness: f32,
+    /// Lines drawn over the bodies: the tree's boxes (`--draw-tree`).
+    pub boxes: Option<Boxes<'a>>,
+}
+
+/// Lines in world space, two vertices a line: the boxes of n-body's tree, which the step writes.
+pub struct Boxes<'a> {
+    /// float4 per vertex: x, y, z, level + 1 (1 the root); w = 0 marks an empty slot, not drawn.
+    pub vertices: &'a SharedBuffer,
+    /// Vertices to draw (a multiple of 2).
+    pub count: u32,
 }
 
 /// A `width × height` grid of float4 vertices `(u, height, v, 1)`.

@@ -5,7 +5,7 @@
 
 use ash::vk::DescriptorSet;
 
-use super::{Graphics, Grid, Picture, Scene, SceneDrawer, Sprites, View};
+use super::{Boxes, Graphics, Grid, Picture, Scene, SceneDrawer, Sprites, View};
 use crate::sources::SourceFile;
 use crate::vk::frame::VulkanGraphics;
 use crate::vk::memory::Buffer;
@@ -17,6 +17,8 @@ const GRID_VERTEX: SourceFile = source_file!("shaders/vulkan/wave.vert");
 const GRID_FRAGMENT: SourceFile = source_file!("shaders/vulkan/wave.frag");
 const SPRITES_VERTEX: SourceFile = source_file!("shaders/vulkan/nbody.vert");
 const SPRITES_FRAGMENT: SourceFile = source_file!("shaders/vulkan/nbody.frag");
+const BOXES_VERTEX: SourceFile = source_file!("shaders/vulkan/tree_boxes.vert");
+const BOXES_FRAGMENT: SourceFile = source_file!("shaders/vulkan/tree_boxes.frag");
 
 const PICTURE_VERTEX: SourceFile = source_file!("shaders/vulkan/blur_view.vert");
 const PICTURE_FRAGMENT: SourceFile = source_file!("shaders/vulkan/blur_view.frag");
@@ -54,6 +56,13 @@ struct SpriteConstants {
     brightness: f32,
 }
 
+/// The push-constant block of `shaders/vulkan/tree_boxes.vert` (64 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct BoxesConstants {
+    view_projection: [f32; 16],
+}
+
 /// The push-constant block of `shaders/vulkan/blur_view.frag` (44 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -86,6 +95,8 @@ struct GridPasses {
 pub struct VulkanScenes {
     grid: Option<GridPasses>,
     sprites: Option<GraphicsPipeline>,
+    /// The tree's boxes over the sprites.
+    boxes: Option<GraphicsPipeline>,
     picture: Option<PicturePass>,
 }
 
@@ -185,8 +196,33 @@ impl VulkanScenes {
         self.sprites.as_ref().ok_or_else(|| Error::Unavailable("the sprite pipeline was not built".to_owned()))
     }
 
+    fn boxes_pass(&mut self, vulkan: &VulkanGraphics) -> Result<&GraphicsPipeline> {
+        if self.boxes.is_none() {
+            let description = PipelineDescription {
+                vertex: &BOXES_VERTEX,
+                fragment: &BOXES_FRAGMENT,
+                topology: Topology::Lines,
+                vertex_buffers: 1,
+                textures: 0,
+                blend: Blend::Additive,
+                push_constant_bytes: std::mem::size_of::<BoxesConstants>() as u32,
+            };
+            self.boxes = Some(GraphicsPipeline::new(vulkan.context(), &description)?);
+        }
+        self.boxes.as_ref().ok_or_else(|| Error::Unavailable("the tree box pipeline was not built".to_owned()))
+    }
+
     fn draw_sprites(&mut self, vulkan: &VulkanGraphics, sprites: &Sprites<'_>, view: &View) -> Result<()> {
-        let pipeline = self.sprites_pass(vulkan)?;
+        if sprites.boxes.is_some() {
+            self.boxes_pass(vulkan)?;
+        }
+        self.sprites_pass(vulkan)?;
+        let Some(pipeline) = &self.sprites else { return Ok(()) };
+        let boxes = match (&sprites.boxes, &self.boxes) {
+            (Some(Boxes { vertices, count }), Some(pipeline)) => Some((vertices.vulkan(vulkan)?, *count, pipeline)),
+            _ => None,
+        };
+        let boxes_constants = BoxesConstants { view_projection: sprites.view_projection.to_cols_array() };
         let constants = SpriteConstants {
             view_projection: sprites.view_projection.to_cols_array(),
             pixels_per_unit: sprites.pixels_per_unit,
@@ -198,7 +234,10 @@ impl VulkanScenes {
         let rect = Rect { origin: view.origin, size: view.size };
         vulkan.record(|recorder, target| {
             target.begin_rendering(recorder, rect, SPRITES_CLEAR, pipeline.tests_depth())?;
-            let drawn = recorder.draw(pipeline, bytemuck::bytes_of(&constants), &buffers, sprites.count);
+            let mut drawn = recorder.draw(pipeline, bytemuck::bytes_of(&constants), &buffers, sprites.count);
+            if let (Ok(()), Some((vertices, count, boxes))) = (&drawn, boxes) {
+                drawn = recorder.draw(boxes, bytemuck::bytes_of(&boxes_constants), &[vertices], count);
+            }
             target.end_rendering(recorder);
             drawn
         })
@@ -270,13 +309,14 @@ impl SceneDrawer for VulkanScenes {
     }
 
     fn destroy(&mut self, graphics: Graphics<'_>) {
-        let (grid, sprites, picture) = (self.grid.take(), self.sprites.take(), self.picture.take());
+        let (grid, sprites, boxes, picture) =
+            (self.grid.take(), self.sprites.take(), self.boxes.take(), self.picture.take());
         if let Ok(vulkan) = graphics.vulkan() {
             // The pipelines and the index buffer go once the frames that use them are done.
             if let Err(error) = vulkan.wait_idle() {
                 log::warn!("releasing the Vulkan renderer: {error}");
             }
         }
-        drop((grid, sprites, picture));
+        drop((grid, sprites, boxes, picture));
     }
 }

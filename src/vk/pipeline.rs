@@ -54,6 +54,8 @@ pub enum Topology {
     Triangles,
     /// Every vertex a point.
     Points,
+    /// Every two vertices a line.
+    Lines,
 }
 
 /// What a pipeline draws.
@@ -63,7 +65,7 @@ pub struct PipelineDescription<'a> {
     pub vertex: &'a SourceFile,
     /// The fragment shader.
     pub fragment: &'a SourceFile,
-    /// Triangles or points.
+    /// Triangles, points or lines.
     pub topology: Topology,
     /// Vertex buffers: buffer `i` feeds attribute `location = i`, one float4 per vertex (0: the
     /// vertex shader makes its vertices up from `gl_VertexIndex`).
@@ -178,6 +180,7 @@ impl GraphicsPipeline {
         let topology = match description.topology {
             Topology::Triangles => vk::PrimitiveTopology::TRIANGLE_LIST,
             Topology::Points => vk::PrimitiveTopology::POINT_LIST,
+            Topology::Lines => vk::PrimitiveTopology::LINE_LIST,
         };
         let assembly = vk::PipelineInputAssemblyStateCreateInfo::default().topology(topology);
         let viewport = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);

@@ -11,6 +11,7 @@ use super::multi;
 use super::presets::Preset;
 use super::settings::{BODIES, DAMPING, DEFAULT_FORCE_CHECK_EVERY, DT, GRAVITY, PIPELINE_DEPTHS, SOFTENING};
 use super::sim::SLICES;
+use super::tree::boxes::{DEFAULT_LEVELS, MAX_LEVELS};
 use super::tree::{DEFAULT_THETA, MAX_THETA, MIN_THETA, Method};
 use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, SIZE};
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
@@ -36,6 +37,13 @@ pub struct NBodyArgs {
     /// Speed drawn with the hottest colour, more than 0, up to 100 (× the initial RMS speed).
     #[arg(long, default_value_t = 2.0, value_parser = Ranged::<f32>::above(0.0, 100.0))]
     pub colour_scale: f32,
+    /// Draw the tree's boxes over the bodies (with the tree method): each node's box, written by
+    /// CUDA (or the CPU backend) into a second shared buffer that the graphics API draws as lines.
+    #[arg(long)]
+    pub draw_tree: bool,
+    /// Levels of the tree drawn with --draw-tree, 1 to 14 levels (the root and those below it).
+    #[arg(long, default_value_t = DEFAULT_LEVELS, value_parser = Ranged::<u32>::new(1, MAX_LEVELS).unit("levels"))]
+    pub tree_levels: u32,
     /// Compute the total energy every this many steps, 0 or more steps (0: only when asked).
     #[arg(long, default_value_t = 30, value_parser = Ranged::<u32>::at_least(0).unit("steps"))]
     pub energy_every: u32,
@@ -257,6 +265,8 @@ impl NBodyArgs {
             slices: p.slices,
             point_size: self.point_size,
             brightness: self.brightness,
+            draw_tree: self.draw_tree,
+            tree_levels: self.tree_levels,
             colour_scale: self.colour_scale,
             energy_every: self.energy_every,
             force_check_every: self.force_check_every,

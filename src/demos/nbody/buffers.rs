@@ -74,7 +74,7 @@ impl NBody {
     }
 
     /// Refills the buffers the next step writes (never reads) with NaN, so a test can tell
-    /// written values from stale ones.
+    /// written values from stale ones: the overlay's too, when it has one.
     pub fn poison_next_output(&mut self, graphics: Graphics<'_>) -> Result<()> {
         self.release_prepared()?;
         self.pipeline.transfer().synchronize()?;
@@ -87,7 +87,7 @@ impl NBody {
             let index = self.velocities_for(next);
             std::mem::replace(&mut self.velocities[index], buffer).destroy(graphics);
         }
-        Ok(())
+        self.poison_tree_boxes(graphics)
     }
 
     /// What the drawn buffers hold now (float copies of the state in fp64 runs), for tests.

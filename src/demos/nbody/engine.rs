@@ -141,6 +141,13 @@ pub(super) fn cast_mut<T: bytemuck::Pod>(bytes: &mut [u8]) -> Result<&mut [T]> {
 }
 
 impl CpuEngine {
+    /// Writes the overlay's boxes of the tree the last step built into `vertices` (host bytes of
+    /// the shared buffer; `tree::boxes`).
+    pub(super) fn write_tree_boxes(&self, levels: u32, vertices: &mut [u8]) -> Result<()> {
+        super::tree::boxes::write(self.tree.tree(), levels, cast_mut(vertices)?);
+        Ok(())
+    }
+
     /// One step on the CPU into the host copies of the GL buffers: fp32 reads positions
     /// (`buffers[0]`) and writes the next ones (`buffers[1]`) and the velocities (`buffers[2]`);
     /// fp64 steps its own state and writes float copies of positions and velocities

@@ -16,6 +16,7 @@ mod guard;
 pub mod kernels;
 mod live;
 pub mod multi;
+mod overlay;
 mod panel;
 pub mod presets;
 mod readouts;
@@ -102,6 +103,8 @@ pub struct NBody {
     carried_bodies: Option<Bodies>,
     /// Drawn in a window, whose CPU steps must stay short enough to answer input.
     window: bool,
+    /// The tree's boxes, drawn over the bodies (`--draw-tree`).
+    tree_boxes: Option<overlay::TreeBoxes>,
 }
 
 impl NBody {
@@ -155,6 +158,7 @@ impl NBody {
             tune_when_compiled: start_tuner,
             carried_bodies: None,
             window: env.window,
+            tree_boxes: None,
         };
         if matches!(demo.engine, Engine::Compiling(_)) {
             return Ok(demo); // the first frame shows the bodies; the rest starts with the kernels
@@ -285,6 +289,8 @@ impl NBody {
         let step = self.step;
         let energy_due =
             self.settings.energy_every > 0 && (step + 1).is_multiple_of(u64::from(self.settings.energy_every));
+        self.prepare_tree_boxes(graphics)?;
+        let levels = self.tree_levels_drawn().filter(|_| self.tree_boxes.is_some());
         let display_only = self.display_only();
         let method = self.settings.force_method();
         // With --pipeline-depth 2 (CUDA) the copies the next step writes are mapped during this one.
@@ -299,44 +305,58 @@ impl NBody {
         // receive float copies to draw.
         let mut next_pair;
         let mut next: &mut [(&mut SharedBuffer, Access)] = &mut [];
-        let mut state_buffers;
-        let mut display_buffers;
-        let buffers: &mut [(&mut SharedBuffer, Access)] = if display_only {
+        let mut buffers: Vec<(&mut SharedBuffer, Access)> = if display_only {
             if let (true, Some(velocities_next)) = (pipelined, velocities_next) {
                 // The positions this step read are the ones the next step writes (as a copy).
                 next_pair = [(positions_in, Access::Write), (velocities_next, Access::Write)];
                 next = &mut next_pair;
             }
-            display_buffers = [(positions_out, Access::Write), (velocities, Access::Write)];
-            &mut display_buffers
+            vec![(positions_out, Access::Write), (velocities, Access::Write)]
         } else {
-            state_buffers =
-                [(positions_in, Access::Read), (positions_out, Access::Write), (velocities, Access::ReadWrite)];
-            &mut state_buffers
+            vec![(positions_in, Access::Read), (positions_out, Access::Write), (velocities, Access::ReadWrite)]
         };
-        let times = self.pipeline.transfer().run_pipelined(graphics, frame, buffers, next, &mut |target| match (
-            target,
-            &mut *engine,
-        ) {
-            (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
-                let spans = if display_only {
-                    StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] }
-                } else {
-                    StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] }
-                };
-                match multi {
-                    Some(multi) => multi.step(stream, &spans, &params, step)?,
-                    None => simulation.step(stream, &spans, &params, step)?,
+        // The tree's boxes go last (the overlay, when on).
+        let tree_boxes = self.tree_boxes.as_mut().filter(|_| levels.is_some());
+        let boxes_slot = buffers.len();
+        if let Some(boxes) = tree_boxes {
+            buffers.push((boxes.buffer(), Access::Write));
+        }
+        let times =
+            self.pipeline.transfer().run_pipelined(graphics, frame, &mut buffers, next, &mut |target| match (
+                target,
+                &mut *engine,
+            ) {
+                (Target::Device { buffers, stream }, Engine::Cuda { simulation, multi, .. }) => {
+                    let spans = if display_only {
+                        StepBuffers { positions_in: buffers[0], positions_out: buffers[0], velocities: buffers[1] }
+                    } else {
+                        StepBuffers { positions_in: buffers[0], positions_out: buffers[1], velocities: buffers[2] }
+                    };
+                    match multi {
+                        Some(multi) => multi.step(stream, &spans, &params, step)?,
+                        None => simulation.step(stream, &spans, &params, step)?,
+                    }
+                    if energy_due {
+                        let after = StepBuffers { positions_in: spans.positions_out, ..spans };
+                        simulation.request_energy(stream, &after, &params, step + 1)?;
+                    }
+                    match (levels, buffers.get(boxes_slot)) {
+                        (Some(levels), Some(&vertices)) => simulation.write_tree_boxes(stream, vertices, levels),
+                        _ => Ok(()),
+                    }
                 }
-                if energy_due {
-                    let after = StepBuffers { positions_in: spans.positions_out, ..spans };
-                    simulation.request_energy(stream, &after, &params, step + 1)?;
+                (Target::Host { buffers }, Engine::Cpu(engine)) => {
+                    engine.step(buffers, &params, method)?;
+                    match (levels, buffers.get_mut(boxes_slot)) {
+                        (Some(levels), Some(vertices)) => engine.write_tree_boxes(levels, vertices),
+                        _ => Ok(()),
+                    }
                 }
-                Ok(())
-            }
-            (Target::Host { buffers }, Engine::Cpu(engine)) => engine.step(buffers, &params, method),
-            _ => Err(mismatch()),
-        })?;
+                _ => Err(mismatch()),
+            })?;
+        if let (Some(levels), Some(boxes)) = (levels, self.tree_boxes.as_mut()) {
+            boxes.wrote(levels);
+        }
         self.current = 1 - self.current;
         self.step += 1;
         self.note_step();
@@ -401,6 +421,10 @@ impl Demo for NBody {
     /// holds them, and carried over.
     fn before_path_change(&mut self, graphics: Graphics<'_>, next: TransferKind) -> Result<()> {
         self.carried_bodies = None;
+        if self.tree_boxes.is_some() {
+            self.synchronize()?;
+            self.drop_tree_boxes(graphics); // made again on the new path by the next step
+        }
         if self.pipeline.kind().uses_cuda() != next.uses_cuda() {
             self.carried_bodies = Some(self.read_bodies(graphics)?);
         }
@@ -432,6 +456,7 @@ impl Demo for NBody {
             radius: self.settings.point_size,
             speed_scale: self.speed_reference * self.settings.colour_scale,
             brightness: self.settings.brightness * density,
+            boxes: self.tree_boxes.as_ref().and_then(|boxes| boxes.drawn()),
         })
     }
 
@@ -481,8 +506,9 @@ impl Demo for NBody {
         if let Err(error) = self.synchronize() {
             log::warn!("nbody: {error}");
         }
-        let NBody { positions: [p0, p1], velocities, .. } = *self;
-        for buffer in [p0, p1].into_iter().chain(velocities) {
+        let NBody { positions: [p0, p1], velocities, tree_boxes, .. } = *self;
+        let boxes = tree_boxes.map(overlay::TreeBoxes::into_buffer);
+        for buffer in [p0, p1].into_iter().chain(velocities).chain(boxes) {
             buffer.destroy(graphics);
         }
     }

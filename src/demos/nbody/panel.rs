@@ -8,6 +8,7 @@ use super::engine::Engine;
 use super::kernels::Precision;
 use super::multi::{DeviceTimes, MultiSimulation};
 use super::presets::Preset;
+use super::tree::boxes::MAX_LEVELS;
 use super::tree::{MAX_THETA, MIN_THETA, Method};
 use super::{Change, FLOPS_PER_INTERACTION, MAX_BODIES, NBody, Readouts, validate_params};
 
@@ -153,6 +154,16 @@ fn method_controls(demo: &mut NBody, ui: &mut egui::Ui) {
         ui.add(egui::Slider::new(&mut method.theta, MIN_THETA..=MAX_THETA).text("θ (opening angle)")).on_hover_text(
             "a node is taken whole when its radius is below θ times its distance: smaller is more exact and slower",
         );
+        ui.horizontal(|ui| {
+            ui.checkbox(&mut demo.settings.draw_tree, "draw the tree").on_hover_text(
+                "each node's box, written by the step into a second shared buffer and drawn as lines over the bodies",
+            );
+            ui.add_enabled(
+                demo.settings.draw_tree,
+                egui::Slider::new(&mut demo.settings.tree_levels, 1..=MAX_LEVELS).text("levels"),
+            )
+            .on_hover_text("the root and the levels below it: each level halves a box along one axis");
+        });
     }
     if method != demo.settings.force_method() && !demo.pending.iter().any(|c| matches!(c, Change::Method(_))) {
         demo.pending.push(Change::Method(method));

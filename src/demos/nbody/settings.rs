@@ -100,6 +100,10 @@ pub struct NBodySettings {
     pub auto_method: bool,
     /// The tree's opening angle θ, 0.2..=1.0 (smaller: more exact, slower).
     pub theta: f64,
+    /// Draw the tree's boxes over the bodies (with the tree method).
+    pub draw_tree: bool,
+    /// Levels of the tree drawn, 1..=`tree::boxes::MAX_LEVELS`.
+    pub tree_levels: u32,
 }
 
 impl Default for NBodySettings {
@@ -127,6 +131,8 @@ impl Default for NBodySettings {
             method: Method::AllPairs,
             auto_method: false,
             theta: DEFAULT_THETA,
+            draw_tree: false,
+            tree_levels: super::tree::boxes::DEFAULT_LEVELS,
         }
     }
 }

@@ -204,6 +204,15 @@ impl Simulation {
         }
     }
 
+    /// Queues the overlay's boxes of the tree the last step built into `vertices`
+    /// (`tree::boxes`); an error when the tree method is not in use.
+    pub fn write_tree_boxes(&mut self, stream: &Stream, vertices: DeviceSpan, levels: u32) -> Result<()> {
+        match &mut self.tree {
+            Some(tree) if self.method.method == Method::Tree => tree.write_boxes(stream, vertices, levels),
+            _ => Err(Error::InvalidInput("the tree is drawn only with the tree method".to_owned())),
+        }
+    }
+
     /// Waits for the last tree walk: its interactions, or the error it reported.
     pub fn finish_tree(&mut self) -> Result<u64> {
         match &mut self.tree {

@@ -5,6 +5,7 @@
 
 use std::rc::Rc;
 
+use super::boxes;
 use crate::cuda::launch::arg;
 use crate::cuda::{
     Compiler, Context, DeviceBuffer, DeviceLimits, DeviceSpan, Event, Function, LaunchConfig, Module, PinnedBuffer,
@@ -120,6 +121,8 @@ struct TreeKernels {
     leaves: Function,
     moments: Function,
     walk: Function,
+    boxes_clear: Function,
+    boxes: Function,
     limits: DeviceLimits,
 }
 
@@ -148,6 +151,10 @@ pub struct GpuTree {
     status_steps: Option<u32>,
     /// Walks the copy in flight sums.
     copied_steps: u32,
+    /// Boxes `tree_boxes` has given slots to (u32).
+    boxes_taken: DeviceBuffer,
+    /// A step has built the tree in `parent` and `nodes`.
+    built: bool,
 }
 
 impl GpuTree {
@@ -184,6 +191,8 @@ impl GpuTree {
             leaves: module.function("tree_leaves")?,
             moments: module.function("tree_moments")?,
             walk: module.function("tree_walk")?,
+            boxes_clear: module.function("tree_boxes_clear")?,
+            boxes: module.function("tree_boxes")?,
             limits: DeviceLimits::from(context.device()),
         };
         let bodies = n as usize;
@@ -217,6 +226,8 @@ impl GpuTree {
             status_pending: false,
             status_steps: None,
             copied_steps: 0,
+            boxes_taken: buffer(4)?,
+            built: false,
         })
     }
 
@@ -272,6 +283,7 @@ impl GpuTree {
             self.status_steps = Some(0);
         }
         self.build(stream, positions, marks)?;
+        self.built = true;
         let nodes = self.node_pointers();
         let (theta, softening2) = (theta as f32, (softening * softening) as f32);
         let errors = self.status.span().range(0, 4)?;
@@ -348,6 +360,44 @@ impl GpuTree {
             )));
         }
         Ok(interactions / u64::from(self.copied_steps.max(1)))
+    }
+
+    /// Queues the writing of the overlay: the boxes of the tree the last step built, `levels`
+    /// levels from the root, into `vertices` ([`boxes::capacity`] boxes of 24 float4, as many
+    /// as fit), every slot left marked empty. Before any step, all slots are empty.
+    pub fn write_boxes(&mut self, stream: &Stream, vertices: DeviceSpan, levels: u32) -> Result<()> {
+        let n = self.n;
+        let levels = levels.min(boxes::MAX_LEVELS);
+        let fit = u32::try_from(vertices.bytes / boxes::BOX_BYTES).unwrap_or(u32::MAX);
+        let capacity = boxes::capacity(levels, n).min(fit);
+        let vertex_count = capacity * boxes::VERTICES_PER_BOX as u32;
+        let taken = self.boxes_taken.span().ptr;
+        let mut args = [arg(&vertices.ptr), arg(&vertex_count), arg(&taken)];
+        let config = LaunchConfig::for_items(vertex_count.max(1), BLOCK);
+        // SAFETY: matches tree_boxes_clear(float4*, unsigned, unsigned*); vertices holds
+        // vertex_count float4 (capacity is at most what fits), taken one u32; guarded v < count.
+        unsafe { self.kernels.boxes_clear.launch(stream, &self.kernels.limits, &config, &mut args)? };
+        if !self.built || n < 2 || capacity == 0 {
+            return Ok(());
+        }
+        let nodes = self.node_pointers();
+        let parent = self.parent.span().ptr;
+        let mut args = [
+            arg(&n),
+            arg(&parent),
+            arg(&nodes.low),
+            arg(&nodes.high),
+            arg(&levels),
+            arg(&capacity),
+            arg(&vertices.ptr),
+            arg(&taken),
+        ];
+        let config = LaunchConfig::for_items(n - 1, BLOCK);
+        // SAFETY: matches tree_boxes(unsigned, const unsigned*, const float4* ×2, unsigned,
+        // unsigned, float4*, unsigned*); parent, low and high hold 2n − 1 entries written by the
+        // last build (a node's parents are nodes), vertices `capacity` boxes; the kernel guards
+        // node < n − 1 and slot < capacity.
+        unsafe { self.kernels.boxes.launch(stream, &self.kernels.limits, &config, &mut args) }
     }
 
     fn node_pointers(&self) -> NodePointers {

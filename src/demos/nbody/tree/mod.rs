@@ -5,6 +5,7 @@
 //! The force law, softening and integrator are all-pairs' (`super::cpu`): only the sum over
 //! bodies is approximated, by taking far groups as their centre of mass.
 
+pub mod boxes;
 pub mod build;
 pub mod check;
 pub mod gpu;
