@@ -183,7 +183,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
         let report = headless::run(&options)?;
         print_headless(&report, &options);
         if let Some(recording) = &report.recording {
-            print_recording(recording, 60);
+            println!("{}", recording.summary(60));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -205,7 +205,7 @@ fn run_demo(run: &RunArgs, spec: DemoSpec, stop: &StopRequest) -> Result<ExitCod
         path_flags,
     })?;
     for recording in &report.recordings {
-        print_recording(recording, 60);
+        println!("{}", recording.summary(60));
     }
     log::info!("closed after {} frames", report.frames);
     if report.relaunch {
@@ -248,20 +248,6 @@ fn print_headless(report: &headless::HeadlessReport, options: &HeadlessOptions) 
             println!("{what}: {}", path.display());
         }
     }
-}
-
-fn print_recording(recording: &interop_lab::record::RecordReport, fps: u32) {
-    println!(
-        "recorded {} frames into {}{}; a video of them:\n  {}",
-        recording.frames,
-        recording.dir.display(),
-        if recording.dropped > 0 {
-            format!(" ({} dropped: the encoders fell behind)", recording.dropped)
-        } else {
-            String::new()
-        },
-        recording.ffmpeg_line(fps)
-    );
 }
 
 /// Replaces this process by a new run of the app with the same arguments: after a kernel fault

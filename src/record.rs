@@ -38,6 +38,21 @@ pub struct RecordReport {
 }
 
 impl RecordReport {
+    /// What was recorded, where, what was dropped, and the ffmpeg command for a video at `fps`.
+    pub fn summary(&self, fps: u32) -> String {
+        let dropped = if self.dropped > 0 {
+            format!(" ({} dropped: the encoders fell behind)", self.dropped)
+        } else {
+            String::new()
+        };
+        format!(
+            "recorded {} frames into {}{dropped}; a video of them:\n  {}",
+            self.frames,
+            self.dir.display(),
+            self.ffmpeg_line(fps)
+        )
+    }
+
     /// The ffmpeg command that turns the sequence into a video at `fps`.
     pub fn ffmpeg_line(&self, fps: u32) -> String {
         format!(
