@@ -14,8 +14,24 @@ use super::{Change, FLOPS_PER_INTERACTION, MAX_BODIES, NBody, Readouts, validate
 
 /// The n-body section of the panel.
 pub(super) fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
+    readouts(demo, ui); // first: what the user came to see
+    ui.separator();
+    preset_controls(demo, ui);
+    ui.separator();
+    physics_controls(demo, ui);
+    ui.separator();
+    method_controls(demo, ui);
+    ui.separator();
+    look_controls(demo, ui);
+    ui.separator();
+    variant_controls(demo, ui);
+    ui.separator();
+    state_controls(demo, ui);
+}
+
+/// Steps/s, the forces' cost, the devices' shares, the energy and the force check.
+fn readouts(demo: &mut NBody, ui: &mut egui::Ui) {
     let n = demo.len();
-    // Readouts first: what the user came to see.
     match demo.steps_per_second() {
         Some(rate) => ui.label(format!("{} bodies, step {}, {:.1} steps/s", n, demo.step, rate)),
         None => ui.label(format!("{} bodies, step {}, not stepping (paused)", n, demo.step)),
@@ -59,8 +75,10 @@ pub(super) fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
         demo.pending.push(Change::Energy);
     }
     force_check_readout(demo, ui);
+}
 
-    ui.separator();
+/// Preset, body count and seed, applied with a reset.
+fn preset_controls(demo: &mut NBody, ui: &mut egui::Ui) {
     ui.horizontal(|ui| {
         egui::ComboBox::new("nbody_preset", "preset").selected_text(demo.edit.preset.name()).show_ui(ui, |ui| {
             for preset in Preset::ALL {
@@ -80,8 +98,10 @@ pub(super) fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
     if ui.button("reset").on_hover_text("regenerate the preset with this body count and seed").clicked() {
         demo.pending.push(Change::Reset);
     }
+}
 
-    ui.separator();
+/// dt, softening, damping and G: applied at once when valid, else said and the old values kept.
+fn physics_controls(demo: &mut NBody, ui: &mut egui::Ui) {
     let mut params = demo.edit.params;
     ui.horizontal(|ui| {
         ui.label("dt");
@@ -105,21 +125,19 @@ pub(super) fn controls(demo: &mut NBody, ui: &mut egui::Ui) {
             Err(error) => demo.message = Some(format!("{error} (still running with the previous values)")),
         }
     }
+}
 
-    ui.separator();
-    method_controls(demo, ui);
-
-    ui.separator();
+/// How the bodies look: sprite size, brightness, colour scale.
+fn look_controls(demo: &mut NBody, ui: &mut egui::Ui) {
     ui.add(egui::Slider::new(&mut demo.settings.point_size, 0.001..=0.05).logarithmic(true).text("point size"));
     ui.add(egui::Slider::new(&mut demo.settings.brightness, 0.05..=20.0).logarithmic(true).text("brightness"));
     ui.add(
         egui::Slider::new(&mut demo.settings.colour_scale, 0.2..=10.0).logarithmic(true).text("colour: speed scale"),
     );
+}
 
-    ui.separator();
-    variant_controls(demo, ui);
-
-    ui.separator();
+/// Save and load the state, and what the last change said.
+fn state_controls(demo: &mut NBody, ui: &mut egui::Ui) {
     ui.horizontal(|ui| {
         ui.label("state file");
         ui.text_edit_singleline(&mut demo.edit.path);
