@@ -144,3 +144,14 @@ fn the_cuda_tree_checks_its_forces_on_both_renderers_and_every_path() {
         check_errors(&stats["force_check"], P99_BOUND);
     }
 }
+
+#[test]
+fn the_energy_sums_itself_only_where_its_o_n2_cost_is_small_and_says_so_otherwise() {
+    // The CPU backend sums it by itself up to 8,192 bodies (ENERGY_BY_ITSELF_CPU).
+    let args = ["--backend", "cpu", "--method", "tree", "--frames", "3", "--energy-every", "2"];
+    let small = demo_stats(&[&args[..], &["--bodies", "4000"]].concat(), "energy-small");
+    assert!(small["energy_drift"].as_f64().is_some_and(f64::is_finite), "{small}");
+    let large = demo_stats(&[&args[..], &["--bodies", "9000"]].concat(), "energy-large");
+    assert!(large["energy_drift"].is_null(), "not computed above the bound: {large}");
+    assert_eq!(large["step"], 3, "{large}");
+}

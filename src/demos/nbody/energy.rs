@@ -9,10 +9,28 @@ use crate::Result;
 use crate::render::Graphics;
 use crate::transfer::{Access, Target};
 
+/// Most bodies whose energy CUDA sums by itself: at 262,144 the all-pairs sum costs about what one
+/// all-pairs step does (34 ms on an H200); at 4 M it took 20 s, at 16 M minutes (measured: the
+/// bench's first frames stalled on it).
+pub const ENERGY_BY_ITSELF_CUDA: u32 = 262_144;
+/// The same on the CPU backend.
+pub const ENERGY_BY_ITSELF_CPU: u32 = 8_192;
+
 impl NBody {
     /// The last energy readout: `(step, kinetic, potential)` and the energy at the reset.
     pub fn energy(&self) -> (Option<(u64, f64, f64)>, Option<f64>) {
         (self.readouts.energy, self.readouts.initial_energy)
+    }
+
+    /// Whether the energy is computed by itself (at the start and every `--energy-every` steps):
+    /// it is an O(N²) sum, so only up to [`ENERGY_BY_ITSELF_CUDA`] bodies on CUDA (about 30 ms on
+    /// an H200) and 8,192 on the CPU; above, only when asked.
+    pub(super) fn energy_by_itself(&self) -> bool {
+        let n = self.len();
+        match &self.engine {
+            Engine::Cuda { .. } => n <= ENERGY_BY_ITSELF_CUDA,
+            Engine::Cpu(_) | Engine::Compiling(_) => n <= ENERGY_BY_ITSELF_CPU,
+        }
     }
 
     /// Queues an energy computation of the current state (CUDA) or computes it (CPU); the result

@@ -212,6 +212,7 @@ impl NBody {
         let params = self.params;
         let (current, step) = (self.current, self.step);
         let energy_every = self.settings.energy_every;
+        let energy_now = (energy_every > 0 || step == 0) && self.energy_by_itself();
         let method = self.settings.force_method();
         let drawn_velocities = self.velocities_for(current);
         let engine = &mut self.engine;
@@ -231,7 +232,7 @@ impl NBody {
                 if let Some(multi) = multi {
                     multi.initialise(stream, &spans, &params)?;
                 }
-                if energy_every > 0 || step == 0 {
+                if energy_now {
                     simulation.request_energy(stream, &spans, &params, step)?;
                 }
                 Ok(())
@@ -267,7 +268,7 @@ impl NBody {
             }
             _ => Err(mismatch()),
         })?;
-        if matches!(self.engine, Engine::Cpu(_)) {
+        if energy_now && matches!(self.engine, Engine::Cpu(_)) {
             self.cpu_energy(graphics)?;
         }
         Ok(())
@@ -287,8 +288,9 @@ impl NBody {
         self.advance_tuning(graphics)?;
         let params = self.params;
         let step = self.step;
-        let energy_due =
-            self.settings.energy_every > 0 && (step + 1).is_multiple_of(u64::from(self.settings.energy_every));
+        let energy_due = self.settings.energy_every > 0
+            && (step + 1).is_multiple_of(u64::from(self.settings.energy_every))
+            && self.energy_by_itself();
         self.prepare_tree_boxes(graphics)?;
         let levels = self.tree_levels_drawn().filter(|_| self.tree_boxes.is_some());
         let display_only = self.display_only();
@@ -362,7 +364,7 @@ impl NBody {
         self.note_step();
         self.collect_readouts()?;
         self.poll_energy()?;
-        if energy_due && matches!(self.engine, Engine::Cpu(_)) && u64::from(self.len()).pow(2) <= 1 << 26 {
+        if energy_due && matches!(self.engine, Engine::Cpu(_)) {
             self.cpu_energy(graphics)?;
         }
         self.advance_force_check(graphics)?;

@@ -67,6 +67,9 @@ fn readouts(demo: &mut NBody, ui: &mut egui::Ui) {
             ui.label(format!("energy {total:.6} (K {kinetic:.4}, W {potential:.4}) at step {step}"));
             ui.label(format!("drift since reset: {:+.2e} (relative)", (total - initial) / initial.abs().max(1e-300)));
         }
+        _ if !demo.energy_by_itself() => {
+            ui.label("energy: only when asked at this count (an O(N²) sum: seconds at millions of bodies)");
+        }
         _ => {
             ui.label("energy: not computed yet");
         }
