@@ -10,6 +10,16 @@ use crate::transfer::TransferKind;
 
 /// The blur section of the panel.
 pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
+    readouts(demo, ui);
+    ui.separator();
+    filter_controls(demo, ui);
+    apply_edit(demo, ui);
+    ui.separator();
+    view_and_file(demo, ui);
+}
+
+/// The image, what σ makes of the filter, the route, a compile in progress and the pass times.
+fn readouts(demo: &mut Blur, ui: &mut egui::Ui) {
     let [w, h] = demo.size();
     ui.label(format!("{}: {w}×{h} {}", demo.source.origin, demo.settings.format.name()));
     let radius = demo.settings.radius();
@@ -67,8 +77,11 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
             bandwidth.map(|b| format!(" ({:.0} % of DRAM)", 100.0 * bytes / (total_us * 1e-6) / b)).unwrap_or_default()
         ));
     }
+}
 
-    ui.separator();
+/// σ, radius, filter, format, route and launch parameters: edits of `demo.edit`.
+fn filter_controls(demo: &mut Blur, ui: &mut egui::Ui) {
+    let radius = demo.settings.radius();
     let edit = &mut demo.edit;
     ui.add(egui::Slider::new(&mut edit.sigma, SIGMA_RANGE.0..=SIGMA_RANGE.1).logarithmic(true).text("σ"));
     if edit.filter.uses_radius() {
@@ -143,6 +156,12 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
             ui.add(egui::DragValue::new(&mut edit.pixels_per_thread).range(1..=8));
         });
     }
+}
+
+/// The split, and the edits applied: at once when valid (the split alone without a rebuild), else
+/// said and the running settings kept.
+fn apply_edit(demo: &mut Blur, ui: &mut egui::Ui) {
+    let edit = &mut demo.edit;
     ui.add(egui::Slider::new(&mut edit.split, 0.0..=1.0).text("before | after"));
     // With the filter picked automatically, the one running may differ from the one σ alone
     // picks (a box tile too large for the GPU gives way to the recursive filter): not a change.
@@ -176,8 +195,10 @@ pub(super) fn controls(demo: &mut Blur, ui: &mut egui::Ui) {
             Err(error) => demo.message = Some(format!("{error} (still running the previous settings)")),
         }
     }
+}
 
-    ui.separator();
+/// Fit or 1:1, the file to open or save to, and what the last change said.
+fn view_and_file(demo: &mut Blur, ui: &mut egui::Ui) {
     ui.horizontal(|ui| {
         if ui.button("fit").clicked() {
             demo.zoom = None;

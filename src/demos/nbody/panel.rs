@@ -252,36 +252,7 @@ fn devices_readout(ui: &mut egui::Ui, multi: &MultiSimulation, readouts: &Readou
 fn variant_controls(demo: &mut NBody, ui: &mut egui::Ui) {
     let mut variant = demo.edit.variant;
     ui.label(egui::RichText::new("Forces kernel").strong());
-    if let Some((file, since)) = demo.compiling() {
-        ui.horizontal(|ui| {
-            ui.spinner();
-            ui.label(format!(
-                "NVRTC is compiling {file} ({:.1} s): the first start of this variant on this device; the bodies \
-                 move once it is done",
-                since.as_secs_f64()
-            ));
-        });
-    }
-    match demo.tuning() {
-        (Some((done, total)), _) => {
-            ui.horizontal(|ui| {
-                ui.spinner();
-                ui.label(format!("autotuning: {done} of {total} variants timed (first run on this device)"));
-            });
-            ui.add(egui::ProgressBar::new(done as f32 / total.max(1) as f32));
-        }
-        (None, Some(tuned)) => {
-            ui.label(format!(
-                "autotuned: {} at {:.3e} interactions/s ({} bodies, best of {})",
-                tuned.variant.label(),
-                tuned.interactions_per_s,
-                tuned.bodies,
-                tuned.candidates.len()
-            ))
-            .on_hover_text("timed once on this device; kept beside the kernel cache");
-        }
-        (None, None) => {}
-    }
+    compile_and_tuning(demo, ui);
     ui.horizontal(|ui| {
         ui.radio_value(&mut variant.precision, Precision::F32, "fp32");
         ui.radio_value(&mut variant.precision, Precision::F64, "fp64");
@@ -335,6 +306,45 @@ fn variant_controls(demo: &mut NBody, ui: &mut egui::Ui) {
         demo.edit.variant = variant;
         demo.pending.push(Change::Variant(variant));
     }
+    kernel_facts(demo, ui);
+}
+
+/// A compile in progress, and the autotuning's progress or its result.
+fn compile_and_tuning(demo: &NBody, ui: &mut egui::Ui) {
+    if let Some((file, since)) = demo.compiling() {
+        ui.horizontal(|ui| {
+            ui.spinner();
+            ui.label(format!(
+                "NVRTC is compiling {file} ({:.1} s): the first start of this variant on this device; the bodies \
+                 move once it is done",
+                since.as_secs_f64()
+            ));
+        });
+    }
+    match demo.tuning() {
+        (Some((done, total)), _) => {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label(format!("autotuning: {done} of {total} variants timed (first run on this device)"));
+            });
+            ui.add(egui::ProgressBar::new(done as f32 / total.max(1) as f32));
+        }
+        (None, Some(tuned)) => {
+            ui.label(format!(
+                "autotuned: {} at {:.3e} interactions/s ({} bodies, best of {})",
+                tuned.variant.label(),
+                tuned.interactions_per_s,
+                tuned.bodies,
+                tuned.candidates.len()
+            ))
+            .on_hover_text("timed once on this device; kept beside the kernel cache");
+        }
+        (None, None) => {}
+    }
+}
+
+/// The forces kernel's registers, shared memory, slices and occupancy, and where it came from.
+fn kernel_facts(demo: &NBody, ui: &mut egui::Ui) {
     if let Engine::Cuda { simulation, .. } = &demo.engine {
         let kernels = simulation.kernels();
         let attributes = kernels.forces_attributes();
