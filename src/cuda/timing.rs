@@ -19,10 +19,11 @@ use super::context::Context;
 use super::stream::{Event, Stream};
 use crate::Result;
 
-/// Frames whose GPU timestamps may be in flight at once, for the per-frame stage timers: deep
+/// Event sets of a per-frame stage timer: frames whose GPU timestamps may still be pending, deep
 /// enough for headless runs, where the host runs up to ~130 frames ahead of the GPU (a frame that
-/// finds every set in flight goes untimed). Events are small; 256 sets cost nothing measurable.
-pub const FRAMES_IN_FLIGHT: usize = 256;
+/// finds every set pending goes untimed). Not the frames the graphics API keeps in flight
+/// (`vk::frame::FRAMES_IN_FLIGHT`). Events are small; 256 sets cost nothing measurable.
+pub const TIMED_FRAMES: usize = 256;
 
 /// A ring of `depth` event sets of `marks` events each.
 pub struct EventRing {

@@ -18,9 +18,6 @@ use crate::vk::panel::PanelPainter;
 use crate::vk::swapchain::{Acquired, Swapchain};
 use crate::{Error, Result};
 
-/// Frames the panel's painter may have in flight (the command ring's size).
-const FRAMES_IN_FLIGHT: usize = 3;
-
 /// The colour the target is cleared to.
 const CLEAR: [f32; 4] = [0.0, 0.0, 0.0, 1.0];
 
@@ -149,7 +146,7 @@ impl Renderer for VulkanRenderer {
 
     fn paint_panel(&mut self, panel: PanelPaint<'_>) -> Result<()> {
         if self.painter.is_none() {
-            self.painter = Some(PanelPainter::new(&self.vulkan, FRAMES_IN_FLIGHT)?);
+            self.painter = Some(PanelPainter::new(&self.vulkan, crate::vk::frame::FRAMES_IN_FLIGHT)?);
         }
         let Some(painter) = self.painter.as_mut() else { return Ok(()) };
         painter.update_textures(&self.vulkan, panel.textures)?;

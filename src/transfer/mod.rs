@@ -395,7 +395,7 @@ pub fn create(kind: TransferKind, cuda: Option<CudaSide<'_>>) -> Result<Box<dyn 
         cuda.ok_or_else(|| Error::Unavailable(format!("the {} path needs CUDA, which is not running", kind.label())))?;
     // Interop marks one more boundary: the maps made ahead for the next frame (run_pipelined).
     let marks = if kind == TransferKind::Interop { 5 } else { 4 };
-    let events = EventRing::new(cuda.context, crate::cuda::timing::FRAMES_IN_FLIGHT, marks)?;
+    let events = EventRing::new(cuda.context, crate::cuda::timing::TIMED_FRAMES, marks)?;
     let (context, stream) = (cuda.context.clone(), cuda.stream.clone());
     Ok(match kind {
         TransferKind::HostCopy => Box::new(HostCopy::new(context, stream, events, true)),

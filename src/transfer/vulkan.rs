@@ -104,7 +104,7 @@ impl VulkanShare {
         let (written, read) = timeline.export_fds()?;
         let cuda_written = ImportedSemaphore::new_timeline(cuda, written, "written")?;
         let cuda_read = ImportedSemaphore::new_timeline(cuda, read, "read")?;
-        let events = EventRing::new(cuda, crate::cuda::timing::FRAMES_IN_FLIGHT, 3)?;
+        let events = EventRing::new(cuda, crate::cuda::timing::TIMED_FRAMES, 3)?;
         // Vulkan's submissions go into the same trace as CUDA's calls, so a frame reads in order.
         let trace_owner: Weak<Context> = Rc::downgrade(cuda);
         timeline.observe(Box::new(move |note| {

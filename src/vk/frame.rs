@@ -23,7 +23,7 @@ use crate::pixel::PixelFormat;
 use crate::{Error, Result};
 
 /// Command buffers in flight: enough for the host to record a frame while the GPU runs two.
-const FRAMES_IN_FLIGHT: usize = 3;
+pub const FRAMES_IN_FLIGHT: usize = 3;
 
 /// The Vulkan device and offscreen target of a headless run.
 pub struct VulkanGraphics {

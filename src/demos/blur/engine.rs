@@ -103,7 +103,7 @@ pub(super) fn cuda_engine(
         input,
         scratch,
         weights: weights_buffer,
-        timer: EventRing::new(&cuda.context, crate::cuda::timing::FRAMES_IN_FLIGHT, 3)?,
+        timer: EventRing::new(&cuda.context, crate::cuda::timing::TIMED_FRAMES, 3)?,
     })
 }
 

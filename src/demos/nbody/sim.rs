@@ -166,7 +166,7 @@ impl Simulation {
             partial,
             device_state,
             energy,
-            force_timer: EventRing::new(context, crate::cuda::timing::FRAMES_IN_FLIGHT, 2)?,
+            force_timer: EventRing::new(context, crate::cuda::timing::TIMED_FRAMES, 2)?,
             method: ForceMethod::default(),
             tree: None,
         })
