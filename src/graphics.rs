@@ -25,13 +25,8 @@ impl GraphicsApi {
         }
     }
 
-    /// The other one (what the panel's renderer switch goes to).
-    pub fn other(self) -> Self {
-        match self {
-            GraphicsApi::Gl => GraphicsApi::Vulkan,
-            GraphicsApi::Vulkan => GraphicsApi::Gl,
-        }
-    }
+    /// Every API, in the order a run tries them.
+    pub const ALL: [GraphicsApi; 2] = [GraphicsApi::Gl, GraphicsApi::Vulkan];
 }
 
 /// The graphics API a frame is drawn with, as demos pass it on: the context (current on this

@@ -194,15 +194,16 @@ fn scripted_run(api: GraphicsApi, cuda: &CudaOptions, kernels: Option<&std::path
     stats_follow_the_schema(&mut session, drawn, api);
 
     // The other renderer, asked for from the panel: the wave goes on there.
-    let switch = act(&mut session, PanelAction::SwitchRenderer(api.other()));
-    assert_eq!(switch.requests, vec![Request::SwitchRenderer(api.other())]);
-    let (renderer, selection) = open(api.other(), cuda);
+    let other = GraphicsApi::ALL.into_iter().find(|&a| a != api).expect("a second API");
+    let switch = act(&mut session, PanelAction::SwitchRenderer(other));
+    assert_eq!(switch.requests, vec![Request::SwitchRenderer(other)]);
+    let (renderer, selection) = open(other, cuda);
     session.switch_renderer(renderer, selection).expect("the other renderer");
-    assert_eq!(session.renderer().info().api, api.other());
+    assert_eq!(session.renderer().info().api, other);
     assert!(session.demo().expect("demo").name() == "wave", "the demo came along");
     wave_matches_the_reference(&mut session, 2.1, 1e-5);
     let second = scene(&mut session, 1, 0.0);
-    stats_follow_the_schema(&mut session, 1, api.other());
+    stats_follow_the_schema(&mut session, 1, other);
     session.finish().expect("finish");
     let (_, failure) = session.close();
     assert!(failure.is_none(), "{failure:?}");

@@ -3,6 +3,7 @@
 //! kernel sources and the driver-call trace.
 
 use super::{PanelAction, PanelInput, PanelSection, PanelView};
+use crate::graphics::GraphicsApi;
 use crate::stats::{Percentiles, Stage};
 use crate::transfer::TransferKind;
 
@@ -29,16 +30,18 @@ pub(super) fn compute_section(ui: &mut egui::Ui, input: &PanelInput<'_>, actions
     });
     // Body size: this sentence is what the path does, the panel's first lesson.
     ui.label(current.explanation());
-    let other = graphics.api.other();
-    if ui
-        .button(format!("Draw with {}", other.label()))
-        .on_hover_text(format!(
-            "Restart the demo drawn with {}, its settings and state kept (n-body's bodies too)",
-            other.label()
-        ))
-        .clicked()
-    {
-        actions.push(PanelAction::SwitchRenderer(other));
+    // One switch for each API not in use.
+    for other in GraphicsApi::ALL.into_iter().filter(|&api| api != graphics.api) {
+        if ui
+            .button(format!("Draw with {}", other.label()))
+            .on_hover_text(format!(
+                "Restart the demo drawn with {}, its settings and state kept (n-body's bodies too)",
+                other.label()
+            ))
+            .clicked()
+        {
+            actions.push(PanelAction::SwitchRenderer(other));
+        }
     }
     // Why this path runs (a fallback says what is missing and the fix): full-size text.
     let why = format!("Why: {}", input.selection.reason);
