@@ -10,6 +10,7 @@ use super::device::VulkanContext;
 use super::shader::{ShaderModule, ShaderStage};
 use super::texture::Texture;
 use super::vk_error;
+use crate::guard::Guard;
 use crate::sources::SourceFile;
 use crate::{Error, Result};
 
@@ -92,6 +93,95 @@ pub struct GraphicsPipeline {
     context: Rc<VulkanContext>,
 }
 
+impl Topology {
+    fn vk(self) -> vk::PrimitiveTopology {
+        match self {
+            Topology::Triangles => vk::PrimitiveTopology::TRIANGLE_LIST,
+            Topology::Points => vk::PrimitiveTopology::POINT_LIST,
+            Topology::Lines => vk::PrimitiveTopology::LINE_LIST,
+        }
+    }
+}
+
+impl Blend {
+    /// The colour attachment's blending: none, or additive (source × alpha + destination).
+    fn attachment(self) -> vk::PipelineColorBlendAttachmentState {
+        match self {
+            Blend::DepthTested | Blend::Opaque => vk::PipelineColorBlendAttachmentState::default()
+                .blend_enable(false)
+                .color_write_mask(vk::ColorComponentFlags::RGBA),
+            Blend::Additive => vk::PipelineColorBlendAttachmentState::default()
+                .blend_enable(true)
+                .src_color_blend_factor(vk::BlendFactor::SRC_ALPHA)
+                .dst_color_blend_factor(vk::BlendFactor::ONE)
+                .color_blend_op(vk::BlendOp::ADD)
+                .src_alpha_blend_factor(vk::BlendFactor::SRC_ALPHA)
+                .dst_alpha_blend_factor(vk::BlendFactor::ONE)
+                .alpha_blend_op(vk::BlendOp::ADD)
+                .color_write_mask(vk::ColorComponentFlags::RGBA),
+        }
+    }
+}
+
+/// The layout of the textures' descriptor set: texture i is an image at binding 2i and its
+/// sampler at 2i + 1 (GLSL `texture2D` and `sampler`, combined in the shader with
+/// `sampler2D(image, sampler)`); destroyed by the guard unless kept.
+fn descriptor_set_layout(
+    device: &ash::Device,
+    textures: usize,
+) -> Result<Guard<vk::DescriptorSetLayout, impl FnOnce(vk::DescriptorSetLayout) + '_>> {
+    let bindings: [vk::DescriptorSetLayoutBinding; 2 * MAX_TEXTURES] = std::array::from_fn(|i| {
+        vk::DescriptorSetLayoutBinding::default()
+            .binding(i as u32)
+            .descriptor_type(descriptor_type(i))
+            .descriptor_count(1)
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+    });
+    let set_info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings[..2 * textures]);
+    // SAFETY: valid create info; destroyed in the pipeline's Drop (or by the guard).
+    let set_layout = unsafe { device.create_descriptor_set_layout(&set_info, None) }
+        .map_err(|e| vk_error("vkCreateDescriptorSetLayout", e))?;
+    Ok(Guard::new(set_layout, move |layout| {
+        // SAFETY: created above, used by nothing yet.
+        unsafe { device.destroy_descriptor_set_layout(layout, None) }
+    }))
+}
+
+/// A pool for `SETS` sets of `textures` textures; destroyed by the guard unless kept.
+fn descriptor_pool(
+    device: &ash::Device,
+    textures: usize,
+) -> Result<Guard<vk::DescriptorPool, impl FnOnce(vk::DescriptorPool) + '_>> {
+    let sizes = [vk::DescriptorType::SAMPLED_IMAGE, vk::DescriptorType::SAMPLER]
+        .map(|ty| vk::DescriptorPoolSize { ty, descriptor_count: (textures.max(1) * SETS) as u32 });
+    let pool_info = vk::DescriptorPoolCreateInfo::default().max_sets(SETS as u32).pool_sizes(&sizes);
+    // SAFETY: valid create info; destroyed in the pipeline's Drop (or by the guard).
+    let pool = unsafe { device.create_descriptor_pool(&pool_info, None) }
+        .map_err(|e| vk_error("vkCreateDescriptorPool", e))?;
+    Ok(Guard::new(pool, move |pool| {
+        // SAFETY: created above, no set in use.
+        unsafe { device.destroy_descriptor_pool(pool, None) }
+    }))
+}
+
+/// Vertex buffer `i` feeds attribute `location = i`, one float4 per vertex.
+fn vertex_inputs()
+-> ([vk::VertexInputBindingDescription; MAX_VERTEX_BUFFERS], [vk::VertexInputAttributeDescription; MAX_VERTEX_BUFFERS])
+{
+    let bindings = std::array::from_fn(|i| vk::VertexInputBindingDescription {
+        binding: i as u32,
+        stride: FLOAT4,
+        input_rate: vk::VertexInputRate::VERTEX,
+    });
+    let attributes = std::array::from_fn(|i| vk::VertexInputAttributeDescription {
+        location: i as u32,
+        binding: i as u32,
+        format: vk::Format::R32G32B32A32_SFLOAT,
+        offset: 0,
+    });
+    (bindings, attributes)
+}
+
 impl GraphicsPipeline {
     /// Compiles the shaders and builds the pipeline.
     pub fn new(context: &Rc<VulkanContext>, description: &PipelineDescription<'_>) -> Result<Self> {
@@ -104,48 +194,15 @@ impl GraphicsPipeline {
             size: description.push_constant_bytes,
         }];
         let textures = description.textures.min(MAX_TEXTURES as u32) as usize;
-        // Texture i is an image at binding 2i and its sampler at 2i + 1 (GLSL `texture2D` and
-        // `sampler`, combined in the shader with `sampler2D(image, sampler)`).
-        let bindings: [vk::DescriptorSetLayoutBinding; 2 * MAX_TEXTURES] = std::array::from_fn(|i| {
-            vk::DescriptorSetLayoutBinding::default()
-                .binding(i as u32)
-                .descriptor_type(descriptor_type(i))
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::FRAGMENT)
-        });
-        let set_info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings[..2 * textures]);
-        // SAFETY: valid create info; destroyed in Drop (or by the guard below).
-        let set_layout = unsafe { device.create_descriptor_set_layout(&set_info, None) }
-            .map_err(|e| vk_error("vkCreateDescriptorSetLayout", e))?;
-        let set_layout = crate::guard::Guard::new(set_layout, |layout| {
-            // SAFETY: created above, used by nothing yet.
-            unsafe { device.destroy_descriptor_set_layout(layout, None) }
-        });
-        let sizes = [
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::SAMPLED_IMAGE,
-                descriptor_count: (textures.max(1) * SETS) as u32,
-            },
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::SAMPLER,
-                descriptor_count: (textures.max(1) * SETS) as u32,
-            },
-        ];
-        let pool_info = vk::DescriptorPoolCreateInfo::default().max_sets(SETS as u32).pool_sizes(&sizes);
-        // SAFETY: valid create info; destroyed in Drop (or by the guard below).
-        let pool = unsafe { device.create_descriptor_pool(&pool_info, None) }
-            .map_err(|e| vk_error("vkCreateDescriptorPool", e))?;
-        let pool = crate::guard::Guard::new(pool, |pool| {
-            // SAFETY: created above, no set in use.
-            unsafe { device.destroy_descriptor_pool(pool, None) }
-        });
+        let set_layout = descriptor_set_layout(device, textures)?;
+        let pool = descriptor_pool(device, textures)?;
         let set_layouts = [*set_layout];
         let layout_info =
             vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&ranges).set_layouts(&set_layouts);
         // SAFETY: valid create info; destroyed in Drop (or below on failure).
         let layout = unsafe { device.create_pipeline_layout(&layout_info, None) }
             .map_err(|e| vk_error("vkCreatePipelineLayout", e))?;
-        let layout = crate::guard::Guard::new(layout, |layout| {
+        let layout = Guard::new(layout, |layout| {
             // SAFETY: created above and not used by any pipeline.
             unsafe { device.destroy_pipeline_layout(layout, None) }
         });
@@ -161,28 +218,11 @@ impl GraphicsPipeline {
                 .name(c"main"),
         ];
         let count = description.vertex_buffers.min(MAX_VERTEX_BUFFERS as u32) as usize;
-        let bindings: [vk::VertexInputBindingDescription; MAX_VERTEX_BUFFERS] =
-            std::array::from_fn(|i| vk::VertexInputBindingDescription {
-                binding: i as u32,
-                stride: FLOAT4,
-                input_rate: vk::VertexInputRate::VERTEX,
-            });
-        let attributes: [vk::VertexInputAttributeDescription; MAX_VERTEX_BUFFERS] =
-            std::array::from_fn(|i| vk::VertexInputAttributeDescription {
-                location: i as u32,
-                binding: i as u32,
-                format: vk::Format::R32G32B32A32_SFLOAT,
-                offset: 0,
-            });
+        let (bindings, attributes) = vertex_inputs();
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
             .vertex_binding_descriptions(&bindings[..count])
             .vertex_attribute_descriptions(&attributes[..count]);
-        let topology = match description.topology {
-            Topology::Triangles => vk::PrimitiveTopology::TRIANGLE_LIST,
-            Topology::Points => vk::PrimitiveTopology::POINT_LIST,
-            Topology::Lines => vk::PrimitiveTopology::LINE_LIST,
-        };
-        let assembly = vk::PipelineInputAssemblyStateCreateInfo::default().topology(topology);
+        let assembly = vk::PipelineInputAssemblyStateCreateInfo::default().topology(description.topology.vk());
         let viewport = vk::PipelineViewportStateCreateInfo::default().viewport_count(1).scissor_count(1);
         let raster = vk::PipelineRasterizationStateCreateInfo::default()
             .polygon_mode(vk::PolygonMode::FILL)
@@ -196,20 +236,7 @@ impl GraphicsPipeline {
             .depth_test_enable(depth_tested)
             .depth_write_enable(depth_tested)
             .depth_compare_op(vk::CompareOp::LESS);
-        let attachment = match description.blend {
-            Blend::DepthTested | Blend::Opaque => vk::PipelineColorBlendAttachmentState::default()
-                .blend_enable(false)
-                .color_write_mask(vk::ColorComponentFlags::RGBA),
-            Blend::Additive => vk::PipelineColorBlendAttachmentState::default()
-                .blend_enable(true)
-                .src_color_blend_factor(vk::BlendFactor::SRC_ALPHA)
-                .dst_color_blend_factor(vk::BlendFactor::ONE)
-                .color_blend_op(vk::BlendOp::ADD)
-                .src_alpha_blend_factor(vk::BlendFactor::SRC_ALPHA)
-                .dst_alpha_blend_factor(vk::BlendFactor::ONE)
-                .alpha_blend_op(vk::BlendOp::ADD)
-                .color_write_mask(vk::ColorComponentFlags::RGBA),
-        };
+        let attachment = description.blend.attachment();
         let attachments = [attachment];
         let blend = vk::PipelineColorBlendStateCreateInfo::default().attachments(&attachments);
         let dynamic_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
