@@ -110,24 +110,8 @@ impl VulkanContext {
             None => &[],
         };
         let instance = Instance::shared(surface_extensions)?;
-        // The surface, destroyed by the guard below if anything fails before the
-        // context owns it.
-        let surface = match window {
-            // SAFETY: handles of a live window (the caller keeps it open longer than the context).
-            Some(handles) => Some(
-                unsafe {
-                    ash_window::create_surface(
-                        &instance.entry,
-                        &instance.instance,
-                        handles.display,
-                        handles.window,
-                        None,
-                    )
-                }
-                .map_err(|e| vk_error("vkCreate*SurfaceKHR", e))?,
-            ),
-            None => None,
-        };
+        // The surface, destroyed by the guard below if anything fails before the context owns it.
+        let surface = create_surface(&instance, window)?;
         let surfaces = ash::khr::surface::Instance::new(&instance.entry, &instance.instance);
         let surface_guard = crate::guard::Guard::new(surface, |surface: Option<vk::SurfaceKHR>| {
             if let Some(surface) = surface {
@@ -147,92 +131,21 @@ impl VulkanContext {
 
         // SAFETY: a device of this live instance.
         let families = unsafe { instance.instance.get_physical_device_queue_family_properties(physical) };
-        let wanted = vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE;
-        let presents = |family: usize| match *surface_guard {
+        let queue_family = queue_family(&families, &description.name, *surface_guard, |family, surface| {
             // SAFETY: a family index of this device and a live surface of this instance.
-            Some(surface) => unsafe {
-                surfaces.get_physical_device_surface_support(physical, family as u32, surface).unwrap_or(false)
-            },
-            None => true,
-        };
-        let queue_family = families
-            .iter()
-            .enumerate()
-            .position(|(i, f)| f.queue_flags.contains(wanted) && presents(i))
-            .or_else(|| {
-                let any = families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE));
-                any.filter(|_| surface_guard.is_none())
-            })
-            .ok_or_else(|| match *surface_guard {
-                Some(_) => Error::Unavailable(format!(
-                    "Vulkan device {} cannot present to this window (no queue presents to its surface; a display \
-                     served by another GPU or by software, e.g. Xvfb, can do that): use --renderer gl",
-                    description.name
-                )),
-                None => Error::Unavailable(format!("Vulkan device {} has no compute queue", description.name)),
-            })? as u32;
+            unsafe { surfaces.get_physical_device_surface_support(physical, family, surface).unwrap_or(false) }
+        })?;
 
-        let mut extensions: Vec<&CStr> = Vec::new();
-        if description.external_memory_fd {
-            extensions.push(ash::khr::external_memory_fd::NAME);
-        }
-        if description.external_semaphore_fd {
-            extensions.push(ash::khr::external_semaphore_fd::NAME);
-        }
-        if surface_guard.is_some() {
-            extensions.push(ash::khr::swapchain::NAME);
-        }
-        // SAFETY: a device of this live instance.
-        let offered = unsafe { instance.instance.enumerate_device_extension_properties(physical) }.unwrap_or_default();
-        let offers = |name: &CStr| offered.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
-        // The device's own clock must be one the extension can read (nearly always so).
-        let reads_device_clock = |name: &CStr| {
-            let (entry, vk_instance) = (&instance.entry, &instance.instance);
-            // SAFETY: a physical-device query of an extension this device offers.
-            let domains = unsafe {
-                if name == ash::khr::calibrated_timestamps::NAME {
-                    ash::khr::calibrated_timestamps::Instance::new(entry, vk_instance)
-                        .get_physical_device_calibrateable_time_domains(physical)
-                } else {
-                    ash::ext::calibrated_timestamps::Instance::new(entry, vk_instance)
-                        .get_physical_device_calibrateable_time_domains(physical)
-                }
-            };
-            domains.is_ok_and(|domains| domains.contains(&vk::TimeDomainKHR::DEVICE))
-        };
-        let clock_extension = [ash::khr::calibrated_timestamps::NAME, ash::ext::calibrated_timestamps::NAME]
-            .into_iter()
-            .find(|&name| offers(name) && reads_device_clock(name));
-        extensions.extend(clock_extension);
-        let extension_names: Vec<*const std::ffi::c_char> = extensions.iter().map(|e| e.as_ptr()).collect();
-        // Dynamic rendering (1.3) lets the renderer draw without render pass objects; large points
-        // let point sprites be wider than a pixel. Both are asked for where the device has them.
-        // SAFETY: a device of this live instance.
-        let large_points = unsafe { instance.instance.get_physical_device_features(physical) }.large_points == vk::TRUE;
+        let clock_extension = clock_extension(&instance, physical);
         let dynamic_rendering = description.dynamic_rendering;
-        // SAFETY: as above.
+        // SAFETY: a device of this live instance.
         let float_features = unsafe {
             instance.instance.get_physical_device_format_properties(physical, vk::Format::R32G32B32A32_SFLOAT)
         };
         let filter_float =
             float_features.optimal_tiling_features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE_FILTER_LINEAR);
-        let priorities = [1.0f32];
-        let queues =
-            [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
-        let mut features12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
-        let mut features13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(true);
-        let base = vk::PhysicalDeviceFeatures::default().large_points(large_points);
-        let mut create_info = vk::DeviceCreateInfo::default()
-            .queue_create_infos(&queues)
-            .enabled_extension_names(&extension_names)
-            .enabled_features(&base)
-            .push_next(&mut features12);
-        if dynamic_rendering {
-            create_info = create_info.push_next(&mut features13);
-        }
-        // SAFETY: valid create info whose pointers outlive the call; the device is destroyed in Drop.
-        let device = unsafe { instance.instance.create_device(physical, &create_info, None) }
-            .map_err(|e| vk_error("vkCreateDevice", e))?;
+        let swapchain = surface_guard.is_some();
+        let device = create_device(&instance, physical, &description, queue_family, swapchain, clock_extension)?;
         // SAFETY: queue 0 of a family the device was created with.
         let queue = unsafe { device.get_device_queue(queue_family, 0) };
         // SAFETY: a device of this live instance.
@@ -449,6 +362,111 @@ fn pick<'a>(
                 Error::Unavailable(format!("no Vulkan device has timeline semaphores (Vulkan 1.2): {}", listed()))
             }),
     }
+}
+
+/// The logical device with one queue of `queue_family`, the extensions the app uses that the
+/// device has (external memory and semaphores, the swapchain with a window, the clock), timeline
+/// semaphores, and dynamic rendering (1.3: drawing without render pass objects) and large points
+/// (sprites wider than a pixel) where the device has them. Destroyed by the context's Drop.
+fn create_device(
+    instance: &Instance,
+    physical: vk::PhysicalDevice,
+    description: &VulkanDevice,
+    queue_family: u32,
+    swapchain: bool,
+    clock_extension: Option<&CStr>,
+) -> Result<ash::Device> {
+    let mut extensions: Vec<&CStr> = Vec::new();
+    if description.external_memory_fd {
+        extensions.push(ash::khr::external_memory_fd::NAME);
+    }
+    if description.external_semaphore_fd {
+        extensions.push(ash::khr::external_semaphore_fd::NAME);
+    }
+    if swapchain {
+        extensions.push(ash::khr::swapchain::NAME);
+    }
+    extensions.extend(clock_extension);
+    let extension_names: Vec<*const std::ffi::c_char> = extensions.iter().map(|e| e.as_ptr()).collect();
+    // SAFETY: a device of this live instance.
+    let large_points = unsafe { instance.instance.get_physical_device_features(physical) }.large_points == vk::TRUE;
+    let priorities = [1.0f32];
+    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
+    let mut features12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+    let mut features13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(true);
+    let base = vk::PhysicalDeviceFeatures::default().large_points(large_points);
+    let mut create_info = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_extension_names(&extension_names)
+        .enabled_features(&base)
+        .push_next(&mut features12);
+    if description.dynamic_rendering {
+        create_info = create_info.push_next(&mut features13);
+    }
+    // SAFETY: valid create info whose pointers outlive the call.
+    unsafe { instance.instance.create_device(physical, &create_info, None) }.map_err(|e| vk_error("vkCreateDevice", e))
+}
+
+/// The window's surface (`None` offscreen).
+fn create_surface(instance: &Instance, window: Option<WindowHandles>) -> Result<Option<vk::SurfaceKHR>> {
+    let Some(handles) = window else { return Ok(None) };
+    // SAFETY: handles of a live window (the caller keeps it open longer than the context).
+    unsafe { ash_window::create_surface(&instance.entry, &instance.instance, handles.display, handles.window, None) }
+        .map(Some)
+        .map_err(|e| vk_error("vkCreate*SurfaceKHR", e))
+}
+
+/// The queue family to use: graphics and compute that presents to `surface` (when there is one,
+/// asked through `presents(family, surface)`), else offscreen any compute family.
+fn queue_family(
+    families: &[vk::QueueFamilyProperties],
+    device_name: &str,
+    surface: Option<vk::SurfaceKHR>,
+    presents: impl Fn(u32, vk::SurfaceKHR) -> bool,
+) -> Result<u32> {
+    let wanted = vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE;
+    let presents = |family: usize| surface.is_none_or(|surface| presents(family as u32, surface));
+    let family = families
+        .iter()
+        .enumerate()
+        .position(|(i, f)| f.queue_flags.contains(wanted) && presents(i))
+        .or_else(|| {
+            let any = families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE));
+            any.filter(|_| surface.is_none())
+        })
+        .ok_or_else(|| match surface {
+            Some(_) => Error::Unavailable(format!(
+                "Vulkan device {device_name} cannot present to this window (no queue presents to its surface; a \
+                 display served by another GPU or by software, e.g. Xvfb, can do that): use --renderer gl"
+            )),
+            None => Error::Unavailable(format!("Vulkan device {device_name} has no compute queue")),
+        })?;
+    Ok(family as u32)
+}
+
+/// The calibrated-timestamps extension (KHR, else EXT) the device offers and whose time domains
+/// include the device's own clock (nearly always so), if any.
+fn clock_extension(instance: &Instance, physical: vk::PhysicalDevice) -> Option<&'static CStr> {
+    // SAFETY: a device of this live instance.
+    let offered = unsafe { instance.instance.enumerate_device_extension_properties(physical) }.unwrap_or_default();
+    let offers = |name: &CStr| offered.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+    let reads_device_clock = |name: &CStr| {
+        let (entry, vk_instance) = (&instance.entry, &instance.instance);
+        // SAFETY: a physical-device query of an extension this device offers.
+        let domains = unsafe {
+            if name == ash::khr::calibrated_timestamps::NAME {
+                ash::khr::calibrated_timestamps::Instance::new(entry, vk_instance)
+                    .get_physical_device_calibrateable_time_domains(physical)
+            } else {
+                ash::ext::calibrated_timestamps::Instance::new(entry, vk_instance)
+                    .get_physical_device_calibrateable_time_domains(physical)
+            }
+        };
+        domains.is_ok_and(|domains| domains.contains(&vk::TimeDomainKHR::DEVICE))
+    };
+    [ash::khr::calibrated_timestamps::NAME, ash::ext::calibrated_timestamps::NAME]
+        .into_iter()
+        .find(|&name| offers(name) && reads_device_clock(name))
 }
 
 #[cfg(test)]
