@@ -21,29 +21,11 @@ use crate::{Error, Result};
 
 pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchReport> {
     let threads = rayon::current_num_threads();
-    // The plan, from this machine's measured rate, before any size runs: how long each takes,
-    // and which sizes' frames the demo refuses (a step longer than the window can wait for).
     let rate = match options.precision {
         Precision::F32 => cpu_rate::measured_rate::<f32>(),
         Precision::F64 => cpu_rate::measured_rate::<f64>(),
     };
-    let passes = f64::from(options.warmup.min(2) + options.repeats.min(20));
-    let plan: Vec<(u32, f64, Option<String>)> = options
-        .bodies
-        .iter()
-        .map(|&n| {
-            let step_s = f64::from(n) * f64::from(n) / rate;
-            let frames_refused = (options.frames > 0 && step_s > cpu_rate::MAX_STEP_SECONDS).then(|| {
-                format!(
-                    "a step of {n} bodies takes ~{step_s:.1} s on this CPU, longer than the window's {} s a step; \
-                     `nbody --headless --backend cpu --bodies {n}` runs such frames",
-                    cpu_rate::MAX_STEP_SECONDS
-                )
-            });
-            let frames_s = if frames_refused.is_none() { f64::from(options.frames) * step_s } else { 0.0 };
-            (n, passes * step_s + frames_s, frames_refused)
-        })
-        .collect();
+    let plan = plan(options, rate);
     let estimate: f64 = plan.iter().map(|(_, seconds, _)| seconds).sum();
     log::info!("bench nbody on the CPU: about {estimate:.0} s here ({rate:.2e} interactions/s measured)");
     let progress = Progress::new("bench nbody (CPU)", plan.len() as u64, &options.stop);
@@ -125,6 +107,29 @@ pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result
         "sizes": sizes,
     });
     Ok(BenchReport { json, table })
+}
+
+/// The plan, from this machine's measured `rate` (interactions/s), before any size runs: each
+/// size's body count, about how long it takes, and why the demo refuses its frames, if it does
+/// (a step longer than the window can wait for).
+fn plan(options: &NBodyBench, rate: f64) -> Vec<(u32, f64, Option<String>)> {
+    let passes = f64::from(options.warmup.min(2) + options.repeats.min(20));
+    options
+        .bodies
+        .iter()
+        .map(|&n| {
+            let step_s = f64::from(n) * f64::from(n) / rate;
+            let frames_refused = (options.frames > 0 && step_s > cpu_rate::MAX_STEP_SECONDS).then(|| {
+                format!(
+                    "a step of {n} bodies takes ~{step_s:.1} s on this CPU, longer than the window's {} s a step; \
+                     `nbody --headless --backend cpu --bodies {n}` runs such frames",
+                    cpu_rate::MAX_STEP_SECONDS
+                )
+            });
+            let frames_s = if frames_refused.is_none() { f64::from(options.frames) * step_s } else { 0.0 };
+            (n, passes * step_s + frames_s, frames_refused)
+        })
+        .collect()
 }
 
 /// Full headless frames of `n` bodies on the CPU backend, or why they were not measured.
