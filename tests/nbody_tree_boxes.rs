@@ -187,3 +187,30 @@ fn cuda_writes_the_boxes_of_its_tree_through_every_path() {
         Box::new(nbody).destroy(graphics);
     }
 }
+
+#[test]
+fn draw_tree_picks_the_tree_unless_all_pairs_was_asked_for_and_then_says_why_nothing_is_drawn() {
+    let dir = temp_dir("tree-boxes-method");
+    let run = |extra: &[&str]| {
+        let stats = dir.join("stats.json");
+        let output = binary()
+            .args(["nbody", "--headless", "--backend", "cpu", "--bodies", "2000", "--frames", "2", "--draw-tree"])
+            .args(extra)
+            .arg("--stats")
+            .arg(&stats)
+            .output()
+            .expect("run");
+        let said = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{said}");
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).expect("stats")).expect("JSON");
+        (json["demo_stats"]["method"].as_str().unwrap_or("?").to_owned(), said)
+    };
+    // 2,000 bodies on the CPU would run all-pairs; the overlay asks for the tree.
+    let (method, said) = run(&[]);
+    assert_eq!(method, "tree", "{said}");
+    assert!(said.contains("because --draw-tree draws it"), "{said}");
+    let (method, said) = run(&["--method", "all-pairs"]);
+    assert_eq!(method, "all-pairs", "{said}");
+    assert!(said.contains("all-pairs does not build"), "{said}");
+    std::fs::remove_dir_all(&dir).ok();
+}

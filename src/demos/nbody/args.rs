@@ -37,8 +37,9 @@ pub struct NBodyArgs {
     /// Speed drawn with the hottest colour, more than 0, up to 100 (× the initial RMS speed).
     #[arg(long, default_value_t = 2.0, value_parser = Ranged::<f32>::above(0.0, 100.0))]
     pub colour_scale: f32,
-    /// Draw the tree's boxes over the bodies (with the tree method): each node's box, written by
-    /// CUDA (or the CPU backend) into a second shared buffer that the graphics API draws as lines.
+    /// Draw the tree's boxes over the bodies: each node's box, written by CUDA (or the CPU backend)
+    /// into a second shared buffer that the graphics API draws as lines. Without --method the tree
+    /// method is chosen; with --method all-pairs there is no tree to draw (said in the log).
     #[arg(long)]
     pub draw_tree: bool,
     /// Levels of the tree drawn with --draw-tree, 1 to 14 levels (the root and those below it).

@@ -52,27 +52,29 @@ pub(super) fn choose_variant(
 }
 
 /// The force method, when none was chosen (`auto_method`): the faster one for `n` bodies on this
-/// backend, or the tree where the preset is made for it; said in the log. The tree runs in fp32
-/// and on one device on CUDA: otherwise all-pairs stays.
+/// backend, or the tree where the preset is made for it or `--draw-tree` asks to see it; said in
+/// the log. The tree runs in fp32 and on one device on CUDA: otherwise all-pairs stays.
 pub(super) fn choose_method(settings: &mut NBodySettings, n: u32, cuda: bool) {
     if !settings.auto_method {
+        if settings.draw_tree && settings.method == Method::AllPairs {
+            log::warn!("n-body: --draw-tree draws the tree, which all-pairs does not build: choose --method tree");
+        }
         return;
     }
     let tree_runs = !cuda || (settings.variant.precision == Precision::F32 && settings.devices.len() <= 1);
     let fastest = Method::fastest_for(n, cuda);
-    settings.method = if tree_runs && (fastest == Method::Tree || settings.preset.wants_tree()) {
-        Method::Tree
-    } else {
-        Method::AllPairs
-    };
+    let wanted = fastest == Method::Tree || settings.preset.wants_tree() || settings.draw_tree;
+    settings.method = if tree_runs && wanted { Method::Tree } else { Method::AllPairs };
     if settings.method == Method::Tree {
         log::info!(
             "n-body: {n} bodies with the Barnes-Hut tree (θ {}), {} (`--method all-pairs` sums every pair exactly)",
             settings.theta,
             if fastest == Method::Tree {
                 format!("faster than all-pairs from {} bodies here", if cuda { TREE_FROM_CUDA } else { TREE_FROM_CPU })
-            } else {
+            } else if settings.preset.wants_tree() {
                 format!("as the {} preset asks", settings.preset.name())
+            } else {
+                "because --draw-tree draws it".to_owned()
             }
         );
     } else if fastest == Method::Tree {
