@@ -91,7 +91,7 @@ pub(super) fn tree_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameR
     let (all_pairs_variant, _) = tune::starting_variant(cuda, Precision::F32);
     let mut table = format!(
         "n-body, Barnes-Hut tree (θ {}), on {} ({} SMs): stage medians of {} steps after {} warm-up (CUDA events); \
-         force error against f64 direct summation over {ERROR_SAMPLE} bodies (median/p99/max)\n",
+         f64 force error over {ERROR_SAMPLE} bodies (median/p99/max); frames/s of the median frame\n",
         options.theta, device.name, device.multiprocessors, options.repeats, options.warmup
     );
     table.push_str(&format!(
@@ -161,7 +161,7 @@ pub(super) fn tree_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameR
             frame_rows.push(run.unwrap_or_else(|e| json!({ "error": e.to_string() })));
             progress.done_one();
         }
-        let frame_rate = |at: usize| frame_rows.get(at).and_then(|f| f["steps_per_s"].as_f64());
+        let frame_rate = |at: usize| frame_rows.get(at).and_then(|f| f["frames_per_s_median"].as_f64());
         let stage = |name: &str| measured.stages.iter().find(|(s, _)| *s == name).map(|(_, p)| p.median / 1e3);
         table.push_str(&format!(
             "{:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8.3} {:>8.0} {:>9.0} {:>23} {:>10} {:>8} {:>8}\n",
@@ -322,7 +322,8 @@ pub(super) fn tree_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<
     let params = params_of(options);
     let mut table = format!(
         "n-body, Barnes-Hut tree (θ {}), on the CPU ({threads} threads), {}: accelerations pass median of {} after \
-         {} warm-up (wall clock); force error against f64 direct summation over {ERROR_SAMPLE} bodies\n",
+         {} warm-up (wall clock); force error against f64 direct summation over {ERROR_SAMPLE} bodies; frames/s \
+         from the median frame\n",
         options.theta,
         options.precision.name(),
         options.repeats.min(20),
@@ -359,7 +360,7 @@ pub(super) fn tree_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<
             frame_run(options, n, spec, options.cuda.on_cpu(), false, frames)
                 .unwrap_or_else(|e| json!({ "error": e.to_string() }))
         });
-        let frame_rate = frame.as_ref().and_then(|f| f["steps_per_s"].as_f64());
+        let frame_rate = frame.as_ref().and_then(|f| f["frames_per_s_median"].as_f64());
         table.push_str(&format!(
             "{:>9} {:>9.2} {:>10.0} {:>23} {:>13} {:>9}\n",
             n,
