@@ -95,31 +95,9 @@ impl Session {
         }
         match drawn {
             Ok(Some(end)) => {
-                report.drawn = true;
-                let (draw_us, paint_us, present_us) = end.micros();
-                stages.set_host_span(Stage::Draw, clock_us(end.started), draw_us);
-                if laid_out {
-                    stages.set_host(Stage::Panel, panel_us + paint_us);
-                    // The panel's span is its layout; its paint, after the draw, is a part of its own.
-                    stages.set_host_span(Stage::Panel, clock_us(panel_started), panel_us);
-                    if recording {
-                        parts.push(anatomy::host_part("panel paint", end.painting, end.presenting));
-                    }
-                }
-                // A window presents; offscreen, ending the frame is submitting its drawing.
-                if self.renderer.info().window {
-                    stages.set_host(Stage::Draw, draw_us);
-                    stages.set_host_at(Stage::Present, clock_us(end.presenting), present_us);
-                } else {
-                    stages.set_host(Stage::Draw, draw_us + present_us);
-                    if recording {
-                        parts.push(anatomy::host_part("submit", end.presenting, end.ended));
-                    }
-                }
-                if let Some(pixels) = end.pixels {
-                    self.keep_pixels(&pixels, input.screenshot, &mut report);
-                    report.pixels = Some(pixels);
-                }
+                let panel = laid_out.then_some((panel_started, panel_us));
+                let timing = Drawn { panel, recording, screenshot: input.screenshot };
+                self.note_drawn(end, &timing, &mut stages, &mut parts, &mut report);
             }
             Ok(None) => {}
             Err(error) if error.is_context_lost() => return self.recover(&error),
@@ -138,6 +116,26 @@ impl Session {
         if let Some(error) = self.collect_late_times(false) {
             return self.recover(&error);
         }
+        let late_errors = self.end_recorded_frame(frame, started, recording, parts);
+        for error in late_errors {
+            report.error(&error);
+            self.push_message(error.to_string());
+        }
+        for action in actions {
+            report.merge(self.act(action));
+        }
+        report
+    }
+
+    /// Closes the frame for CUDA's call trace and the anatomy (its calls among the frame's parts
+    /// while recorded); returns the errors CUDA objects reported since.
+    fn end_recorded_frame(
+        &mut self,
+        frame: u64,
+        started: Instant,
+        recording: bool,
+        mut parts: Vec<crate::anatomy::Span>,
+    ) -> Vec<Error> {
         let late_errors = match &self.selection.cuda {
             Some(cuda) => {
                 let trace = cuda.context.trace();
@@ -154,14 +152,45 @@ impl Session {
             (pipeline.kind().edges_with(pipeline.what_if()), demo.buffer_sets())
         });
         self.anatomy.push(frame, started, rules, depth, parts);
-        for error in late_errors {
-            report.error(&error);
-            self.push_message(error.to_string());
+        late_errors
+    }
+
+    /// What a drawn frame took, into `stages` and (while recorded) the anatomy's `parts`; its
+    /// pixels kept, written and handed back where asked.
+    fn note_drawn(
+        &mut self,
+        end: FrameEnd,
+        drawn: &Drawn<'_>,
+        stages: &mut StageTimes,
+        parts: &mut Vec<crate::anatomy::Span>,
+        report: &mut FrameReport,
+    ) {
+        let recording = drawn.recording;
+        report.drawn = true;
+        let (draw_us, paint_us, present_us) = end.micros();
+        stages.set_host_span(Stage::Draw, clock_us(end.started), draw_us);
+        if let Some((panel_started, panel_us)) = drawn.panel {
+            stages.set_host(Stage::Panel, panel_us + paint_us);
+            // The panel's span is its layout; its paint, after the draw, is a part of its own.
+            stages.set_host_span(Stage::Panel, clock_us(panel_started), panel_us);
+            if recording {
+                parts.push(anatomy::host_part("panel paint", end.painting, end.presenting));
+            }
         }
-        for action in actions {
-            report.merge(self.act(action));
+        // A window presents; offscreen, ending the frame is submitting its drawing.
+        if self.renderer.info().window {
+            stages.set_host(Stage::Draw, draw_us);
+            stages.set_host_at(Stage::Present, clock_us(end.presenting), present_us);
+        } else {
+            stages.set_host(Stage::Draw, draw_us + present_us);
+            if recording {
+                parts.push(anatomy::host_part("submit", end.presenting, end.ended));
+            }
         }
-        report
+        if let Some(pixels) = end.pixels {
+            self.keep_pixels(&pixels, drawn.screenshot, report);
+            report.pixels = Some(pixels);
+        }
     }
 
     /// Lays the panel out for this frame, or keeps the last layout when nothing happened in the
@@ -325,6 +354,15 @@ impl PanelPrimitives {
     fn reusable(&self, screen: Option<egui::Rect>) -> bool {
         self.keep && self.screen == screen && self.at.elapsed() < PANEL_REFRESH
     }
+}
+
+/// What [`Session::note_drawn`] needs to know of the frame besides how it ended: when the panel
+/// was laid out and how long that took (when it was), whether the anatomy records, and where the
+/// screenshot goes.
+struct Drawn<'a> {
+    panel: Option<(Instant, f64)>,
+    recording: bool,
+    screenshot: Option<&'a Path>,
 }
 
 /// How a frame ended, and when each part of it began.
