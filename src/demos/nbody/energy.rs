@@ -10,8 +10,8 @@ use crate::render::Graphics;
 use crate::transfer::{Access, Target};
 
 /// Most bodies whose energy CUDA sums by itself: at 262,144 the all-pairs sum costs about what one
-/// all-pairs step does (34 ms on an H200); at 4 M it took 20 s, at 16 M minutes (measured: the
-/// bench's first frames stalled on it).
+/// all-pairs step does (34 ms on an H200), 256 times that at 4 M. The bench's first frames stalled
+/// 20 s at 4 M bodies and minutes at 16 M, most likely on this sum (not timed apart).
 pub const ENERGY_BY_ITSELF_CUDA: u32 = 262_144;
 /// The same on the CPU backend.
 pub const ENERGY_BY_ITSELF_CPU: u32 = 8_192;
