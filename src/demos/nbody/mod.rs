@@ -292,7 +292,7 @@ impl NBody {
             && (step + 1).is_multiple_of(u64::from(self.settings.energy_every))
             && self.energy_by_itself();
         self.prepare_tree_boxes(graphics)?;
-        let levels = self.tree_levels_drawn().filter(|_| self.tree_boxes.is_some());
+        let levels = self.tree_boxes.as_ref().map(overlay::TreeBoxes::levels);
         let display_only = self.display_only();
         let method = self.settings.force_method();
         // With --pipeline-depth 2 (CUDA) the copies the next step writes are mapped during this one.
@@ -318,9 +318,8 @@ impl NBody {
             vec![(positions_in, Access::Read), (positions_out, Access::Write), (velocities, Access::ReadWrite)]
         };
         // The tree's boxes go last (the overlay, when on).
-        let tree_boxes = self.tree_boxes.as_mut().filter(|_| levels.is_some());
         let boxes_slot = buffers.len();
-        if let Some(boxes) = tree_boxes {
+        if let Some(boxes) = self.tree_boxes.as_mut() {
             buffers.push((boxes.buffer(), Access::Write));
         }
         let times =
@@ -356,8 +355,8 @@ impl NBody {
                 }
                 _ => Err(mismatch()),
             })?;
-        if let (Some(levels), Some(boxes)) = (levels, self.tree_boxes.as_mut()) {
-            boxes.wrote(levels);
+        if let Some(boxes) = self.tree_boxes.as_mut() {
+            boxes.wrote();
         }
         self.current = 1 - self.current;
         self.step += 1;

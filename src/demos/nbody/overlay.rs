@@ -14,8 +14,8 @@ pub(super) struct TreeBoxes {
     buffer: SharedBuffer,
     bodies: u32,
     levels: u32,
-    /// Boxes the last step wrote room for (`None`: no step has written the buffer yet).
-    written: Option<u32>,
+    /// A step has written the buffer.
+    written: bool,
 }
 
 impl TreeBoxes {
@@ -29,15 +29,20 @@ impl TreeBoxes {
         self.buffer
     }
 
-    /// A step wrote `levels` levels.
-    pub(super) fn wrote(&mut self, levels: u32) {
-        self.written = Some(boxes::capacity(levels, self.bodies));
+    /// The levels the buffer has room for: the ones each step writes.
+    pub(super) fn levels(&self) -> u32 {
+        self.levels
+    }
+
+    /// A step wrote the buffer.
+    pub(super) fn wrote(&mut self) {
+        self.written = true;
     }
 
     /// The lines to draw, once a step has written them.
     pub(super) fn drawn(&self) -> Option<Boxes<'_>> {
-        let boxes = self.written.filter(|&count| count > 0)?;
-        Some(Boxes { vertices: &self.buffer, count: boxes * VERTICES_PER_BOX as u32 })
+        let boxes = boxes::capacity(self.levels, self.bodies);
+        (self.written && boxes > 0).then(|| Boxes { vertices: &self.buffer, count: boxes * VERTICES_PER_BOX as u32 })
     }
 }
 
@@ -51,7 +56,7 @@ impl NBody {
     }
 
     /// Makes the overlay's buffer when the overlay is on (again for another body count or
-    /// depth), and frees it when off.
+    /// depth), and frees it when off: after it, the overlay has a buffer exactly when it is on.
     pub(super) fn prepare_tree_boxes(&mut self, graphics: Graphics<'_>) -> Result<()> {
         let n = self.len();
         let wanted = self.tree_levels_drawn();
@@ -66,7 +71,7 @@ impl NBody {
         let Some(levels) = wanted else { return Ok(()) };
         let slots = boxes::capacity(levels, n).max(1) as usize;
         let buffer = self.pipeline.transfer().create_buffer(graphics, &vec![0u8; slots * BOX_BYTES])?;
-        self.tree_boxes = Some(TreeBoxes { buffer, bodies: n, levels, written: None });
+        self.tree_boxes = Some(TreeBoxes { buffer, bodies: n, levels, written: false });
         Ok(())
     }
 
@@ -83,7 +88,7 @@ impl NBody {
     pub fn read_tree_boxes(&mut self, graphics: Graphics<'_>) -> Result<Option<Vec<[f32; 4]>>> {
         self.release_prepared()?;
         self.pipeline.transfer().synchronize()?;
-        let Some(boxes) = self.tree_boxes.as_ref().filter(|boxes| boxes.written.is_some()) else { return Ok(None) };
+        let Some(boxes) = self.tree_boxes.as_ref().filter(|boxes| boxes.written) else { return Ok(None) };
         let bytes = self.pipeline.transfer().read_buffer(graphics, &boxes.buffer)?;
         Ok(Some(bytemuck::pod_collect_to_vec(&bytes)))
     }
