@@ -181,35 +181,14 @@ impl VulkanScenes {
     }
 
     fn sprites_pass(&mut self, vulkan: &VulkanGraphics) -> Result<&GraphicsPipeline> {
-        if self.sprites.is_none() {
-            let description = PipelineDescription {
-                vertex: &SPRITES_VERTEX,
-                fragment: &SPRITES_FRAGMENT,
-                topology: Topology::Points,
-                vertex_buffers: 2,
-                textures: 0,
-                blend: Blend::Additive,
-                push_constant_bytes: std::mem::size_of::<SpriteConstants>() as u32,
-            };
-            self.sprites = Some(GraphicsPipeline::new(vulkan.context(), &description)?);
-        }
-        self.sprites.as_ref().ok_or_else(|| Error::Unavailable("the sprite pipeline was not built".to_owned()))
+        let description =
+            additive(&SPRITES_VERTEX, &SPRITES_FRAGMENT, Topology::Points, 2, size_of::<SpriteConstants>());
+        built(&mut self.sprites, vulkan, &description)
     }
 
     fn boxes_pass(&mut self, vulkan: &VulkanGraphics) -> Result<&GraphicsPipeline> {
-        if self.boxes.is_none() {
-            let description = PipelineDescription {
-                vertex: &BOXES_VERTEX,
-                fragment: &BOXES_FRAGMENT,
-                topology: Topology::Lines,
-                vertex_buffers: 1,
-                textures: 0,
-                blend: Blend::Additive,
-                push_constant_bytes: std::mem::size_of::<BoxesConstants>() as u32,
-            };
-            self.boxes = Some(GraphicsPipeline::new(vulkan.context(), &description)?);
-        }
-        self.boxes.as_ref().ok_or_else(|| Error::Unavailable("the tree box pipeline was not built".to_owned()))
+        let description = additive(&BOXES_VERTEX, &BOXES_FRAGMENT, Topology::Lines, 1, size_of::<BoxesConstants>());
+        built(&mut self.boxes, vulkan, &description)
     }
 
     fn draw_sprites(&mut self, vulkan: &VulkanGraphics, sprites: &Sprites<'_>, view: &View) -> Result<()> {
@@ -319,4 +298,35 @@ impl SceneDrawer for VulkanScenes {
         }
         drop((grid, sprites, boxes, picture));
     }
+}
+
+/// An additively blended pipeline without textures, reading `vertex_buffers` float4 buffers.
+fn additive<'a>(
+    vertex: &'a SourceFile,
+    fragment: &'a SourceFile,
+    topology: Topology,
+    vertex_buffers: u32,
+    push_constant_bytes: usize,
+) -> PipelineDescription<'a> {
+    PipelineDescription {
+        vertex,
+        fragment,
+        topology,
+        vertex_buffers,
+        textures: 0,
+        blend: Blend::Additive,
+        push_constant_bytes: push_constant_bytes as u32,
+    }
+}
+
+/// The pipeline in `slot`, built from `description` the first time it is asked for.
+fn built<'a>(
+    slot: &'a mut Option<GraphicsPipeline>,
+    vulkan: &VulkanGraphics,
+    description: &PipelineDescription<'_>,
+) -> Result<&'a GraphicsPipeline> {
+    if slot.is_none() {
+        *slot = Some(GraphicsPipeline::new(vulkan.context(), description)?);
+    }
+    slot.as_ref().ok_or_else(|| Error::Unavailable("a Vulkan pipeline was not built".to_owned()))
 }
