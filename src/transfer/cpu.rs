@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
+use super::memory::wait_for_readers;
 use super::mismatch;
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
 use crate::Result;
-use crate::gl;
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 
@@ -41,23 +41,16 @@ impl Transfer for CpuPath {
     }
 
     fn create_buffer(&mut self, graphics: Graphics<'_>, initial: &[u8]) -> Result<SharedBuffer> {
-        let memory = match graphics {
-            Graphics::Gl(gl) => BufferMemory::Gl(gl::Buffer::new(gl, initial)?),
-            Graphics::Vulkan(vulkan) => BufferMemory::Vulkan(vulkan.host_buffer(initial)?),
-        };
+        let memory = BufferMemory::filled_by_host(graphics, initial)?;
         Ok(SharedBuffer { link: Link::Cpu(HostBytes::new(initial)), memory })
     }
 
     fn read_buffer(&mut self, graphics: Graphics<'_>, buffer: &SharedBuffer) -> Result<Vec<u8>> {
-        match (&buffer.link, &buffer.memory) {
-            // On Vulkan, what is drawn: the host-visible memory itself, once no frame uses it.
-            (Link::Cpu(data), BufferMemory::Vulkan(memory)) => {
-                graphics.vulkan()?.wait_idle()?;
-                Ok(memory.host_bytes().map(|bytes| bytes[..data.bytes().len()].to_vec()).unwrap_or_default())
-            }
-            (Link::Cpu(data), BufferMemory::Gl(_)) => Ok(data.bytes().to_vec()),
-            _ => Err(mismatch(TransferKind::Cpu)),
-        }
+        let Link::Cpu(data) = &buffer.link else { return Err(mismatch(TransferKind::Cpu)) };
+        // What is drawn: the host-visible memory itself where the API draws from it, else the
+        // bytes it was uploaded from.
+        let drawn = buffer.memory.host_visible_bytes(graphics, data.bytes().len())?;
+        Ok(drawn.unwrap_or_else(|| data.bytes().to_vec()))
     }
 
     fn run(
@@ -81,22 +74,16 @@ impl Transfer for CpuPath {
         }
         times.set_host_since(Stage::Kernel, started);
 
-        if let Graphics::Vulkan(vulkan) = graphics {
-            // Vulkan draws from the very memory written next: wait for the frames that read it
-            // (a stage of its own, so the upload below is the copy alone).
-            let started = Instant::now();
-            vulkan.wait_idle()?;
+        // Where the API draws from the very memory written next, the frames that read it are
+        // waited for: a stage of its own, so the upload below is the copy alone.
+        let started = Instant::now();
+        if wait_for_readers(graphics)? {
             times.set_host_since(Stage::Sync, started);
         }
         let started = Instant::now();
         for (buffer, access) in buffers.iter_mut() {
             if let (Link::Cpu(data), true) = (&buffer.link, access.writes()) {
-                match &mut buffer.memory {
-                    BufferMemory::Gl(memory) => memory.write(graphics.gl()?, data.bytes())?,
-                    // Vulkan draws from host-visible memory: the upload is a copy into it (the
-                    // frames that read it have finished: waited above).
-                    BufferMemory::Vulkan(memory) => graphics.vulkan()?.write_host_buffer(memory, data.bytes())?,
-                }
+                buffer.memory.upload(graphics, data.bytes())?;
             }
         }
         times.set_host_since(Stage::Upload, started);

@@ -5,12 +5,12 @@
 use std::rc::Rc;
 use std::time::Instant;
 
+use super::memory::wait_for_readers;
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind, WhatIf};
 use super::{DeviceSpans, mismatch, poll_stages};
 use crate::Result;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceBuffer, PinnedBuffer, Stream};
-use crate::gl;
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 
@@ -71,10 +71,7 @@ impl Transfer for HostCopy {
         } else {
             Staging::Pageable(vec![0u8; initial.len()])
         };
-        let memory = match graphics {
-            Graphics::Gl(gl) => BufferMemory::Gl(gl::Buffer::new(gl, initial)?),
-            Graphics::Vulkan(vulkan) => BufferMemory::Vulkan(vulkan.host_buffer(initial)?),
-        };
+        let memory = BufferMemory::filled_by_host(graphics, initial)?;
         Ok(SharedBuffer { link: Link::HostCopy { device, staging }, memory })
     }
 
@@ -136,11 +133,10 @@ impl Transfer for HostCopy {
         };
         times.set_host_since(Stage::Download, started);
 
-        if let Graphics::Vulkan(vulkan) = graphics {
-            // Vulkan draws from the very memory written next: wait for the frames that read it
-            // (a stage of its own, as on the CPU path).
-            let started = Instant::now();
-            vulkan.wait_idle()?;
+        // Where the API draws from the very memory written next, the frames that read it are
+        // waited for (a stage of its own, as on the CPU path).
+        let started = Instant::now();
+        if wait_for_readers(graphics)? {
             times.set_host_since(Stage::Sync, started);
         }
         let started = Instant::now();
@@ -154,10 +150,7 @@ impl Transfer for HostCopy {
                     }
                     staging => staging.bytes(),
                 };
-                match &mut buffer.memory {
-                    BufferMemory::Gl(memory) => memory.write(graphics.gl()?, bytes)?,
-                    BufferMemory::Vulkan(memory) => graphics.vulkan()?.write_host_buffer(memory, bytes)?,
-                }
+                buffer.memory.upload(graphics, bytes)?;
             }
         }
         times.set_host_since(Stage::Upload, started);

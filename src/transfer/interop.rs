@@ -5,8 +5,8 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::{
-    Access, BufferMemory, Compute, ImageTarget, Link, Mapping, SharedBuffer, SharedImage, Target, Transfer,
-    TransferKind, WhatIf,
+    Access, BufferMemory, Compute, ImageTarget, Link, Mapping, SharedBuffer, SharedImage, Target, TextureMemory,
+    Transfer, TransferKind, WhatIf,
 };
 use super::{micros_since, mismatch};
 use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
@@ -246,8 +246,12 @@ impl Mapping for Interop {
         })
     }
 
-    fn register_image(&mut self, graphics: Graphics<'_>, texture: gl::Texture) -> Result<SharedImage> {
+    fn register_image(&mut self, graphics: Graphics<'_>, texture: TextureMemory) -> Result<SharedImage> {
         let gl = graphics.gl()?;
+        let TextureMemory::Gl(texture) = texture else {
+            texture.destroy(graphics);
+            return Err(Error::Unavailable("GL interop registers OpenGL textures only".to_owned()));
+        };
         let texture = Guard::new(texture, |mut texture: gl::Texture| texture.destroy(gl));
         let resource =
             GraphicsResource::register_image(&self.context, &self.entry_points, texture.name(), glow::TEXTURE_2D)?;

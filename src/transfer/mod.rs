@@ -26,23 +26,24 @@ pub mod host_copy;
 mod image;
 pub mod interop;
 mod kind;
+mod memory;
 pub mod vulkan;
 
 use std::rc::Rc;
 use std::time::Instant;
 
-use self::cpu::{CpuPath, HostBytes};
+use self::cpu::CpuPath;
 use self::external::External;
-use self::host_copy::{HostCopy, Staging};
-pub use self::image::{ImageSharing, ImageTarget, SharedImage, TextureMemory};
+use self::host_copy::HostCopy;
+pub use self::image::{ImageSharing, ImageTarget};
 use self::interop::Interop;
 pub use self::kind::{TransferKind, WhatIf};
+use self::memory::{BufferMemory, Link};
+pub use self::memory::{SharedBuffer, SharedImage, TextureMemory};
 use crate::anatomy::Calibration;
-use crate::cuda::external::ExportableMemory;
-use crate::cuda::interop::{GlEntryPoints, GraphicsResource, MapAccess};
+use crate::cuda::interop::{GlEntryPoints, MapAccess};
 use crate::cuda::timing::EventRing;
-use crate::cuda::{Context, DeviceBuffer, DeviceSpan, Stream};
-use crate::gl;
+use crate::cuda::{Context, DeviceSpan, Stream};
 use crate::gl::external::{GlMemoryObjects, GlSemaphores};
 use crate::graphics::Graphics;
 use crate::stats::{Lane, LateGpuTimes, Stage, StageTimes};
@@ -69,137 +70,6 @@ impl Access {
             Access::Read => MapAccess::ReadOnly,
             Access::Write => MapAccess::WriteDiscard,
             Access::ReadWrite => MapAccess::ReadWrite,
-        }
-    }
-}
-
-/// A graphics buffer (GL or Vulkan) that compute writes, plus what its transfer path keeps for it.
-pub struct SharedBuffer {
-    // Field order is drop order: the CUDA side (registration, mirrors) goes before the buffer.
-    link: Link,
-    memory: BufferMemory,
-}
-
-/// The graphics API's buffer behind a [`SharedBuffer`].
-enum BufferMemory {
-    Gl(gl::Buffer),
-    /// A Vulkan buffer: host-visible on the CPU path, CUDA's import of it on the Vulkan path.
-    Vulkan(crate::vk::memory::Buffer),
-}
-
-enum Link {
-    Interop(GraphicsResource),
-    HostCopy {
-        device: DeviceBuffer,
-        staging: Staging,
-    },
-    External {
-        memory: ExportableMemory,
-        gl_memory: GlMemoryObjects,
-        object: u32,
-    },
-    Cpu(HostBytes),
-    /// CUDA's import of the Vulkan buffer, and the submission that last read it.
-    Vulkan {
-        memory: crate::cuda::import::ImportedMemory,
-        mark: crate::vk::shared::ReadMark,
-    },
-}
-
-impl SharedBuffer {
-    /// The GL buffer, for drawing. Borrowing it immutably means no [`Transfer::run`] (which borrows
-    /// the buffer mutably, and maps it on the interop path) can be in progress:
-    ///
-    /// ```compile_fail,E0502
-    /// # use interop_lab::graphics::Graphics;
-    /// # use interop_lab::transfer::{Access, SharedBuffer, Transfer};
-    /// fn draw_while_mapped(transfer: &mut dyn Transfer, graphics: Graphics<'_>, buffer: &mut SharedBuffer) {
-    ///     let mut buffers = [(&mut *buffer, Access::Write)];
-    ///     let _ = transfer.run(graphics, 0, &mut buffers, &mut |_target| {
-    ///         let _ = buffer.gl(); // error[E0502]: `*buffer` is also borrowed as mutable
-    ///         Ok(())
-    ///     });
-    /// }
-    /// ```
-    ///
-    /// while drawing after the run compiles:
-    ///
-    /// ```no_run
-    /// # use interop_lab::graphics::Graphics;
-    /// # use interop_lab::transfer::{Access, SharedBuffer, Transfer};
-    /// fn draw_after_the_run(transfer: &mut dyn Transfer, graphics: Graphics<'_>, buffer: &mut SharedBuffer) {
-    ///     let mut buffers = [(&mut *buffer, Access::Write)];
-    ///     let _ = transfer.run(graphics, 0, &mut buffers, &mut |_target| Ok(()));
-    ///     let _ = buffer.gl();
-    /// }
-    /// ```
-    pub fn gl(&self) -> Result<&gl::Buffer> {
-        match &self.memory {
-            BufferMemory::Gl(buffer) => Ok(buffer),
-            BufferMemory::Vulkan(_) => {
-                Err(Error::Unavailable("a Vulkan buffer cannot be drawn with OpenGL".to_owned()))
-            }
-        }
-    }
-
-    /// The Vulkan buffer, for commands of the submission `frame` is recording, which is noted
-    /// as its reader: CUDA waits for that submission before writing the buffer again.
-    pub fn vulkan(&self, frame: &crate::vk::frame::VulkanGraphics) -> Result<&crate::vk::memory::Buffer> {
-        match &self.memory {
-            BufferMemory::Vulkan(buffer) => {
-                if let Link::Vulkan { mark, .. } = &self.link {
-                    frame.reads(mark);
-                }
-                Ok(buffer)
-            }
-            BufferMemory::Gl(_) => Err(Error::Unavailable("an OpenGL buffer cannot be drawn with Vulkan".to_owned())),
-        }
-    }
-
-    /// Size in bytes.
-    pub fn len(&self) -> usize {
-        match &self.memory {
-            BufferMemory::Gl(buffer) => buffer.len(),
-            BufferMemory::Vulkan(buffer) => buffer.len(),
-        }
-    }
-
-    /// Whether the buffer holds no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Releases the CUDA side, then deletes the buffer. A GL context must be current for a GL
-    /// buffer; a Vulkan buffer is released by its own `Drop` once the device is done with it.
-    pub fn destroy(self, graphics: Graphics<'_>) {
-        let SharedBuffer { link, memory } = self;
-        let mut buffer = match memory {
-            BufferMemory::Gl(buffer) => buffer,
-            BufferMemory::Vulkan(buffer) => {
-                drop(link);
-                if let Ok(vulkan) = graphics.vulkan() {
-                    vulkan.release_after_frame(buffer);
-                }
-                return;
-            }
-        };
-        let Ok(gl) = graphics.gl() else {
-            log::warn!("a GL buffer was released without its GL context; it is leaked");
-            std::mem::forget(buffer);
-            return;
-        };
-        match link {
-            // GL's buffer and memory object go first; the CUDA allocation stays alive for GL until
-            // its import is released, so the order is safe either way, but this one reads right.
-            Link::External { memory, gl_memory, object } => {
-                buffer.destroy(gl);
-                gl_memory.delete(object);
-                drop(memory);
-            }
-            other => {
-                drop(other);
-                buffer.destroy(gl);
-            }
         }
     }
 }
@@ -316,8 +186,8 @@ pub trait Mapping {
     fn use_while_mapped(&mut self, buffer: &mut SharedBuffer) -> Result<String>;
 
     /// Registers `texture` for kernels to write through a surface object (on failure the texture
-    /// is deleted).
-    fn register_image(&mut self, graphics: Graphics<'_>, texture: gl::Texture) -> Result<SharedImage>;
+    /// is deleted). A texture of another API than the path's is refused.
+    fn register_image(&mut self, graphics: Graphics<'_>, texture: TextureMemory) -> Result<SharedImage>;
 
     /// Maps the registered `image`, runs `compute` with a surface object over it, unmaps.
     fn run_registered(
