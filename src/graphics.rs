@@ -27,6 +27,33 @@ impl GraphicsApi {
 
     /// Every API, in the order a run tries them.
     pub const ALL: [GraphicsApi; 2] = [GraphicsApi::Gl, GraphicsApi::Vulkan];
+
+    /// The API a run moves to when this one cannot go on: a window that cannot start, or a
+    /// device whose frames waited for a lost CUDA context. `None`: this is the last resort.
+    pub fn fallback(self) -> Option<GraphicsApi> {
+        match self {
+            GraphicsApi::Vulkan => Some(GraphicsApi::Gl),
+            GraphicsApi::Gl => None,
+        }
+    }
+
+    /// The pipeline depth (buffers used in turn) that pays on this API, for a demo whose default
+    /// follows the API. Vulkan's frames in flight spread each hand-off over several frames: the
+    /// wave at depths 1, 2, 3 ran 1,375, 1,737, 1,842 frames/s at 1280×800 on an H100
+    /// (2026-12-06). On GL a deeper ring does not change the period
+    /// (docs/frames-at-kernel-speed.md): 1.
+    pub fn preferred_pipeline_depth(self) -> u32 {
+        match self {
+            GraphicsApi::Vulkan => 3,
+            GraphicsApi::Gl => 1,
+        }
+    }
+
+    /// What a window's title says after the demo's name: nothing for the first API, the API's
+    /// name for the others.
+    pub fn title_note(self) -> String {
+        if self == GraphicsApi::ALL[0] { String::new() } else { format!(" ({})", self.label()) }
+    }
 }
 
 /// The graphics API a frame is drawn with, as demos pass it on: the context (current on this
@@ -74,5 +101,26 @@ impl<'a> Graphics<'a> {
 impl<'a> From<&'a glow::Context> for Graphics<'a> {
     fn from(gl: &'a glow::Context) -> Self {
         Graphics::Gl(gl)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_fallback_chain_ends_and_each_api_declares_what_differs() {
+        for api in GraphicsApi::ALL {
+            let mut seen = vec![api];
+            let mut at = api;
+            while let Some(next) = at.fallback() {
+                assert!(!seen.contains(&next), "{api:?}'s fallbacks come back to {next:?}");
+                seen.push(next);
+                at = next;
+            }
+            assert!((1..=4).contains(&api.preferred_pipeline_depth()), "{api:?}: a depth --pipeline-depth takes");
+        }
+        assert_eq!(GraphicsApi::Gl.title_note(), "");
+        assert_eq!(GraphicsApi::Vulkan.title_note(), " (Vulkan)");
     }
 }

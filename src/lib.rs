@@ -43,5 +43,6 @@ pub mod ui;
 pub mod vk;
 pub mod watchdog;
 pub mod widgets;
+pub mod windowing;
 
 pub use error::{Error, Result};

@@ -17,14 +17,14 @@ use winit::window::WindowId;
 use self::input::Input;
 use crate::args::{PathFlag, TraceRequest};
 use crate::demo_kit::DemoSpec;
-use crate::gl::context::window::{catch_window_panics, winit_error_text};
-use crate::gl::context::x_server::XServer;
 use crate::graphics::GraphicsApi;
 use crate::record::RecordReport;
 use crate::renderer::{self, Target};
 use crate::runtime::CudaOptions;
 use crate::session::{FrameInput, Request, RunFacts, Session, SessionOptions};
 use crate::transfer::WhatIf;
+use crate::windowing::x_server::XServer;
+use crate::windowing::{catch_window_panics, winit_error_text};
 use crate::{Error, Result};
 
 /// How the window starts.
@@ -197,8 +197,8 @@ impl ApplicationHandler for App {
 }
 
 impl App {
-    /// Opens the window with the renderer asked for; a Vulkan window that cannot start goes on
-    /// with OpenGL, and the panel says why.
+    /// Opens the window with the renderer asked for; one that cannot start goes on with the API's
+    /// fallback (Vulkan's: OpenGL), and the panel says why.
     fn open(&mut self, event_loop: &ActiveEventLoop) -> Result<Running> {
         // From a checkout, kernels are read from its kernels/ folder and watched for edits; the
         // window draws while kernels compile: its first frame does not wait for NVRTC.
@@ -214,13 +214,17 @@ impl App {
         let api = self.options.renderer;
         let (renderer, selection, fallback) = match self.open_renderer(event_loop, api, false) {
             Ok((renderer, selection)) => (renderer, selection, None),
-            Err(error) if api == GraphicsApi::Vulkan => {
-                let note = format!("the Vulkan window could not start ({error}); drawing with OpenGL instead");
+            Err(error) => {
+                let Some(next) = api.fallback() else { return Err(error) };
+                let note = format!(
+                    "the {} window could not start ({error}); drawing with {} instead",
+                    api.label(),
+                    next.label()
+                );
                 log::warn!("{note}");
-                let (renderer, selection) = self.open_renderer(event_loop, GraphicsApi::Gl, false)?;
+                let (renderer, selection) = self.open_renderer(event_loop, next, false)?;
                 (renderer, selection, Some(note))
             }
-            Err(error) => return Err(error),
         };
         log::info!("{}, transfer path: {}", renderer.info().line(), selection.transfer.label());
         crate::stats::log_start_phase(&format!("backend chosen ({:?})", selection.transfer));
@@ -260,10 +264,7 @@ impl App {
         api: GraphicsApi,
         without_cuda: bool,
     ) -> Result<(Box<dyn renderer::Renderer>, crate::runtime::Selection)> {
-        let title = match api {
-            GraphicsApi::Gl => format!("interop-lab — {}", self.options.spec.name()),
-            GraphicsApi::Vulkan => format!("interop-lab — {} (Vulkan)", self.options.spec.name()),
-        };
+        let title = format!("interop-lab — {}{}", self.options.spec.name(), api.title_note());
         let target = Target::Window { event_loop, title: &title, size: self.options.size, vsync: self.options.vsync };
         let cuda = if without_cuda { self.options.cuda.on_cpu() } else { self.options.cuda.clone() };
         renderer::open(api, target, &cuda, self.options.shaders_dir.as_deref())

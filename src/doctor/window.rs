@@ -7,9 +7,10 @@ use winit::event_loop::{ActiveEventLoop, EventLoop};
 use winit::window::WindowId;
 
 use super::GlCheck;
-use crate::gl::context::window::{WindowGl, catch_window_panics, winit_error_text};
+use crate::gl::context::window::WindowGl;
 use crate::vk::device::{DeviceChoice, VulkanContext, WindowHandles};
 use crate::vk::swapchain::Swapchain;
+use crate::windowing::{catch_window_panics, winit_error_text};
 
 /// Opens an invisible window to see which GL context the app would get there, and which CUDA
 /// devices run it (`doctor` uses this). `query_cuda`: the driver is loaded and may be asked.

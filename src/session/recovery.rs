@@ -7,7 +7,6 @@ use std::mem::ManuallyDrop;
 use super::{FrameReport, Request, Session, create_demo};
 use crate::Error;
 use crate::demo_kit::{Demo, DemoTransfer};
-use crate::graphics::GraphicsApi;
 use crate::renderer::Renderer;
 use crate::transfer::TransferKind;
 
@@ -64,25 +63,27 @@ impl Session {
              CUDA object was {released} and the demo restarted with its settings on the CPU backend; relaunch the \
              app to use CUDA again (after fixing the kernel if it was edited)"
         );
-        if device_held {
-            // The device's queue waited for signals of the lost context, and on NVIDIA's driver
-            // no Vulkan device of the process makes progress after it (a new one included;
-            // OpenGL does): the caller opens OpenGL and the demo starts there
-            // (Session::switch_renderer).
-            let api = self.renderer.info().api;
-            outcome = format!(
-                "{outcome}; the {} device, whose frames waited for the lost context's signals (no Vulkan device \
-                 of this process makes progress after that on NVIDIA's driver), is left as it is and the demo \
-                 goes on drawn with OpenGL",
-                api.label()
-            );
-            self.restart = Some(spec);
-            report.requests.push(Request::ReopenRenderer(GraphicsApi::Gl));
-        } else {
-            match create_demo(self.renderer.as_mut(), None, &spec, TransferKind::Cpu, self.state.what_if) {
+        // The device's queue waited for signals of the lost context, and on NVIDIA's driver no
+        // Vulkan device of the process makes progress after it (a new one included; OpenGL
+        // does): the caller opens the API's fallback and the demo starts there
+        // (Session::switch_renderer).
+        let api = self.renderer.info().api;
+        match api.fallback().filter(|_| device_held) {
+            Some(next) => {
+                outcome = format!(
+                    "{outcome}; the {api} device, whose frames waited for the lost context's signals (no {api} device \
+                     of this process makes progress after that on NVIDIA's driver), is left as it is and the demo \
+                     goes on drawn with {next}",
+                    api = api.label(),
+                    next = next.label(),
+                );
+                self.restart = Some(spec);
+                report.requests.push(Request::ReopenRenderer(next));
+            }
+            None => match create_demo(self.renderer.as_mut(), None, &spec, TransferKind::Cpu, self.state.what_if) {
                 Ok(demo) => self.demo = Some(demo),
                 Err(start) => outcome = format!("{outcome}; but the demo failed to start on the CPU: {start}"),
-            }
+            },
         }
         let message = format!("CUDA context lost at frame {frame}: {error}. Recovery: {outcome}.");
         log::warn!("{message}");

@@ -310,6 +310,16 @@ impl SharedImage {
         &self.texture
     }
 
+    /// How kernels reach the texture, in words naming the API's calls.
+    pub fn route_label(&self) -> &'static str {
+        match (&self.link, &self.texture) {
+            (ImageLink::Registered(_), _) => "texture (surface writes)",
+            (ImageLink::Imported { .. }, _) => "image imported by CUDA (surface writes)",
+            (ImageLink::PixelBuffer(_), TextureMemory::Gl(_)) => "pixel buffer + glTexSubImage2D",
+            (ImageLink::PixelBuffer(_), TextureMemory::Vulkan(_)) => "pixel buffer + vkCmdCopyBufferToImage",
+        }
+    }
+
     /// Whether kernels write the texture in place (else through a pixel buffer).
     pub fn in_place(&self) -> bool {
         !matches!(self.link, ImageLink::PixelBuffer(_))

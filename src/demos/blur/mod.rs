@@ -132,12 +132,9 @@ impl Blur {
         if self.target.in_place() { Route::Texture } else { Route::Pbo }
     }
 
-    /// The route in words, naming the copy of the API that draws (GL's or Vulkan's).
+    /// The route in words, naming the calls of the API that draws (GL's or Vulkan's).
     pub fn route_label(&self) -> &'static str {
-        match self.target.texture() {
-            crate::transfer::TextureMemory::Vulkan(_) => self.route().vulkan_label(),
-            crate::transfer::TextureMemory::Gl(_) => self.route().label(),
-        }
+        self.target.route_label()
     }
 
     /// The blurred image as the texture shows it (bytes of the format, top row first).

@@ -5,7 +5,6 @@ use clap::Args;
 use super::settings::{GRID, PARAMETER, PIPELINE_DEPTHS, POINT_SIZE, VERTICES};
 use super::{DrawMode, WaveSettings};
 use crate::args::{CUDA_BLOCK, PathFlag, PathNeed, RunArgs, pair_text};
-use crate::graphics::GraphicsApi;
 
 #[derive(Args, Debug)]
 /// `interop-lab wave`.
@@ -50,10 +49,6 @@ pub struct WaveArgs {
     pub pipeline_depth: Option<u32>,
 }
 
-/// The wave's default pipeline depth on the Vulkan renderer: the fastest measured (depths 1, 2, 3:
-/// 1,375, 1,737, 1,842 frames/s at 1280×800 on an H100, 2026-12-06).
-pub const VULKAN_PIPELINE_DEPTH: u32 = 3;
-
 impl WaveArgs {
     /// The flags typed that only CUDA paths use.
     pub fn path_flags(&self) -> Vec<PathFlag> {
@@ -76,10 +71,7 @@ impl WaveArgs {
             grid: self.grid,
             mode: self.mode,
             point_size: self.point_size,
-            pipeline_depth: self.pipeline_depth.unwrap_or(match self.run.renderer {
-                GraphicsApi::Vulkan => VULKAN_PIPELINE_DEPTH,
-                GraphicsApi::Gl => WaveSettings::default().pipeline_depth,
-            }),
+            pipeline_depth: self.pipeline_depth.unwrap_or(self.run.renderer.preferred_pipeline_depth()),
         }
     }
 }
@@ -104,7 +96,7 @@ mod tests {
     #[test]
     fn the_default_pipeline_depth_is_the_fastest_measured_for_the_renderer() {
         assert_eq!(depth(&[]), 1, "GL: a deeper ring does not change its period");
-        assert_eq!(depth(&["--renderer", "vulkan"]), VULKAN_PIPELINE_DEPTH);
+        assert_eq!(depth(&["--renderer", "vulkan"]), 3);
         assert_eq!(depth(&["--renderer", "vulkan", "--pipeline-depth", "1"]), 1, "a typed depth wins");
         assert_eq!(depth(&["--pipeline-depth", "2"]), 2);
     }

@@ -1,9 +1,7 @@
-//! Making GL contexts: in a window ([`window`]) or headless on an EGL device ([`headless`]); and the
-//! window's X connection, watched for the server going away ([`x_server`]).
+//! Making GL contexts: in a window ([`window`]) or headless on an EGL device ([`headless`]).
 
 pub mod headless;
 pub mod window;
-pub mod x_server;
 
 /// Core-profile versions tried in order. Mesa's software renderer stops at 4.5 and refuses 4.6,
 /// and the app needs only 3.3, so it asks for the newest and steps down.

@@ -9,8 +9,9 @@
 //! everything else as it is. With an older libX11 the process still ends at the first call that
 //! notices, saying so in one line.
 //!
-//! It sits beside [`super::window`] because both turn the windowing libraries' failures into what
-//! the user reads, for the OpenGL and the Vulkan window alike (both draw on winit's display).
+//! It sits beside [`super::catch_window_panics`] because both turn the windowing libraries'
+//! failures into what the user reads, for the OpenGL and the Vulkan window alike (both draw on
+//! winit's display).
 #![allow(unsafe_code)]
 
 use std::ffi::{c_int, c_void};
