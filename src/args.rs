@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::Result;
+use crate::demo_kit::DemoSpec;
 use crate::graphics::GraphicsApi;
 use crate::numbers::{Pair, Ranged};
 use crate::runtime::{BackendRequest, CudaOptions, TransferRequest};
@@ -122,6 +124,21 @@ pub struct RunArgs {
     /// typed): a run on another path says they have no effect there.
     #[arg(skip)]
     pub path_flags: Vec<PathFlag>,
+}
+
+impl RunArgs {
+    /// These options, noting the demo's `flags` that only some paths use.
+    pub fn with_path_flags(mut self, flags: Vec<PathFlag>) -> Self {
+        self.path_flags = flags;
+        self
+    }
+}
+
+/// What the demos' registry (`demos/mod.rs`) asks of each demo's command (`interop-lab wave …`).
+pub trait DemoArgs {
+    /// The run options, with the demo's flags that only some paths use, and the demo with the
+    /// settings the flags ask for.
+    fn demo_run(&self) -> Result<(RunArgs, DemoSpec)>;
 }
 
 /// A demo flag the user typed that only some transfer paths use (a CUDA launch parameter, the

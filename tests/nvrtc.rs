@@ -26,7 +26,7 @@ fn every_kernel_compiles_for_every_target_architecture() {
     for arch in targets {
         assert!(supported.contains(&arch), "NVRTC {version:?} does not support sm_{arch}: {supported:?}");
     }
-    for file in interop_lab::kernels::ALL_KERNELS {
+    for file in interop_lab::kernels::all() {
         for arch in targets {
             let (image, log) = compile_with_nvrtc(file.name, file.embedded, &format!("sm_{arch}"), &[], version)
                 .unwrap_or_else(|e| panic!("{} for sm_{arch}: {e}", file.name));
@@ -62,7 +62,7 @@ fn second_compile_comes_from_the_cache() {
     let cache = std::env::temp_dir().join(format!("interop-lab-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&cache);
     let compiler = Compiler::new((9, 0), None, Some(cache.clone())).expect("compiler");
-    let file = interop_lab::kernels::ALL_KERNELS[0];
+    let file = interop_lab::kernels::all()[0];
     let first = compiler.compile(&file, &[]).expect("first compile");
     assert!(!first.from_cache);
     let second = compiler.compile(&file, &[]).expect("second compile");

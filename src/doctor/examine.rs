@@ -325,7 +325,7 @@ fn check_kernels(
             return (Vec::new(), cache);
         }
     };
-    let checks = crate::kernels::ALL_KERNELS
+    let checks = crate::kernels::all()
         .iter()
         .map(|file| {
             let compiled = compiler.compile(file, &[]);

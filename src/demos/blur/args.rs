@@ -9,7 +9,10 @@ use super::kernels::Filter;
 use super::settings::{PIXELS_PER_THREAD, RADIUS, SEGMENT, SIGMA, SPLIT};
 use super::{BlurSettings, Route};
 use crate::Result;
-use crate::args::{CUDA_BLOCK, CudaArgs, PathFlag, PathNeed, REPEATS, RunArgs, SIZE, WARMUP, pair_text};
+use crate::args::{
+    CUDA_BLOCK, CudaArgs, DemoArgs, PathFlag, PathNeed, REPEATS, RunArgs, SIZE, WARMUP, pair_text,
+};
+use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::numbers::Ranged;
 use crate::pixel::PixelFormat;
@@ -65,6 +68,12 @@ pub struct BlurArgs {
     /// Before | after split line, 0 to 1 (a fraction of the view width).
     #[arg(long, default_value_t = 0.5, value_parser = SPLIT)]
     pub split: f32,
+}
+
+impl DemoArgs for BlurArgs {
+    fn demo_run(&self) -> Result<(RunArgs, DemoSpec)> {
+        Ok((self.run.clone().with_path_flags(self.path_flags()), DemoSpec::new(self.settings())))
+    }
 }
 
 impl BlurArgs {

@@ -40,6 +40,14 @@ use crate::{Error, Result, source_file};
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/blur.cu");
 
+/// Every kernel file the demo compiles (for `doctor` and the NVRTC tests, through the registry).
+pub const KERNELS: &[SourceFile] = &[KERNEL];
+
+/// The demo with its default settings (the generated test pattern, the filter picked by σ).
+pub fn default_spec() -> DemoSpec {
+    DemoSpec::new(BlurSettings::automatic())
+}
+
 /// A change asked for in the panel or by a dropped file, applied at the next step.
 #[derive(Debug, Clone, PartialEq)]
 enum Change {

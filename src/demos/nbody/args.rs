@@ -13,7 +13,8 @@ use super::settings::{BODIES, DAMPING, DEFAULT_FORCE_CHECK_EVERY, DT, GRAVITY, P
 use super::sim::SLICES;
 use super::tree::boxes::{DEFAULT_LEVELS, MAX_LEVELS};
 use super::tree::{DEFAULT_THETA, MAX_THETA, MIN_THETA, Method};
-use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, SIZE};
+use crate::args::{CudaArgs, DemoArgs, PathFlag, PathNeed, RunArgs, SIZE};
+use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::numbers::Ranged;
 use crate::runtime::{BackendRequest, CudaOptions};
@@ -243,6 +244,12 @@ impl NBodyPhysicsArgs {
             unroll: self.unroll.unwrap_or(manual.unroll),
             bodies_per_thread: self.bodies_per_thread.unwrap_or(manual.bodies_per_thread),
         }
+    }
+}
+
+impl DemoArgs for NBodyArgs {
+    fn demo_run(&self) -> Result<(RunArgs, DemoSpec)> {
+        Ok((self.run_args()?.with_path_flags(self.physics.path_flags()), DemoSpec::new(self.settings())))
     }
 }
 

@@ -53,6 +53,15 @@ use crate::{Error, Result};
 
 pub use self::kernels::KERNEL;
 
+/// Every kernel file the demo compiles (for `doctor` and the NVRTC tests, through the registry):
+/// all-pairs and the tree.
+pub const KERNELS: &[crate::sources::SourceFile] = &[KERNEL, tree::gpu::KERNEL];
+
+/// The demo with its default settings.
+pub fn default_spec() -> DemoSpec {
+    DemoSpec::new(NBodySettings::default())
+}
+
 /// One body's float4 as GL holds it.
 pub type Float4 = [f32; 4];
 

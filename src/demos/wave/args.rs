@@ -4,7 +4,9 @@ use clap::Args;
 
 use super::settings::{GRID, PARAMETER, PIPELINE_DEPTHS, POINT_SIZE, VERTICES};
 use super::{DrawMode, WaveSettings};
-use crate::args::{CUDA_BLOCK, PathFlag, PathNeed, RunArgs, pair_text};
+use crate::Result;
+use crate::args::{CUDA_BLOCK, DemoArgs, PathFlag, PathNeed, RunArgs, pair_text};
+use crate::demo_kit::DemoSpec;
 
 #[derive(Args, Debug)]
 /// `interop-lab wave`.
@@ -47,6 +49,12 @@ pub struct WaveArgs {
     /// deeper ring does not change the period (docs/frames-at-kernel-speed.md).
     #[arg(long, value_parser = PIPELINE_DEPTHS)]
     pub pipeline_depth: Option<u32>,
+}
+
+impl DemoArgs for WaveArgs {
+    fn demo_run(&self) -> Result<(RunArgs, DemoSpec)> {
+        Ok((self.run.clone().with_path_flags(self.path_flags()), DemoSpec::new(self.settings())))
+    }
 }
 
 impl WaveArgs {

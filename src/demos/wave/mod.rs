@@ -26,6 +26,14 @@ use crate::{Error, Result, source_file};
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/wave.cu");
+
+/// Every kernel file the demo compiles (for `doctor` and the NVRTC tests, through the registry).
+pub const KERNELS: &[SourceFile] = &[KERNEL];
+
+/// The demo with its default settings.
+pub fn default_spec() -> DemoSpec {
+    DemoSpec::new(WaveSettings::default())
+}
 /// The compiled kernel and what launching it needs.
 struct WaveKernel {
     function: Function,
