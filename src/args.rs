@@ -6,8 +6,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::Result;
-use crate::demo_kit::DemoSpec;
 use crate::graphics::GraphicsApi;
 use crate::numbers::{Pair, Ranged};
 use crate::runtime::{BackendRequest, CudaOptions, TransferRequest};
@@ -132,13 +130,6 @@ impl RunArgs {
         self.path_flags = flags;
         self
     }
-}
-
-/// What the demos' registry (`demos/mod.rs`) asks of each demo's command (`interop-lab wave …`).
-pub trait DemoArgs {
-    /// The run options, with the demo's flags that only some paths use, and the demo with the
-    /// settings the flags ask for.
-    fn demo_run(&self) -> Result<(RunArgs, DemoSpec)>;
 }
 
 /// A demo flag the user typed that only some transfer paths use (a CUDA launch parameter, the

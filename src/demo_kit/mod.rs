@@ -10,7 +10,7 @@ pub mod spec;
 use std::rc::Rc;
 
 pub use self::pipeline::Pipeline;
-pub use self::spec::{DemoSpec, Output, Settings};
+pub use self::spec::{DemoArgs, DemoSpec, Output, Settings};
 use crate::camera::OrbitCamera;
 use crate::cuda::LaunchConfig;
 use crate::cuda::module::{CompiledModule, FunctionAttributes};

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use super::{Demo, DemoEnv};
 use crate::Result;
+use crate::args::RunArgs;
 use crate::output::OutputKind;
 
 /// A demo's settings type.
@@ -154,4 +155,11 @@ impl fmt::Debug for DemoSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
     }
+}
+
+/// What the demos' registry (`demos/mod.rs`) asks of each demo's command (`interop-lab wave …`).
+pub trait DemoArgs {
+    /// The run options, with the demo's flags that only some paths use, and the demo with the
+    /// settings the flags ask for.
+    fn demo_run(&self) -> Result<(RunArgs, DemoSpec)>;
 }

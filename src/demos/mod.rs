@@ -6,9 +6,9 @@
 
 use clap::Subcommand;
 
-use crate::args::{DemoArgs, RunArgs};
-use crate::demo_kit::DemoSpec;
+use crate::args::RunArgs;
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
+use crate::demo_kit::{DemoArgs, DemoSpec};
 use crate::sources::SourceFile;
 use crate::stop::StopRequest;
 use crate::{Error, Result};

@@ -3,34 +3,13 @@
 
 use std::time::Instant;
 
-use super::memory::wait_for_readers;
+use super::memory::{HostBytes, wait_for_readers};
 use super::mismatch;
+
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
 use crate::Result;
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
-
-/// Host memory aligned for any element type a demo views it as (up to 8-byte `f64`).
-pub(super) struct HostBytes {
-    words: Vec<u64>,
-    len: usize,
-}
-
-impl HostBytes {
-    pub(super) fn new(data: &[u8]) -> Self {
-        let mut words = vec![0u64; data.len().div_ceil(8)];
-        bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..data.len()].copy_from_slice(data);
-        Self { words, len: data.len() }
-    }
-
-    pub(super) fn bytes(&self) -> &[u8] {
-        &bytemuck::cast_slice::<u64, u8>(&self.words)[..self.len]
-    }
-
-    pub(super) fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut bytemuck::cast_slice_mut::<u64, u8>(&mut self.words)[..self.len]
-    }
-}
 
 /// The CPU path.
 pub struct CpuPath;

@@ -5,7 +5,7 @@
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::memory::wait_for_readers;
+use super::memory::{Staging, wait_for_readers};
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind, WhatIf};
 use super::{DeviceSpans, mismatch, poll_stages};
 use crate::Result;
@@ -13,21 +13,6 @@ use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceBuffer, PinnedBuffer, Stream};
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
-
-/// Host memory a host-copy path copies through.
-pub(super) enum Staging {
-    Pinned(PinnedBuffer),
-    Pageable(Vec<u8>),
-}
-
-impl Staging {
-    pub(super) fn bytes(&self) -> &[u8] {
-        match self {
-            Staging::Pinned(pinned) => pinned.as_slice(),
-            Staging::Pageable(bytes) => bytes,
-        }
-    }
-}
 
 /// The host-copy path.
 pub struct HostCopy {

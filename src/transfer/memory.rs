@@ -6,12 +6,10 @@
 //! how an upload is done — instead of branching on the API. A third API adds its variants here
 //! and in `graphics.rs`.
 
-use super::cpu::HostBytes;
-use super::host_copy::Staging;
-use crate::cuda::DeviceBuffer;
 use crate::cuda::external::ExportableMemory;
 use crate::cuda::import::ImportedImage;
 use crate::cuda::interop::GraphicsResource;
+use crate::cuda::{DeviceBuffer, PinnedBuffer};
 use crate::gl::external::GlMemoryObjects;
 use crate::graphics::Graphics;
 use crate::pixel::PixelFormat;
@@ -49,6 +47,43 @@ pub(super) enum Link {
         memory: crate::cuda::import::ImportedMemory,
         mark: vk::shared::ReadMark,
     },
+}
+
+/// Host memory aligned for any element type a demo views it as (up to 8-byte `f64`).
+pub(super) struct HostBytes {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl HostBytes {
+    pub(super) fn new(data: &[u8]) -> Self {
+        let mut words = vec![0u64; data.len().div_ceil(8)];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..data.len()].copy_from_slice(data);
+        Self { words, len: data.len() }
+    }
+
+    pub(super) fn bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice::<u64, u8>(&self.words)[..self.len]
+    }
+
+    pub(super) fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut bytemuck::cast_slice_mut::<u64, u8>(&mut self.words)[..self.len]
+    }
+}
+
+/// Host memory a host-copy path copies through.
+pub(super) enum Staging {
+    Pinned(PinnedBuffer),
+    Pageable(Vec<u8>),
+}
+
+impl Staging {
+    pub(super) fn bytes(&self) -> &[u8] {
+        match self {
+            Staging::Pinned(pinned) => pinned.as_slice(),
+            Staging::Pageable(bytes) => bytes,
+        }
+    }
 }
 
 impl SharedBuffer {

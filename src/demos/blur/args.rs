@@ -10,9 +10,9 @@ use super::settings::{PIXELS_PER_THREAD, RADIUS, SEGMENT, SIGMA, SPLIT};
 use super::{BlurSettings, Route};
 use crate::Result;
 use crate::args::{
-    CUDA_BLOCK, CudaArgs, DemoArgs, PathFlag, PathNeed, REPEATS, RunArgs, SIZE, WARMUP, pair_text,
+    CUDA_BLOCK, CudaArgs, PathFlag, PathNeed, REPEATS, RunArgs, SIZE, WARMUP, pair_text,
 };
-use crate::demo_kit::DemoSpec;
+use crate::demo_kit::{DemoArgs, DemoSpec};
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::numbers::Ranged;
 use crate::pixel::PixelFormat;

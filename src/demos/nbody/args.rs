@@ -13,8 +13,8 @@ use super::settings::{BODIES, DAMPING, DEFAULT_FORCE_CHECK_EVERY, DT, GRAVITY, P
 use super::sim::SLICES;
 use super::tree::boxes::{DEFAULT_LEVELS, MAX_LEVELS};
 use super::tree::{DEFAULT_THETA, MAX_THETA, MIN_THETA, Method};
-use crate::args::{CudaArgs, DemoArgs, PathFlag, PathNeed, RunArgs, SIZE};
-use crate::demo_kit::DemoSpec;
+use crate::args::{CudaArgs, PathFlag, PathNeed, RunArgs, SIZE};
+use crate::demo_kit::{DemoArgs, DemoSpec};
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::numbers::Ranged;
 use crate::runtime::{BackendRequest, CudaOptions};

@@ -5,8 +5,8 @@ use clap::Args;
 use super::settings::{GRID, PARAMETER, PIPELINE_DEPTHS, POINT_SIZE, VERTICES};
 use super::{DrawMode, WaveSettings};
 use crate::Result;
-use crate::args::{CUDA_BLOCK, DemoArgs, PathFlag, PathNeed, RunArgs, pair_text};
-use crate::demo_kit::DemoSpec;
+use crate::args::{CUDA_BLOCK, PathFlag, PathNeed, RunArgs, pair_text};
+use crate::demo_kit::{DemoArgs, DemoSpec};
 
 #[derive(Args, Debug)]
 /// `interop-lab wave`.
