@@ -67,7 +67,7 @@ macro_rules! demos {
 }
 
 demos! {
-    nbody: Nbody(nbody::args::NBodyArgs) "All-pairs gravity, integrated by CUDA straight in the vertex buffers it is drawn from.", bench(nbody::args::NBodyBenchArgs) "The n-body forces kernel over a sweep of variants, the best one's step and full frames.";
+    nbody: Nbody(nbody::args::NBodyArgs) "Gravity, all-pairs or a Barnes-Hut tree, integrated by CUDA straight in the vertex buffers it is drawn from.", bench(nbody::args::NBodyBenchArgs) "The n-body forces kernel over a sweep of variants, the best one's step and full frames.";
     blur: Blur(blur::args::BlurArgs) "Gaussian blur of an image, written by CUDA into the graphics API's image (or pixel buffer) and shown before | after.", bench(blur::args::BlurBenchArgs) "Every blur filter at each σ (kernels alone), then full frames per route.";
     wave: Wave(wave::args::WaveArgs) "The \"hello interop\" demo: a kernel writes a moving W×H grid of vertices into a vertex buffer.";
 }
