@@ -11,7 +11,6 @@ use clap::Args;
 
 use crate::demo_kit::{DemoSpec, LiveKernels};
 use crate::demos::wave::{self, Wave, WaveSettings};
-use crate::gl::GlObjects;
 use crate::graphics::GraphicsApi;
 use crate::numbers::Ranged;
 use crate::progress::Progress;
@@ -27,7 +26,7 @@ mod frame_peaks;
 mod report;
 use self::frame_peaks::FRAMES_PER_SAMPLE;
 pub use self::frame_peaks::FramePeaks;
-pub use self::report::{BOUNDS, Bounds, Footprint, GL_NAMES, Phase, SoakReport, exceeded};
+pub use self::report::{BOUNDS, Bounds, Footprint, Phase, SoakReport, exceeded};
 
 #[derive(Args, Debug)]
 /// `interop-lab soak`. The counts' ranges keep their sum within a `u32`.
@@ -51,11 +50,16 @@ pub struct SoakArgs {
     /// CUDA device, 0 or more (default: the one running the GL context, else 0).
     #[arg(long, value_parser = crate::args::DEVICE)]
     pub device: Option<i32>,
-    /// Path to soak: interop; copy (no registration); cpu (no CUDA allocation at all: GL buffers
-    /// the CPU writes, with CUDA, when present, only measuring free memory — what the GL driver
+    /// Path to soak: interop (GL's default); vulkan (Vulkan's default: memory Vulkan allocates,
+    /// imported by CUDA); copy (no registration); cpu (no CUDA allocation at all: buffers the CPU
+    /// writes, with CUDA, when present, only measuring free memory — what the graphics driver
     /// alone keeps; runs without CUDA too, and skips the recompiles: there are no kernels).
-    #[arg(long, value_enum, default_value_t = SoakPath::Interop)]
-    pub transfer: SoakPath,
+    #[arg(long, value_enum)]
+    pub transfer: Option<SoakPath>,
+    /// Graphics API to soak: gl (default) or vulkan (its default path: vulkan, the memory CUDA
+    /// imports).
+    #[arg(long, value_enum, default_value_t = GraphicsApi::Gl)]
+    pub renderer: GraphicsApi,
     /// Also write the report as JSON.
     #[arg(long, value_name = "FILE.json")]
     pub json: Option<PathBuf>,
@@ -69,6 +73,8 @@ const REALLOCATIONS: Ranged<u32> = Ranged::new(0, 1_000_000);
 pub enum SoakPath {
     /// GL interop: each re-allocation registers the new buffer.
     Interop,
+    /// Vulkan's memory imported by CUDA: each re-allocation imports the new buffer.
+    Vulkan,
     /// Copy through pinned host memory: device buffers, no registration.
     Copy,
     /// The CPU writes the GL buffers: no CUDA allocation at all.
@@ -86,17 +92,38 @@ impl SoakArgs {
             recompiles: self.recompiles,
             device: self.device,
             warmup_reallocations: self.warmup_reallocations,
-            transfer: match self.transfer {
-                SoakPath::Interop => TransferKind::Interop,
-                SoakPath::Copy => TransferKind::HostCopy,
-                SoakPath::Cpu => TransferKind::Cpu,
-            },
+            renderer: self.renderer,
+            transfer: self.transfer_kind()?,
         })?;
         if let Some(path) = &self.json {
             let text = serde_json::to_string_pretty(&report).map_err(|e| Error::InvalidInput(e.to_string()))?;
             crate::output::write(path, (text + "\n").as_bytes())?;
         }
         Ok(report.table())
+    }
+
+    /// The path asked for, or the renderer's own: GL interop, or Vulkan's imported memory. A
+    /// path the renderer does not offer is refused with the one it does.
+    fn transfer_kind(&self) -> Result<TransferKind> {
+        let own = match self.renderer {
+            GraphicsApi::Gl => SoakPath::Interop,
+            GraphicsApi::Vulkan => SoakPath::Vulkan,
+        };
+        let path = self.transfer.unwrap_or(own);
+        if matches!(path, SoakPath::Interop | SoakPath::Vulkan) && path != own {
+            return Err(Error::InvalidInput(format!(
+                "--transfer {} belongs to the other renderer: with --renderer {} soak --transfer {}, copy or cpu",
+                if path == SoakPath::Interop { "interop" } else { "vulkan" },
+                if own == SoakPath::Interop { "gl" } else { "vulkan" },
+                if own == SoakPath::Interop { "interop" } else { "vulkan" },
+            )));
+        }
+        Ok(match path {
+            SoakPath::Interop => TransferKind::Interop,
+            SoakPath::Vulkan => TransferKind::Vulkan,
+            SoakPath::Copy => TransferKind::HostCopy,
+            SoakPath::Cpu => TransferKind::Cpu,
+        })
     }
 }
 
@@ -111,8 +138,10 @@ pub struct SoakOptions {
     pub recompiles: u32,
     /// CUDA device to use.
     pub device: Option<i32>,
-    /// Interop (the point of the soak), host copy or the CPU (to tell the GL driver's own memory
-    /// use from what registration and CUDA allocations cost).
+    /// The graphics API soaked.
+    pub renderer: GraphicsApi,
+    /// Interop or Vulkan's import (the point of the soak), host copy or the CPU (to tell the
+    /// graphics driver's own memory use from what registration and CUDA allocations cost).
     pub transfer: TransferKind,
     /// Re-allocations during the warm-up, before the first measurement.
     pub warmup_reallocations: u32,
@@ -133,7 +162,8 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
         backend: if on_cpu { BackendRequest::Auto } else { BackendRequest::Cuda },
         transfer: match options.transfer {
             TransferKind::Interop => TransferRequest::Interop,
-            TransferKind::Cpu => TransferRequest::Auto,
+            // Vulkan's fastest path is its own: CUDA imports its memory where it can.
+            TransferKind::Cpu | TransferKind::Vulkan => TransferRequest::Auto,
             _ => TransferRequest::Copy,
         },
         device: options.device,
@@ -143,22 +173,35 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
         background_compiles: false,
     };
     let target = Target::Offscreen { size: [256, 256] };
-    let (renderer, mut selection) = renderer::open(GraphicsApi::Gl, target, &cuda_options, None)?;
+    let (renderer, mut selection) = renderer::open(options.renderer, target, &cuda_options, None)?;
     let cuda = selection.cuda.clone();
     // Said in the soak's own terms: the user chose a path (or took the default, interop), not
     // the backend the soak asks the runtime for.
     if cuda.is_none() && !on_cpu {
         return Err(Error::Unavailable(format!(
-            "soaking {} (--transfer {}) needs CUDA, and {}; `soak --transfer cpu` soaks the GL side alone",
+            "soaking {} (--transfer {}) needs CUDA, and {}; `soak --transfer cpu` soaks the {} side alone",
             options.transfer.label(),
-            if options.transfer == TransferKind::Interop { "interop, the default" } else { "copy" },
-            selection.reason.trim_start_matches("CPU backend, because ")
+            match options.transfer {
+                TransferKind::Interop => "interop, the default",
+                TransferKind::Vulkan => "vulkan, the default",
+                _ => "copy",
+            },
+            selection.reason.trim_start_matches("CPU backend, because "),
+            options.renderer.label()
         )));
     }
     if let Some(unmet) = &selection.unmet_request {
         return Err(Error::Unavailable(unmet.clone()));
     }
-    // The path asked for, even where CUDA could do more (the CPU path measures GL alone).
+    if options.transfer == TransferKind::Vulkan && selection.transfer != TransferKind::Vulkan {
+        return Err(Error::Unavailable(format!(
+            "soaking the Vulkan path needs CUDA to import this Vulkan device's memory, and the run would take {}: {}",
+            selection.transfer.label(),
+            selection.reason
+        )));
+    }
+    // The path asked for, even where CUDA could do more (the CPU path measures the graphics API
+    // alone).
     selection.transfer = options.transfer;
     let session_options = SessionOptions {
         spec: DemoSpec::new(WaveSettings::default()),
@@ -272,10 +315,10 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
             continue; // stopped before it, or no re-allocations asked for: nothing to show
         }
         phases.push(Phase {
-            name: if options.transfer == TransferKind::Interop {
-                "re-allocations with re-registration"
-            } else {
-                "re-allocations"
+            name: match options.transfer {
+                TransferKind::Interop => "re-allocations with re-registration",
+                TransferKind::Vulkan => "re-allocations with re-import",
+                _ => "re-allocations",
             },
             count,
             seconds: secs(started),
@@ -323,11 +366,13 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
     }
     let device = match cuda {
         Some(cuda) => cuda.context.device().name.clone(),
-        None => "no CUDA device (GL alone)".to_owned(),
+        None => format!("no CUDA device ({} alone)", options.renderer.label()),
     };
-    let mut exceeded = phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS)).unwrap_or_default();
+    let mut exceeded =
+        phases.last().map(|last| exceeded(&before, &last.after, &BOUNDS, options.renderer)).unwrap_or_default();
     exceeded.extend(frame_peaks.and_then(|peaks| peaks.exceeded(BOUNDS.host_rss_bytes)));
     Ok(SoakReport {
+        renderer: options.renderer,
         transfer: options.transfer,
         device,
         before,
@@ -360,9 +405,10 @@ fn secs(started: Instant) -> f64 {
     started.elapsed().as_secs_f64()
 }
 
-/// Device memory, host memory and GL objects once all work is done. GL frees a deleted buffer's
-/// memory only after the GPU has finished with it, and a headless run never swaps buffers (where a
-/// window's driver would catch up), so GL is finished first: what is still taken then is held.
+/// Device memory, host memory and the renderer's objects once all work is done. GL frees a
+/// deleted buffer's memory only after the GPU has finished with it, and a headless run never swaps
+/// buffers (where a window's driver would catch up), so the renderer is finished first: what is
+/// still taken then is held.
 fn footprint(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>) -> Result<Footprint> {
     session.finish()?;
     let device_free_bytes = match cuda {
@@ -372,8 +418,8 @@ fn footprint(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>) -> Result<Fo
         }
         None => None,
     };
-    let gl_objects = GlObjects::count(session.renderer().graphics().gl()?, GL_NAMES);
-    Ok(Footprint { device_free_bytes, host_rss_bytes: resident_bytes()?, gl_objects })
+    let objects = session.live_objects()?;
+    Ok(Footprint { device_free_bytes, host_rss_bytes: resident_bytes()?, objects })
 }
 
 /// Resident set size of this process (`VmRSS` in /proc/self/status).

@@ -381,3 +381,38 @@ fn vulkan_run(
     options.renderer = interop_lab::graphics::GraphicsApi::Vulkan;
     interop_lab::headless::run(&options)
 }
+
+#[test]
+fn soak_runs_on_vulkan_and_counts_its_buffers_and_images() {
+    if !vulkan_available() {
+        return;
+    }
+    let dir = common::temp_dir("soak-vulkan");
+    let json = dir.join("soak.json");
+    let output = common::binary()
+        .args(["soak", "--renderer", "vulkan", "--transfer", "cpu", "--frames", "30", "--reallocations", "8"])
+        .args(["--warmup-reallocations", "4", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run");
+    let said = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Whether host memory stays within bounds is the long soak's question; the objects are not:
+    // every re-allocation makes new buffers and drops the old, so a count that only rose would
+    // exceed its bound of +0 here.
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("--json")).expect("JSON");
+    assert_eq!(report["renderer"], "vulkan", "{report}");
+    let objects = &report["before"]["objects"];
+    assert!(objects["buffers"].as_u64().unwrap_or(0) > 0 && objects["images"].as_u64().unwrap_or(0) > 0, "{report}");
+    let exceeded: Vec<String> = serde_json::from_value(report["exceeded"].clone()).expect("exceeded");
+    assert!(!exceeded.iter().any(|what| what.starts_with("Vulkan")), "{exceeded:?}\n{said}");
+    assert!(said.contains("buffers") && said.contains("images") && said.contains("Vulkan"), "{said}");
+
+    let refused =
+        common::binary().args(["soak", "--renderer", "vulkan", "--transfer", "interop"]).output().expect("run");
+    assert_eq!(refused.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("--transfer vulkan, copy or cpu"), "GL interop on Vulkan: {message}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -245,4 +245,14 @@ impl GlObjects {
             }
         }
     }
+
+    /// Each kind with its count, named.
+    pub fn kinds(self) -> [(&'static str, u64); 4] {
+        [
+            ("buffers", self.buffers),
+            ("textures", self.textures),
+            ("framebuffers", self.framebuffers),
+            ("programs", self.programs),
+        ]
+    }
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{PanelPaint, Renderer, RendererInfo, Target};
+use super::{LiveObjects, PanelPaint, Renderer, RendererInfo, Target};
 use crate::anatomy::Calibration;
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::context::window::WindowGl;
@@ -17,6 +17,10 @@ use crate::render::{Scene, SceneDrawer, View};
 use crate::runtime::{self, CudaOptions, Selection};
 use crate::stats::{Lane, LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
+
+/// GL names probed per kind when counting live objects; drivers hand out small names first and
+/// reuse freed ones.
+const GL_NAMES: u32 = 8192;
 
 /// What the GL context draws into.
 enum Surface {
@@ -315,6 +319,11 @@ impl Renderer for GlRenderer {
 
     fn max_texture_side(&self) -> usize {
         gl::max_texture_size(&self.gl) as usize
+    }
+
+    fn live_objects(&mut self) -> Result<LiveObjects> {
+        self.finish()?;
+        Ok(gl::GlObjects::count(&self.gl, GL_NAMES).kinds().to_vec())
     }
 }
 

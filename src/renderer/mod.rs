@@ -144,7 +144,15 @@ pub trait Renderer {
 
     /// The largest texture side the panel's painter takes.
     fn max_texture_side(&self) -> usize;
+
+    /// What a leak would grow, once every frame has finished: the objects this backend holds,
+    /// by kind (GL's live buffer, texture, framebuffer and program names; Vulkan's buffers and
+    /// images with their memory). `soak` compares them before and after its phases.
+    fn live_objects(&mut self) -> Result<LiveObjects>;
 }
+
+/// Objects a renderer holds, by kind, in the renderer's own words ("buffers", "textures", …).
+pub type LiveObjects = Vec<(&'static str, u64)>;
 
 /// Opens `api` drawing into `target`, and chooses what CUDA shares with it as `options` ask;
 /// `shaders`: a folder of GL shader files replacing the built-in ones.

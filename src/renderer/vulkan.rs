@@ -5,7 +5,7 @@
 use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use winit::window::Window;
 
-use super::{PanelPaint, Renderer, RendererInfo, Target};
+use super::{LiveObjects, PanelPaint, Renderer, RendererInfo, Target};
 use crate::anatomy::Calibration;
 use crate::graphics::{Graphics, GraphicsApi};
 use crate::render::vulkan::VulkanScenes;
@@ -235,6 +235,11 @@ impl Renderer for VulkanRenderer {
 
     fn max_texture_side(&self) -> usize {
         self.vulkan.context().max_image_size() as usize
+    }
+
+    fn live_objects(&mut self) -> Result<LiveObjects> {
+        self.finish()?;
+        Ok(crate::vk::live::counts().to_vec())
     }
 }
 

@@ -277,6 +277,11 @@ impl Session {
         self.renderer.as_ref()
     }
 
+    /// The renderer's live objects by kind, once its frames have finished (`soak`'s leak check).
+    pub fn live_objects(&mut self) -> Result<crate::renderer::LiveObjects> {
+        self.renderer.live_objects()
+    }
+
     /// The running demo.
     pub fn demo(&mut self) -> Result<&mut dyn Demo> {
         match self.demo.as_deref_mut() {

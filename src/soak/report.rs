@@ -5,7 +5,8 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::frame_peaks::FramePeaks;
-use crate::gl::GlObjects;
+use crate::graphics::GraphicsApi;
+use crate::renderer::LiveObjects;
 use crate::transfer::TransferKind;
 
 /// The growth allowed between the start and the end of a soak.
@@ -15,27 +16,30 @@ pub struct Bounds {
     pub device_bytes: u64,
     /// Resident host memory may grow by at most this.
     pub host_rss_bytes: u64,
-    /// Live GL objects of each kind may grow by at most this.
-    pub gl_objects: u64,
+    /// The renderer's live objects of each kind may grow by at most this.
+    pub objects: u64,
 }
 
 /// Device memory may move by the driver's allocation granularity; the host's RSS by what the
-/// allocator and NVRTC keep cached; GL objects not at all.
-pub const BOUNDS: Bounds = Bounds { device_bytes: 4 << 20, host_rss_bytes: 64 << 20, gl_objects: 0 };
+/// allocator and NVRTC keep cached; the renderer's objects not at all.
+pub const BOUNDS: Bounds = Bounds { device_bytes: 4 << 20, host_rss_bytes: 64 << 20, objects: 0 };
 
 /// What was measured at one point of the soak.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Footprint {
     /// Free device memory, bytes (`None`: no CUDA to ask, on the CPU path).
     pub device_free_bytes: Option<u64>,
     /// Resident host memory, bytes.
     pub host_rss_bytes: u64,
-    /// Live GL buffer, texture, framebuffer and program names.
-    pub gl_objects: GlObjects,
+    /// The renderer's live objects by kind (GL: buffer, texture, framebuffer and program names;
+    /// Vulkan: buffers and images), as a JSON object in the renderer's order.
+    #[serde(serialize_with = "kinds_as_object")]
+    pub objects: LiveObjects,
 }
 
-/// Names probed per kind; GL drivers hand out small names first and reuse freed ones.
-pub const GL_NAMES: u32 = 8192;
+fn kinds_as_object<S: serde::Serializer>(objects: &LiveObjects, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(objects.iter().copied())
+}
 
 /// One phase's figures.
 #[derive(Debug, Clone, Serialize)]
@@ -53,6 +57,8 @@ pub struct Phase {
 /// The whole soak's result.
 #[derive(Debug, Clone, Serialize)]
 pub struct SoakReport {
+    /// The graphics API soaked.
+    pub renderer: GraphicsApi,
     /// The transfer path soaked.
     pub transfer: TransferKind,
     /// The CUDA device.
@@ -75,9 +81,10 @@ pub struct SoakReport {
 
 impl SoakReport {
     /// What changed from before the phases to after the last, beside the bound of each: "device
-    /// memory free −1.0 MiB (bound −4.0), host RSS +12.3 MiB (bound +64.0), GL objects +0 (bound +0)".
+    /// memory free −1.0 MiB (bound −4.0), host RSS +12.3 MiB (bound +64.0), OpenGL objects of any kind +0
+    /// (bound +0)".
     pub fn change(&self) -> String {
-        let Some(after) = self.phases.last().map(|phase| phase.after) else {
+        let Some(after) = self.phases.last().map(|phase| &phase.after) else {
             return "no phase ran".to_owned();
         };
         let mib = |bytes: i128| format!("{:+.1} MiB", bytes as f64 / f64::from(1 << 20));
@@ -90,21 +97,13 @@ impl SoakReport {
             _ => "device memory not measured (no CUDA)".to_owned(),
         };
         let rss = mib(i128::from(after.host_rss_bytes) - i128::from(self.before.host_rss_bytes));
-        let (b, a) = (self.before.gl_objects, after.gl_objects);
-        let objects = |then: u64, now: u64| i128::from(now) - i128::from(then);
-        let gl = [
-            objects(b.buffers, a.buffers),
-            objects(b.textures, a.textures),
-            objects(b.framebuffers, a.framebuffers),
-            objects(b.programs, a.programs),
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(0);
+        let grown = grown(&self.before, after).map(|(_, then, now)| i128::from(now) - i128::from(then)).max();
         format!(
-            "{device}, host RSS {rss} (bound +{:.1} MiB), GL objects of any kind {gl:+} (bound +{})",
+            "{device}, host RSS {rss} (bound +{:.1} MiB), {} objects of any kind {:+} (bound +{})",
             self.bounds.host_rss_bytes as f64 / f64::from(1 << 20),
-            self.bounds.gl_objects
+            self.renderer.label(),
+            grown.unwrap_or(0),
+            self.bounds.objects
         )
     }
 
@@ -113,26 +112,26 @@ impl SoakReport {
     pub fn table(&self) -> (String, bool) {
         let mut out = String::new();
         let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+        // One column per kind the renderer counts, as wide as its name.
         let line = |out: &mut String, name: &str, count: u32, seconds: Option<f64>, at: &Footprint| {
-            let o = at.gl_objects;
-            let _ = writeln!(
+            let _ = write!(
                 out,
-                "{name:<38} {count:>6} {:>8} {:>12} {:>10.1} {:>5} {:>5} {:>5} {:>5}",
+                "{name:<38} {count:>6} {:>8} {:>12} {:>10.1}",
                 seconds.map(|s| format!("{s:.1}")).unwrap_or_default(),
                 at.device_free_bytes.map(|b| format!("{:.1}", mib(b))).unwrap_or_else(|| "–".to_owned()),
                 mib(at.host_rss_bytes),
-                o.buffers,
-                o.textures,
-                o.framebuffers,
-                o.programs
             );
+            for &(kind, live) in &at.objects {
+                let _ = write!(out, " {live:>width$}", width = kind.len().max(5));
+            }
+            out.push('\n');
         };
-        let _ = writeln!(out, "soak on {}, transfer {}", self.device, self.transfer.label());
-        let _ = writeln!(
-            out,
-            "{:<38} {:>6} {:>8} {:>12} {:>10} {:>5} {:>5} {:>5} {:>5}",
-            "phase", "count", "s", "dev free MiB", "RSS MiB", "buf", "tex", "fbo", "prog"
-        );
+        let _ = writeln!(out, "soak on {}, {}, transfer {}", self.device, self.renderer.label(), self.transfer.label());
+        let _ = write!(out, "{:<38} {:>6} {:>8} {:>12} {:>10}", "phase", "count", "s", "dev free MiB", "RSS MiB");
+        for &(kind, _) in &self.before.objects {
+            let _ = write!(out, " {kind:>5}");
+        }
+        out.push('\n');
         line(&mut out, "before", 0, None, &self.before);
         for phase in &self.phases {
             line(&mut out, phase.name, phase.count, Some(phase.seconds), &phase.after);
@@ -158,8 +157,8 @@ impl SoakReport {
     }
 }
 
-/// Each bound `after` exceeds, against `before`.
-pub fn exceeded(before: &Footprint, after: &Footprint, bounds: &Bounds) -> Vec<String> {
+/// Each bound `after` exceeds, against `before`, on the renderer of `api`.
+pub fn exceeded(before: &Footprint, after: &Footprint, bounds: &Bounds, api: GraphicsApi) -> Vec<String> {
     let mut out = Vec::new();
     let device_lost = match (before.device_free_bytes, after.device_free_bytes) {
         (Some(before), Some(after)) => before.saturating_sub(after),
@@ -172,18 +171,20 @@ pub fn exceeded(before: &Footprint, after: &Footprint, bounds: &Bounds) -> Vec<S
     if rss_grown > bounds.host_rss_bytes {
         out.push(format!("host memory: grew {rss_grown} bytes (bound {})", bounds.host_rss_bytes));
     }
-    let (b, a) = (before.gl_objects, after.gl_objects);
-    for (kind, then, now) in [
-        ("buffers", b.buffers, a.buffers),
-        ("textures", b.textures, a.textures),
-        ("framebuffers", b.framebuffers, a.framebuffers),
-        ("programs", b.programs, a.programs),
-    ] {
-        if now > then + bounds.gl_objects {
-            out.push(format!("GL {kind}: {then} live before, {now} after"));
+    for (kind, then, now) in grown(before, after) {
+        if now > then + bounds.objects {
+            out.push(format!("{api} {kind}: {then} live before, {now} after", api = api.label()));
         }
     }
     out
+}
+
+/// Each kind of object counted at both points: its count before and after.
+fn grown<'a>(before: &'a Footprint, after: &'a Footprint) -> impl Iterator<Item = (&'static str, u64, u64)> + 'a {
+    before.objects.iter().filter_map(|&(kind, then)| {
+        let now = after.objects.iter().find(|&&(other, _)| other == kind)?.1;
+        Some((kind, then, now))
+    })
 }
 
 #[cfg(test)]
@@ -194,16 +195,16 @@ mod tests {
         Footprint {
             device_free_bytes: Some(device_free_bytes),
             host_rss_bytes,
-            gl_objects: GlObjects { buffers, textures: 3, framebuffers: 1, programs: 1 },
+            objects: vec![("buffers", buffers), ("textures", 3), ("framebuffers", 1), ("programs", 1)],
         }
     }
 
     #[test]
     fn growth_within_bounds_passes_and_beyond_is_named() {
         let before = at(10 << 30, 100 << 20, 5);
-        assert!(exceeded(&before, &at((10 << 30) - (1 << 20), 120 << 20, 5), &BOUNDS).is_empty());
-        let lost = exceeded(&before, &at((10 << 30) - (64 << 20), 100 << 20, 6), &BOUNDS);
+        assert!(exceeded(&before, &at((10 << 30) - (1 << 20), 120 << 20, 5), &BOUNDS, GraphicsApi::Gl).is_empty());
+        let lost = exceeded(&before, &at((10 << 30) - (64 << 20), 100 << 20, 6), &BOUNDS, GraphicsApi::Vulkan);
         assert_eq!(lost.len(), 2, "{lost:?}");
-        assert!(lost[0].starts_with("device memory") && lost[1].starts_with("GL buffers"), "{lost:?}");
+        assert!(lost[0].starts_with("device memory") && lost[1].starts_with("Vulkan buffers"), "{lost:?}");
     }
 }

@@ -61,6 +61,7 @@ impl Image {
             exported_size: None,
             context: context.clone(),
         };
+        super::live::made(super::live::Kind::Image);
         // SAFETY: a live image.
         let requirements = unsafe { device.get_image_memory_requirements(image) };
         let memory_type = context
@@ -103,6 +104,7 @@ impl Image {
 
 impl Drop for Image {
     fn drop(&mut self) {
+        super::live::dropped(super::live::Kind::Image);
         let device = self.context.device();
         // SAFETY: each handle was made in `new` (or is null, which the calls accept) and is
         // destroyed once, after the frames that used it (the owner waits for them).

@@ -121,6 +121,7 @@ impl Buffer {
             mapped: None,
             context: context.clone(),
         };
+        super::live::made(super::live::Kind::Buffer);
         // SAFETY: memory of the size the buffer asked for, bound once at offset 0.
         unsafe { device.bind_buffer_memory(buffer, memory, 0) }.map_err(|e| vk_error("vkBindBufferMemory", e))?;
         if kind == MemoryKind::HostVisible {
@@ -175,6 +176,7 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
+        super::live::dropped(super::live::Kind::Buffer);
         let device = self.context.device();
         // SAFETY: created in `new`, destroyed once; the owner has waited for the device to finish
         // with it (the device context also waits for idle before it goes).

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod device;
 pub mod frame;
 mod image;
+pub mod live;
 pub mod memory;
 pub mod panel;
 pub mod pipeline;
