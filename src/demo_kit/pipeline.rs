@@ -6,8 +6,8 @@ use std::rc::Rc;
 use crate::Result;
 use crate::cuda::Stream;
 use crate::guard::Guard;
-use crate::render::Graphics;
 use crate::runtime::{CudaRuntime, create_transfer};
+use crate::scene::Graphics;
 use crate::transfer::{SharedBuffer, Transfer, TransferKind, WhatIf};
 
 /// A demo's route to the graphics API: its CUDA stream (one per demo) and its transfer path.

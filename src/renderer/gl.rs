@@ -12,9 +12,9 @@ use crate::gl::context::headless::HeadlessGl;
 use crate::gl::context::window::WindowGl;
 use crate::gl::{self, FrameFences, Framebuffer, GlInfo, TimerQueries};
 use crate::graphics::{Graphics, GraphicsApi};
-use crate::render::gl::GlScenes;
-use crate::render::{Scene, SceneDrawer, View};
 use crate::runtime::{self, CudaOptions, Selection};
+use crate::scene::gl::GlScenes;
+use crate::scene::{Scene, SceneDrawer, View};
 use crate::stats::{Lane, LateGpuTimes, Stage, StageTimes};
 use crate::{Error, Result};
 

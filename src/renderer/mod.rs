@@ -20,8 +20,8 @@ use crate::Result;
 use crate::anatomy::Calibration;
 use crate::graphics::Graphics;
 pub use crate::graphics::GraphicsApi;
-use crate::render::{Scene, View};
 use crate::runtime::{CudaOptions, Selection};
+use crate::scene::{Scene, View};
 use crate::stats::LateGpuTimes;
 
 /// Where a renderer draws.

@@ -31,7 +31,7 @@ use crate::demo_kit::{
 };
 use crate::guard::Guard;
 use crate::pixel::PixelFormat;
-use crate::render::{Graphics, Image, Picture, Scene};
+use crate::scene::{Graphics, Image, Picture, Scene};
 use crate::sources::SourceFile;
 use crate::stats::{Percentiles, Stage, StageTimes};
 use crate::transfer::{ImageTarget, SharedImage, Target, TransferKind};

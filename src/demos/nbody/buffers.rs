@@ -9,7 +9,7 @@ use super::{Float4, NBody};
 use crate::Result;
 use crate::demo_kit::Pipeline;
 use crate::guard::Guard;
-use crate::render::Graphics;
+use crate::scene::Graphics;
 use crate::transfer::SharedBuffer;
 
 impl NBody {

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::Result;
 use crate::camera::OrbitCamera;
-use crate::render::Graphics;
+use crate::scene::Graphics;
 
 /// A change asked for in the panel, applied at the next step (which has the GL context).
 #[derive(Debug, Clone, PartialEq)]

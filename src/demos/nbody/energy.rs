@@ -6,7 +6,7 @@ use super::engine::Engine;
 use super::sim::StepBuffers;
 use super::{NBody, cpu, mismatch};
 use crate::Result;
-use crate::render::Graphics;
+use crate::scene::Graphics;
 use crate::transfer::{Access, Target};
 
 /// Most bodies whose energy CUDA sums by itself: at 262,144 the all-pairs sum costs about what one

@@ -14,7 +14,7 @@ use super::engine::Engine;
 use super::tree::check::{ForceErrors, direct_accelerations, force_errors, sample};
 use super::tree::{ForceMethod, Method};
 use super::{NBody, mismatch};
-use crate::render::Graphics;
+use crate::scene::Graphics;
 use crate::{Error, Result};
 
 /// Bodies compared at each check.

@@ -18,7 +18,7 @@ use std::time::Instant;
 use super::NBody;
 use super::presets::Bodies;
 use super::start::initial_state;
-use crate::render::Graphics;
+use crate::scene::Graphics;
 use crate::{Error, Result};
 
 /// A state read back and found finite.

@@ -7,7 +7,7 @@ use super::kernels::Kernels;
 use super::{KERNEL, NBody, mismatch, sim, tune};
 use crate::cuda::module::{CompiledModule, PendingCompile};
 use crate::demo_kit::{KernelInfo, LiveKernels, OccupancyCache};
-use crate::render::Graphics;
+use crate::scene::Graphics;
 use crate::sources::SourceFile;
 use crate::{Error, Result};
 

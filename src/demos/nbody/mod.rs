@@ -46,7 +46,7 @@ use crate::camera::OrbitCamera;
 use crate::demo_kit::{
     Demo, DemoEnv, DemoSpec, Drawn, LiveKernels, OccupancyCache, Pipeline, SharedParts, View, ViewControls,
 };
-use crate::render::{Graphics, Scene, Sprites};
+use crate::scene::{Graphics, Scene, Sprites};
 use crate::stats::StageTimes;
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
 use crate::{Error, Result};

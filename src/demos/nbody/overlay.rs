@@ -6,7 +6,7 @@ use super::engine::Engine;
 use super::tree::Method;
 use super::tree::boxes::{self, BOX_BYTES, MAX_LEVELS, VERTICES_PER_BOX};
 use crate::Result;
-use crate::render::{Boxes, Graphics};
+use crate::scene::{Boxes, Graphics};
 use crate::transfer::SharedBuffer;
 
 /// The overlay's buffer: room for `levels` levels of the tree of `bodies` bodies.

@@ -17,7 +17,7 @@ use crate::cuda::{DeviceLimits, Function, LaunchConfig, Module};
 use crate::demo_kit::{
     Demo, DemoEnv, DemoSpec, Drawn, KernelInfo, LiveKernels, OccupancyCache, Pipeline, SharedParts, View, ViewControls,
 };
-use crate::render::{Graphics, Grid, Scene};
+use crate::scene::{Graphics, Grid, Scene};
 use crate::sources::SourceFile;
 use crate::stats::StageTimes;
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
