@@ -9,7 +9,7 @@ use crate::demo_kit::DemoSpec;
 use crate::graphics::GraphicsApi;
 use crate::progress::Progress;
 use crate::record::RecordReport;
-use crate::renderer::{self, Target};
+use crate::renderer::{self, Canvas};
 use crate::runtime::CudaOptions;
 use crate::session::{FrameInput, FrameReport, Request, RunFacts, Session, SessionOptions};
 use crate::stats::Summary;
@@ -127,7 +127,7 @@ pub fn run(options: &HeadlessOptions) -> Result<HeadlessReport> {
         true => Progress::new(&format!("{} headless", options.spec.name()), u64::from(options.frames), &options.stop),
         false => Progress::hidden(&options.stop),
     };
-    let target = Target::Offscreen { size: options.size };
+    let target = Canvas::Offscreen { size: options.size };
     let (renderer, selection) =
         renderer::open(options.renderer, target, &options.cuda, options.shaders_dir.as_deref())?;
     if let Some(unmet) = &selection.unmet_request {
@@ -238,7 +238,7 @@ fn render(session: &mut Session, options: &HeadlessOptions, progress: &Progress)
 /// Opens `api` offscreen again without CUDA and hands it to the session, which restarts the demo
 /// there (after a kernel fault that took the graphics device with it).
 fn reopen(session: &mut Session, api: GraphicsApi, options: &HeadlessOptions) -> Result<()> {
-    let target = Target::Offscreen { size: options.size };
+    let target = Canvas::Offscreen { size: options.size };
     let (renderer, selection) = renderer::open(api, target, &options.cuda.on_cpu(), options.shaders_dir.as_deref())?;
     session.switch_renderer(renderer, selection)
 }

@@ -14,7 +14,7 @@ use crate::demos::wave::{self, Wave, WaveSettings};
 use crate::graphics::GraphicsApi;
 use crate::numbers::Ranged;
 use crate::progress::Progress;
-use crate::renderer::{self, Target};
+use crate::renderer::{self, Canvas};
 use crate::rng::Rng;
 use crate::runtime::{BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
 use crate::session::{FrameInput, Session, SessionOptions};
@@ -172,7 +172,7 @@ pub fn run(options: &SoakOptions) -> Result<SoakReport> {
         no_cache: true,
         background_compiles: false,
     };
-    let target = Target::Offscreen { size: [256, 256] };
+    let target = Canvas::Offscreen { size: [256, 256] };
     let (renderer, mut selection) = renderer::open(options.renderer, target, &cuda_options, None)?;
     let cuda = selection.cuda.clone();
     // Said in the soak's own terms: the user chose a path (or took the default, interop), not

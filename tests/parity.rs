@@ -15,7 +15,7 @@ use interop_lab::demos::wave::Wave;
 use interop_lab::demos::wave::cpu::{WaveFrame, reference, relative_error};
 use interop_lab::graphics::GraphicsApi;
 use interop_lab::headless::panel_input;
-use interop_lab::renderer::{self, Target};
+use interop_lab::renderer::{self, Canvas};
 use interop_lab::runtime::{BackendRequest, CudaOptions};
 use interop_lab::session::{
     FrameInput, FrameReport, PanelAction, Request, RunFacts, STATS_SCHEMA, Session, SessionOptions,
@@ -49,7 +49,7 @@ const STATS_KEYS: [&str; 20] = [
 ];
 
 fn open(api: GraphicsApi, cuda: &CudaOptions) -> (Box<dyn renderer::Renderer>, interop_lab::runtime::Selection) {
-    renderer::open(api, Target::Offscreen { size: SIZE }, cuda, None)
+    renderer::open(api, Canvas::Offscreen { size: SIZE }, cuda, None)
         .unwrap_or_else(|e| panic!("{} offscreen: {e}", api.label()))
 }
 

@@ -19,7 +19,7 @@ use crate::args::{PathFlag, TraceRequest};
 use crate::demo_kit::DemoSpec;
 use crate::graphics::GraphicsApi;
 use crate::record::RecordReport;
-use crate::renderer::{self, Target};
+use crate::renderer::{self, Canvas};
 use crate::runtime::CudaOptions;
 use crate::session::{FrameInput, Request, RunFacts, Session, SessionOptions};
 use crate::transfer::WhatIf;
@@ -265,7 +265,7 @@ impl App {
         without_cuda: bool,
     ) -> Result<(Box<dyn renderer::Renderer>, crate::runtime::Selection)> {
         let title = format!("interop-lab — {}{}", self.options.spec.name(), api.title_note());
-        let target = Target::Window { event_loop, title: &title, size: self.options.size, vsync: self.options.vsync };
+        let target = Canvas::Window { event_loop, title: &title, size: self.options.size, vsync: self.options.vsync };
         let cuda = if without_cuda { self.options.cuda.on_cpu() } else { self.options.cuda.clone() };
         renderer::open(api, target, &cuda, self.options.shaders_dir.as_deref())
     }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{LiveObjects, PanelPaint, Renderer, RendererInfo, Target};
+use super::{Canvas, LiveObjects, PanelPaint, Renderer, RendererInfo};
 use crate::anatomy::Calibration;
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::context::window::WindowGl;
@@ -60,16 +60,16 @@ impl GlRenderer {
 
     /// Opens a GL context drawing into `target` (shader files from `shaders` when given), and
     /// chooses what CUDA shares with it: GL interop when the context runs on the CUDA device.
-    pub fn open(target: Target<'_>, options: &CudaOptions, shaders: Option<&Path>) -> Result<(Self, Selection)> {
+    pub fn open(target: Canvas<'_>, options: &CudaOptions, shaders: Option<&Path>) -> Result<(Self, Selection)> {
         let (surface, gl, selection) = match target {
-            Target::Window { event_loop, title, size, vsync } => {
+            Canvas::Window { event_loop, title, size, vsync } => {
                 let window = WindowGl::new(event_loop, title, size, vsync, true)?;
                 crate::stats::log_start_phase("window and GL context made");
                 let gl = window.gl().clone();
                 let selection = runtime::select(options, &gl, &|name| window.proc_address(name));
                 (Surface::Window { window, resized: false }, gl, selection)
             }
-            Target::Offscreen { size } => {
+            Canvas::Offscreen { size } => {
                 let context = HeadlessGl::new(runtime::preferred_cuda_device(options))?;
                 let gl = context.gl().clone();
                 let selection = runtime::select(options, &gl, &|name| context.proc_address(name));

@@ -24,8 +24,8 @@ use crate::runtime::{CudaOptions, Selection};
 use crate::scene::{Scene, View};
 use crate::stats::LateGpuTimes;
 
-/// Where a renderer draws.
-pub enum Target<'a> {
+/// Where a renderer draws: a window or an offscreen image.
+pub enum Canvas<'a> {
     /// A window of `size` logical pixels, presenting with or without vsync.
     Window {
         /// The event loop the window belongs to.
@@ -158,7 +158,7 @@ pub type LiveObjects = Vec<(&'static str, u64)>;
 /// `shaders`: a folder of GL shader files replacing the built-in ones.
 pub fn open(
     api: GraphicsApi,
-    target: Target<'_>,
+    target: Canvas<'_>,
     options: &CudaOptions,
     shaders: Option<&std::path::Path>,
 ) -> Result<(Box<dyn Renderer>, Selection)> {

@@ -5,7 +5,7 @@
 use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use winit::window::Window;
 
-use super::{LiveObjects, PanelPaint, Renderer, RendererInfo, Target};
+use super::{Canvas, LiveObjects, PanelPaint, Renderer, RendererInfo};
 use crate::anatomy::Calibration;
 use crate::graphics::{Graphics, GraphicsApi};
 use crate::runtime::{self, CudaOptions, Selection};
@@ -48,9 +48,9 @@ impl VulkanRenderer {
     /// Opens a Vulkan device drawing into `target`, and chooses what CUDA shares with it: Vulkan's
     /// own path when the device is the CUDA device. A window Vulkan cannot present to fails here,
     /// with the reason, so the caller can go on with OpenGL.
-    pub fn open(target: Target<'_>, options: &CudaOptions) -> Result<(Self, Selection)> {
+    pub fn open(target: Canvas<'_>, options: &CudaOptions) -> Result<(Self, Selection)> {
         let (vulkan, selection, window, presenting) = match target {
-            Target::Window { event_loop, title, size, vsync } => {
+            Canvas::Window { event_loop, title, size, vsync } => {
                 let attributes = Window::default_attributes()
                     .with_title(title)
                     .with_inner_size(winit::dpi::LogicalSize::new(size[0].max(1), size[1].max(1)));
@@ -65,7 +65,7 @@ impl VulkanRenderer {
                 let presenting = Presenting { swapchain, acquired: None, resized: false, made_for: size };
                 (vulkan, selection, Some(window), Some(presenting))
             }
-            Target::Offscreen { size } => {
+            Canvas::Offscreen { size } => {
                 let (vulkan, selection) = runtime::open_vulkan(options, size, None)?;
                 (vulkan, selection, None, None)
             }

@@ -1,4 +1,4 @@
-//! The OpenGL renderer: one program and vertex array per kind of [`Scene`], built the first time
+//! The OpenGL scene drawer: one program and vertex array per kind of [`Scene`], built the first time
 //! a demo needs them, from `shaders/` (or the `--shaders` folder).
 
 use std::path::PathBuf;

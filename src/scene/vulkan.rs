@@ -1,4 +1,4 @@
-//! The Vulkan renderer: draws a [`Scene`] into the frame [`VulkanGraphics`] is recording, with the
+//! The Vulkan scene drawer: draws a [`Scene`] into the frame [`VulkanGraphics`] is recording, with the
 //! GL renderer's look (the same matrices, colour ramps, light, sprite shape, clear colours, depth
 //! test and blending), so the two APIs give the same picture: the wave's grid (lit mesh or points)
 //! n-body's sprites and blur's before/after picture.
