@@ -85,6 +85,11 @@ pub struct PanelPaint<'a> {
 /// A frame is `begin_frame`, then `draw` and `paint_panel` in any number, then `end_frame`. The
 /// demo's compute step comes before `begin_frame`: Vulkan records the frame's commands from there
 /// on, and the transfer paths submit their own work before.
+///
+/// Required: what every backend must do to draw offscreen. Provided, with defaults that say what
+/// a backend without them lacks: a window and what goes with it (`window`, `resized`, `vsync`,
+/// `set_vsync`), a context to make current, shaders built ahead (`prepare`), and GPU times
+/// (`gpu_times`, `calibration`).
 pub trait Renderer {
     /// Which API this is, on what device, in what.
     fn info(&self) -> &RendererInfo;
@@ -93,21 +98,27 @@ pub trait Renderer {
     fn graphics(&self) -> Graphics<'_>;
 
     /// The window, when drawing into one.
-    fn window(&self) -> Option<&winit::window::Window>;
+    fn window(&self) -> Option<&winit::window::Window> {
+        None
+    }
 
     /// Size of what is drawn into, in physical pixels.
     fn size(&self) -> [u32; 2];
 
     /// Makes this renderer's context current on this thread (OpenGL; nothing to do for Vulkan).
     /// Needed only where two renderers live at once: switching from one to the other.
-    fn make_current(&mut self) -> Result<()>;
+    fn make_current(&mut self) -> Result<()> {
+        Ok(())
+    }
 
     /// Starts frame `frame`, the target cleared. `false`: there is nothing to draw into this time
     /// (a minimised window, a swapchain that no longer fits): skip drawing and ending it.
     fn begin_frame(&mut self, frame: u64) -> Result<bool>;
 
     /// Builds what scenes like `scene` need (shaders), so a demo whose shaders fail fails at once.
-    fn prepare(&mut self, scene: &Scene<'_>) -> Result<()>;
+    fn prepare(&mut self, _scene: &Scene<'_>) -> Result<()> {
+        Ok(())
+    }
 
     /// Draws `scene` into `view` of the frame begun.
     fn draw(&mut self, scene: &Scene<'_>, view: &View) -> Result<()>;
@@ -121,20 +132,33 @@ pub trait Renderer {
 
     /// GPU times of finished frames (draw, panel) that arrived since the last call; with `all`,
     /// waits for every frame first.
-    fn gpu_times(&mut self, all: bool) -> Result<Vec<LateGpuTimes>>;
+    fn gpu_times(&mut self, _all: bool) -> Result<Vec<LateGpuTimes>> {
+        Ok(Vec::new())
+    }
 
     /// How its GPU times are put on the host clock (the frame anatomy's graphics lane), or why
     /// they are not.
-    fn calibration(&self) -> Calibration;
+    fn calibration(&self) -> Calibration {
+        Calibration {
+            lane: crate::stats::Lane::Graphics,
+            name: self.info().api.label().to_owned(),
+            error_us: None,
+            note: "this renderer measures no GPU times".to_owned(),
+        }
+    }
 
     /// The window was resized: what is drawn into follows at the next frame.
-    fn resized(&mut self);
+    fn resized(&mut self) {}
 
     /// Whether presenting waits for vertical blank (`None` offscreen).
-    fn vsync(&self) -> Option<bool>;
+    fn vsync(&self) -> Option<bool> {
+        None
+    }
 
     /// Turns waiting for vertical blank on or off (a window).
-    fn set_vsync(&mut self, on: bool) -> Result<()>;
+    fn set_vsync(&mut self, _on: bool) -> Result<()> {
+        Err(crate::Error::Unavailable(format!("the {} renderer presents nothing: no vsync", self.info().api.label())))
+    }
 
     /// The last frame drawn, RGBA8, top row first (offscreen: what the target holds).
     fn read_frame(&mut self) -> Result<Vec<u8>>;

@@ -109,10 +109,6 @@ impl Renderer for VulkanRenderer {
         self.vulkan.target().size()
     }
 
-    fn make_current(&mut self) -> Result<()> {
-        Ok(())
-    }
-
     fn begin_frame(&mut self, frame: u64) -> Result<bool> {
         if let (Some(window), Some(presenting)) = (&self.window, self.presenting.as_mut()) {
             let size = physical_size(window);
