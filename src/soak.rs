@@ -227,131 +227,30 @@ fn wave(session: &mut Session) -> Result<&mut Wave> {
 }
 
 fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOptions) -> Result<SoakReport> {
-    let mut frame = 0u64;
     let recompiles = if cuda.is_some() && options.transfer != TransferKind::Cpu { options.recompiles } else { 0 };
     let mut notes = Vec::new();
     if recompiles < options.recompiles {
         notes.push(format!("kernel recompiles skipped: the {} path runs no kernel", options.transfer.label()));
     }
     let total = 200 + options.warmup_reallocations + options.frames + options.reallocations + recompiles;
-    let progress = Progress::new("soak", u64::from(total), &options.stop);
-    // Runs up to `count` frames (fewer after Ctrl-C), adding resident memory to `samples` every
-    // FRAMES_PER_SAMPLE frames when given; returns how many ran.
-    let mut run_frames = |session: &mut Session, count: u32, mut samples: Option<&mut Vec<u64>>| -> Result<u32> {
-        let mut ran = 0;
-        while ran < count && !progress.stopped() {
-            progress.done_one();
-            let report = session.frame(FrameInput { dt: 1.0 / 60.0, ..FrameInput::default() });
-            if let Some(error) = report.errors.into_iter().next() {
-                return Err(Error::Unavailable(format!("frame {frame} of the soak failed: {error}")));
-            }
-            frame += 1;
-            ran += 1;
-            if let Some(samples) = samples.as_deref_mut()
-                && ran % FRAMES_PER_SAMPLE == 0
-            {
-                samples.push(resident_bytes()?);
-            }
-        }
-        session.finish()?;
-        Ok(ran)
-    };
-    // Warm-up: caches, the driver's lazily created state, the allocators' first arenas, GL's
-    // buffer heap at its working size (re-allocations drawn from another seed than the measured ones).
-    run_frames(session, 200, None)?;
-    let mut warmup_sizes = Rng::new(0x3a11);
-    for _ in 0..options.warmup_reallocations {
-        if options.stop.requested() {
-            break;
-        }
-        let [width, height] = random_grid(&mut warmup_sizes);
-        set_vertices(session, width, height)?;
-        run_frames(session, 1, None)?;
-    }
-    let original = [WaveSettings::default().width, WaveSettings::default().height];
-    set_vertices(session, original[0], original[1])?;
-    run_frames(session, 1, None)?;
+    let mut frames = Frames { frame: 0, progress: Progress::new("soak", u64::from(total), &options.stop) };
+    warm_up(session, &mut frames, options)?;
     let before = footprint(session, cuda)?;
     let mut phases = Vec::new();
 
     log::info!("soak: measuring {} frames on {}", options.frames, options.transfer.label());
     let started = Instant::now();
     let mut samples = Vec::with_capacity((options.frames / FRAMES_PER_SAMPLE) as usize);
-    let frames = run_frames(session, options.frames, Some(&mut samples))?;
+    let ran = frames.run(session, options.frames, Some(&mut samples))?;
     let frame_peaks = FramePeaks::of(&samples);
-    if frame_peaks.is_none() && frames > 0 {
-        notes.push(format!(
-            "skipped: the frames phase's peaks ({frames} frames; {} are needed)",
-            20 * FRAMES_PER_SAMPLE
-        ));
+    if frame_peaks.is_none() && ran > 0 {
+        notes.push(format!("skipped: the frames phase's peaks ({ran} frames; {} are needed)", 20 * FRAMES_PER_SAMPLE));
     }
-    if frames > 0 {
-        phases.push(Phase { name: "frames", count: frames, seconds: secs(started), after: footprint(session, cuda)? });
+    if ran > 0 {
+        phases.push(Phase { name: "frames", count: ran, seconds: secs(started), after: footprint(session, cuda)? });
     }
-
-    // Re-allocations in four quarters, each measured, so growth that levels off (a driver's heap
-    // reaching its working size) is told from growth that goes on (a leak).
-    let mut random = Rng::new(0x50a4);
-    let mut done = 0;
-    for quarter in 1..=4u32 {
-        let started = Instant::now();
-        let until = (u64::from(options.reallocations) * u64::from(quarter) / 4) as u32;
-        let mut count = 0;
-        for _ in done..until {
-            if options.stop.requested() {
-                break;
-            }
-            let [width, height] = random_grid(&mut random);
-            set_vertices(session, width, height)?;
-            run_frames(session, 1, None)?;
-            count += 1;
-        }
-        if quarter == 4 {
-            set_vertices(session, original[0], original[1])?;
-            run_frames(session, 1, None)?;
-        }
-        done = until;
-        if count == 0 {
-            continue; // stopped before it, or no re-allocations asked for: nothing to show
-        }
-        phases.push(Phase {
-            name: match options.transfer {
-                TransferKind::Interop => "re-allocations with re-registration",
-                TransferKind::Vulkan => "re-allocations with re-import",
-                _ => "re-allocations",
-            },
-            count,
-            seconds: secs(started),
-            after: footprint(session, cuda)?,
-        });
-    }
-
-    let started = Instant::now();
-    let (source, origin) = wave::KERNEL.read(None)?;
-    let builds = wave(session)?.kernel_builds();
-    let options_for_wave =
-        builds.iter().find(|(file, _)| file.name == wave::KERNEL.name).map(|(_, o)| o.clone()).unwrap_or_default();
-    let mut recompiled = 0;
-    for index in 0..recompiles {
-        let Some(cuda) = cuda else { break };
-        if options.stop.requested() {
-            break;
-        }
-        // A different comment each time: a new text, so NVRTC compiles it for real.
-        let text = format!("{source}\n// soak recompile {index}\n");
-        let compiled = cuda.compiler.compile_source(wave::KERNEL.name, &text, &origin, &options_for_wave)?;
-        wave(session)?.swap_kernels(wave::KERNEL.name, &options_for_wave, &compiled)?;
-        run_frames(session, 1, None)?;
-        recompiled += 1;
-    }
-    if recompiled > 0 {
-        phases.push(Phase {
-            name: "kernel recompiles and module swaps",
-            count: recompiled,
-            seconds: secs(started),
-            after: footprint(session, cuda)?,
-        });
-    }
+    reallocations(session, &mut frames, cuda, options, &mut phases)?;
+    phases.extend(recompile_phase(session, &mut frames, cuda, options, recompiles)?);
     let interrupted = options.stop.requested();
     if interrupted {
         notes.push(format!(
@@ -383,6 +282,145 @@ fn soak(session: &mut Session, cuda: Option<&Rc<CudaRuntime>>, options: &SoakOpt
         notes,
         interrupted,
     })
+}
+
+/// The soak's frames, counted across its phases, with its progress line.
+struct Frames {
+    frame: u64,
+    progress: Progress,
+}
+
+impl Frames {
+    /// Runs up to `count` frames (fewer after Ctrl-C), adding resident memory to `samples` every
+    /// [`FRAMES_PER_SAMPLE`] frames when given; returns how many ran.
+    fn run(&mut self, session: &mut Session, count: u32, mut samples: Option<&mut Vec<u64>>) -> Result<u32> {
+        let mut ran = 0;
+        while ran < count && !self.progress.stopped() {
+            self.progress.done_one();
+            let report = session.frame(FrameInput { dt: 1.0 / 60.0, ..FrameInput::default() });
+            if let Some(error) = report.errors.into_iter().next() {
+                return Err(Error::Unavailable(format!("frame {} of the soak failed: {error}", self.frame)));
+            }
+            self.frame += 1;
+            ran += 1;
+            if let Some(samples) = samples.as_deref_mut()
+                && ran % FRAMES_PER_SAMPLE == 0
+            {
+                samples.push(resident_bytes()?);
+            }
+        }
+        session.finish()?;
+        Ok(ran)
+    }
+}
+
+/// The wave's grid the soak measures from and returns to after its re-allocations: its default.
+fn original_grid() -> [u32; 2] {
+    let default = WaveSettings::default();
+    [default.width, default.height]
+}
+
+/// Warm-up: caches, the driver's lazily created state, the allocators' first arenas, GL's buffer
+/// heap at its working size (re-allocations drawn from another seed than the measured ones).
+fn warm_up(session: &mut Session, frames: &mut Frames, options: &SoakOptions) -> Result<()> {
+    frames.run(session, 200, None)?;
+    let mut warmup_sizes = Rng::new(0x3a11);
+    for _ in 0..options.warmup_reallocations {
+        if options.stop.requested() {
+            break;
+        }
+        let [width, height] = random_grid(&mut warmup_sizes);
+        set_vertices(session, width, height)?;
+        frames.run(session, 1, None)?;
+    }
+    let [width, height] = original_grid();
+    set_vertices(session, width, height)?;
+    frames.run(session, 1, None)?;
+    Ok(())
+}
+
+/// Re-allocations in four quarters, each measured, so growth that levels off (a driver's heap
+/// reaching its working size) is told from growth that goes on (a leak).
+fn reallocations(
+    session: &mut Session,
+    frames: &mut Frames,
+    cuda: Option<&Rc<CudaRuntime>>,
+    options: &SoakOptions,
+    phases: &mut Vec<Phase>,
+) -> Result<()> {
+    let mut random = Rng::new(0x50a4);
+    let mut done = 0;
+    for quarter in 1..=4u32 {
+        let started = Instant::now();
+        let until = (u64::from(options.reallocations) * u64::from(quarter) / 4) as u32;
+        let mut count = 0;
+        for _ in done..until {
+            if options.stop.requested() {
+                break;
+            }
+            let [width, height] = random_grid(&mut random);
+            set_vertices(session, width, height)?;
+            frames.run(session, 1, None)?;
+            count += 1;
+        }
+        if quarter == 4 {
+            let [width, height] = original_grid();
+            set_vertices(session, width, height)?;
+            frames.run(session, 1, None)?;
+        }
+        done = until;
+        if count == 0 {
+            continue; // stopped before it, or no re-allocations asked for: nothing to show
+        }
+        phases.push(Phase {
+            name: match options.transfer {
+                TransferKind::Interop => "re-allocations with re-registration",
+                TransferKind::Vulkan => "re-allocations with re-import",
+                _ => "re-allocations",
+            },
+            count,
+            seconds: secs(started),
+            after: footprint(session, cuda)?,
+        });
+    }
+    Ok(())
+}
+
+/// `recompiles` NVRTC compiles of the wave's kernel (no cache), each swapped in and run.
+fn recompile_phase(
+    session: &mut Session,
+    frames: &mut Frames,
+    cuda: Option<&Rc<CudaRuntime>>,
+    options: &SoakOptions,
+    recompiles: u32,
+) -> Result<Option<Phase>> {
+    let started = Instant::now();
+    let (source, origin) = wave::KERNEL.read(None)?;
+    let builds = wave(session)?.kernel_builds();
+    let options_for_wave =
+        builds.iter().find(|(file, _)| file.name == wave::KERNEL.name).map(|(_, o)| o.clone()).unwrap_or_default();
+    let mut recompiled = 0;
+    for index in 0..recompiles {
+        let Some(cuda) = cuda else { break };
+        if options.stop.requested() {
+            break;
+        }
+        // A different comment each time: a new text, so NVRTC compiles it for real.
+        let text = format!("{source}\n// soak recompile {index}\n");
+        let compiled = cuda.compiler.compile_source(wave::KERNEL.name, &text, &origin, &options_for_wave)?;
+        wave(session)?.swap_kernels(wave::KERNEL.name, &options_for_wave, &compiled)?;
+        frames.run(session, 1, None)?;
+        recompiled += 1;
+    }
+    if recompiled == 0 {
+        return Ok(None);
+    }
+    Ok(Some(Phase {
+        name: "kernel recompiles and module swaps",
+        count: recompiled,
+        seconds: secs(started),
+        after: footprint(session, cuda)?,
+    }))
 }
 
 /// Re-allocates the wave's grid to `width × height` vertices (registered anew on interop).
