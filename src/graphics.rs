@@ -110,6 +110,8 @@ mod tests {
 
     #[test]
     fn every_fallback_chain_ends_and_each_api_declares_what_differs() {
+        use clap::ValueEnum;
+        assert_eq!(GraphicsApi::value_variants(), &GraphicsApi::ALL, "an API left out of GraphicsApi::ALL");
         for api in GraphicsApi::ALL {
             let mut seen = vec![api];
             let mut at = api;
