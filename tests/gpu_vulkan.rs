@@ -432,3 +432,28 @@ fn vulkan_run(
     options.renderer = interop_lab::graphics::GraphicsApi::Vulkan;
     interop_lab::headless::run(&options)
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn bench_transfer_through_the_vulkan_renderer_times_its_own_path_and_the_copy() {
+    let dir = common::temp_dir("bench-transfer-vulkan-gpu");
+    let json = dir.join("transfer.json");
+    let output = common::binary()
+        .args(["bench", "transfer", "--renderer", "vulkan", "--path", "vulkan,copy", "--bytes", "1M"])
+        .args(["--frames", "20", "--warmup", "2", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("JSON written")).expect("JSON");
+    for path in ["vulkan", "host_copy"] {
+        let row = report["results"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["path"] == path))
+            .unwrap_or_else(|| panic!("{path}: {report:#}"));
+        let median = row["frame_us"]["median"].as_f64();
+        assert!(median.is_some_and(|m| m.is_finite() && m > 0.0), "{path} measured, not skipped: {row}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -416,3 +416,33 @@ fn soak_runs_on_vulkan_and_counts_its_buffers_and_images() {
     assert!(message.contains("--transfer vulkan, copy or cpu"), "GL interop on Vulkan: {message}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn bench_transfer_runs_its_paths_through_the_vulkan_renderer() {
+    if !vulkan_available() {
+        return;
+    }
+    let dir = common::temp_dir("bench-transfer-vulkan");
+    let json = dir.join("transfer.json");
+    let output = common::binary()
+        .args(["bench", "transfer", "--renderer", "vulkan", "--backend", "cpu", "--path", "cpu,vulkan,interop"])
+        .args(["--bytes", "64K", "--frames", "6", "--warmup", "1", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("then wait for Vulkan"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).expect("JSON written")).expect("JSON");
+    assert_eq!(report["renderer"], "vulkan", "{report:#}");
+    let results = report["results"].as_array().expect("results");
+    let row = |path: &str| results.iter().find(|r| r["path"] == path).unwrap_or_else(|| panic!("{path}: {report:#}"));
+    let cpu = row("cpu");
+    let (median, period) = (cpu["frame_us"]["median"].as_f64(), cpu["period_us"].as_f64());
+    assert!(median.is_some_and(|m| m.is_finite() && m > 0.0) && period.is_some_and(|p| p > 0.0), "{cpu}");
+    // Each path that cannot run says why, not left out: the Vulkan path needs CUDA, GL interop
+    // is the other renderer's.
+    assert!(row("vulkan")["skipped"].as_str().is_some_and(|why| why.contains("CPU backend")), "{report:#}");
+    assert!(row("interop")["skipped"].as_str().is_some_and(|why| why.contains("Vulkan renderer")), "{report:#}");
+    std::fs::remove_dir_all(&dir).ok();
+}

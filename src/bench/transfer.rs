@@ -17,10 +17,11 @@ use crate::args::CudaArgs;
 use crate::cuda::{DeviceLimits, Function, Module, Stream};
 use crate::demo_kit::bench::{BenchReport, Ran, Repeats};
 use crate::gl::context::headless::HeadlessGl;
+use crate::graphics::{Graphics, GraphicsApi};
 use crate::numbers::{ByteCount, Ranged};
 use crate::progress::Progress;
+use crate::renderer::{self, Canvas, Renderer};
 use crate::runtime::{self, CudaOptions};
-use crate::scene::Graphics;
 use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage, StageTimes};
 use crate::stop::StopRequest;
 use crate::transfer::{Access, SharedBuffer, Target, Transfer, TransferKind};
@@ -49,6 +50,11 @@ pub struct TransferBenchArgs {
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE.json")]
     pub json: Option<PathBuf>,
+    /// Graphics API the paths hand their buffers to: gl (a headless GL context; the default) or
+    /// vulkan (the Vulkan renderer: its paths run through it, each frame ended by its next frame,
+    /// which waits on the GPU for CUDA's signal).
+    #[arg(long, value_enum, default_value_t = GraphicsApi::Gl)]
+    pub renderer: GraphicsApi,
     /// Backend and device.
     #[command(flatten)]
     pub cuda: CudaArgs,
@@ -57,10 +63,12 @@ pub struct TransferBenchArgs {
 impl TransferBenchArgs {
     /// The benchmark these flags ask for; `stop` (Ctrl-C, SIGTERM) ends it within a frame.
     pub fn options(&self, stop: &StopRequest) -> TransferBench {
+        let on_gl = self.renderer == GraphicsApi::Gl;
         TransferBench {
             sizes: self.bytes.clone(),
-            paths: self.path.iter().filter_map(|p| p.gl_path()).collect(),
-            vulkan: self.path.is_empty() || self.path.contains(&TransferKindArg::Vulkan),
+            renderer: self.renderer,
+            paths: self.path.iter().filter_map(|p| if on_gl { p.gl_path() } else { Some(p.kind()) }).collect(),
+            vulkan: on_gl && (self.path.is_empty() || self.path.contains(&TransferKindArg::Vulkan)),
             depths: self.pipeline_depth.clone(),
             warmup: self.warmup,
             frames: self.frames,
@@ -91,6 +99,11 @@ pub enum TransferKindArg {
 }
 
 impl TransferKindArg {
+    /// The path this names.
+    fn kind(self) -> TransferKind {
+        self.gl_path().unwrap_or(TransferKind::Vulkan)
+    }
+
     /// The GL path this names (`None` for Vulkan, which is not a GL path).
     fn gl_path(self) -> Option<TransferKind> {
         match self {
@@ -110,9 +123,13 @@ impl TransferKindArg {
 pub struct TransferBench {
     /// Buffer sizes in bytes (multiples of 4).
     pub sizes: Vec<usize>,
-    /// GL paths to measure (empty with `vulkan` set: every one available; empty without: none).
+    /// The graphics API the paths hand their buffers to.
+    pub renderer: GraphicsApi,
+    /// Paths to measure through `renderer` (empty with `vulkan` set, or on the Vulkan renderer:
+    /// every one available; empty without: none).
     pub paths: Vec<TransferKind>,
-    /// Measure the Vulkan path too (where it is available; the table says why not otherwise).
+    /// On GL: the Vulkan rows too, taken apart below the seam (`bench::vulkan`; where they are
+    /// available, the table says why not otherwise).
     pub vulkan: bool,
     /// Pipeline depths (buffers used in turn) for the interop path.
     pub depths: Vec<u32>,
@@ -148,7 +165,7 @@ enum Row {
 /// it (from 2, only the paths that prepare the next buffer), and Vulkan last when asked for.
 fn plan(options: &TransferBench, depths: &[u32], selection: &runtime::Selection) -> Vec<Row> {
     let available = selection.available_transfers();
-    let every_path = options.paths.is_empty() && options.vulkan;
+    let every_path = options.paths.is_empty() && (options.vulkan || options.renderer != GraphicsApi::Gl);
     let paths: Vec<TransferKind> = if every_path { available.clone() } else { options.paths.clone() };
     let mut rows = Vec::new();
     for kind in paths {
@@ -160,8 +177,14 @@ fn plan(options: &TransferBench, depths: &[u32], selection: &runtime::Selection)
             if available.contains(&kind) {
                 rows.push(Row::Gl(kind, depth));
             } else if depth == 1 {
-                let why = selection.why_unavailable(kind).unwrap_or("not available with this GL context and device");
-                rows.push(Row::Unavailable(kind, why.to_owned()));
+                let why = match selection.why_unavailable(kind) {
+                    Some(why) => why.to_owned(),
+                    None if options.renderer == GraphicsApi::Gl => {
+                        "not available with this GL context and device".to_owned()
+                    }
+                    None => format!("the {} renderer does not offer it", options.renderer.label()),
+                };
+                rows.push(Row::Unavailable(kind, why));
             }
         }
     }
@@ -191,9 +214,32 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
     }
     crate::output::check_optional(&options.json, crate::output::OutputKind::Data, "--json")?;
     let depths = if options.depths.is_empty() { vec![1] } else { options.depths.clone() };
-    let context = HeadlessGl::new(runtime::preferred_cuda_device(&options.cuda))?;
-    let gl = context.gl().clone();
-    let selection = runtime::select(&options.cuda, &gl, &|name| context.proc_address(name));
+    match options.renderer {
+        GraphicsApi::Gl => {
+            let context = HeadlessGl::new(runtime::preferred_cuda_device(&options.cuda))?;
+            let gl = context.gl().clone();
+            let selection = runtime::select(&options.cuda, &gl, &|name| context.proc_address(name));
+            let about = json!({ "gl": crate::gl::GlInfo::query(&gl) });
+            measure_rows(options, &depths, &selection, FrameEnd::GlFence(&gl), about)
+        }
+        api => {
+            let canvas = Canvas::Offscreen { size: [64, 64] };
+            let (mut renderer, selection) = renderer::open(api, canvas, &options.cuda, None)?;
+            let about = json!({ "renderer_info": renderer.info() });
+            measure_rows(options, &depths, &selection, FrameEnd::Renderer(renderer.as_mut()), about)
+        }
+    }
+}
+
+/// Every row at every size, each frame ended by `end`; `about` describes the graphics side in
+/// the JSON.
+fn measure_rows(
+    options: &TransferBench,
+    depths: &[u32],
+    selection: &runtime::Selection,
+    end: FrameEnd<'_>,
+    about: serde_json::Value,
+) -> Result<BenchReport> {
     let stream = match &selection.cuda {
         Some(cuda) => Some(std::rc::Rc::new(Stream::new(&cuda.context)?)),
         None => None,
@@ -212,9 +258,9 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
         (Some(cuda), Some(stream)) => VulkanBench::new(&cuda.context, stream).map_err(|e| e.to_string()),
         _ => Err("it needs CUDA, which is not running".to_owned()),
     });
-    let rows = plan(options, &depths, &selection);
-    let mut table = header(options, &device, &depths, &rows);
-    let mut gl_rows = GlRows { gl: &gl, cuda: selection.cuda.as_deref(), stream: stream.as_ref(), kernel };
+    let rows = plan(options, depths, selection);
+    let mut table = header(options, &device, depths, &rows);
+    let mut gl_rows = PathRows { end, cuda: selection.cuda.as_deref(), stream: stream.as_ref(), kernel };
     let progress = Progress::new("bench transfer", (options.sizes.len() * rows.len()) as u64, &options.stop);
     let mut results = Vec::new();
     'sizes: for &bytes in &options.sizes {
@@ -242,28 +288,34 @@ pub fn run(options: &TransferBench) -> Result<BenchReport> {
             progress.done_one();
         }
     }
-    let json = json!({
+    let mut json = json!({
         "benchmark": "transfer",
         "device": device,
-        "gl": crate::gl::GlInfo::query(&gl),
+        "renderer": options.renderer,
         "method": format!(
-            "{} warm-up frames, then {} timed; a frame: the path's run (fill kernel or CPU loop writing every byte) and a \
-             GL fence wait (Vulkan: a submission that waits for CUDA's semaphore signal and copies the last 16 bytes, \
-             then a host wait for its signal); wall-clock median and p90. period_us: as many frames again enqueued \
-             back to back with one wait at the end, their wall time over their count; the 'vulkan_period' rows: two \
-             buffers in turn, frames enqueued with no host wait, the timed frames' wall time over their count",
+            "{} warm-up frames, then {} timed; a frame: the path's run (fill kernel or CPU loop writing every byte) and, \
+             on GL, a fence wait (the Vulkan rows taken apart: a submission that waits for CUDA's semaphore signal and \
+             copies the last 16 bytes, then a host wait for its signal), on the Vulkan renderer its next frame (which \
+             waits on the GPU for CUDA's signal) submitted and waited for; wall-clock median and p90. period_us: as \
+             many frames again enqueued back to back with one wait at the end, their wall time over their count; the \
+             'vulkan_period' rows: two buffers in turn, frames enqueued with no host wait, the timed frames' wall time \
+             over their count",
             options.warmup, options.frames
         ),
         "results": results,
     });
+    if let (Some(json), serde_json::Value::Object(about)) = (json.as_object_mut(), about) {
+        json.extend(about);
+    }
     BenchReport::finish(json, table, &options.stop, &options.json)
 }
 
 /// The table's title, a note on depths that change nothing here, and the column heads.
 fn header(options: &TransferBench, device: &str, depths: &[u32], rows: &[Row]) -> String {
     let mut table = format!(
-        "transfer paths on {device}: per-frame latency (fill every byte, then wait for GL), median of {} frames; \
+        "transfer paths on {device}: per-frame latency (fill every byte, then wait for {}), median of {} frames; \
          period: the same frames enqueued back to back, one wait at the end\n",
+        options.renderer.label(),
         options.frames
     );
     // Depths beyond 1 change only the paths that prepare the next buffer: said when none of
@@ -310,9 +362,49 @@ fn skipped_row(bytes: usize, path: &serde_json::Value, label: &str, why: &str) -
     (line, vec![json!({ "bytes": bytes, "path": path, "skipped": why })])
 }
 
-/// What the GL rows run with: the context, CUDA when it runs, and the fill kernel.
-struct GlRows<'a> {
-    gl: &'a glow::Context,
+/// What ends a frame: the graphics API has executed everything issued after the path's run.
+enum FrameEnd<'a> {
+    /// A GL fence wait (a headless GL context).
+    GlFence(&'a glow::Context),
+    /// The renderer's next frame (on Vulkan it waits on the GPU for CUDA's signal), submitted;
+    /// waited for at the end.
+    Renderer(&'a mut dyn Renderer),
+}
+
+impl FrameEnd<'_> {
+    /// The context the paths make their buffers in and run with.
+    fn graphics(&self) -> Graphics<'_> {
+        match self {
+            FrameEnd::GlFence(gl) => Graphics::Gl(gl),
+            FrameEnd::Renderer(renderer) => renderer.graphics(),
+        }
+    }
+
+    /// Issues what follows frame `frame`'s run on the graphics side, without waiting for it.
+    fn enqueue(&mut self, frame: u64) -> Result<()> {
+        match self {
+            FrameEnd::GlFence(_) => Ok(()),
+            FrameEnd::Renderer(renderer) => {
+                if renderer.begin_frame(frame)? {
+                    renderer.end_frame(false)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Waits until the graphics API has executed everything issued.
+    fn wait(&mut self) -> Result<()> {
+        match self {
+            FrameEnd::GlFence(gl) => gl::wait_for_gl(gl),
+            FrameEnd::Renderer(renderer) => renderer.finish(),
+        }
+    }
+}
+
+/// What the rows run with: how a frame ends, CUDA when it runs, and the fill kernel.
+struct PathRows<'a, 'g> {
+    end: FrameEnd<'g>,
     cuda: Option<&'a runtime::CudaRuntime>,
     stream: Option<&'a std::rc::Rc<Stream>>,
     kernel: Option<(Function, DeviceLimits)>,
@@ -325,7 +417,7 @@ struct GlFrames {
     period_us: f64,
 }
 
-impl GlRows<'_> {
+impl PathRows<'_, '_> {
     /// Measures `kind` at `bytes` with `depth` buffers in turn: its table line and JSON row (or
     /// why it could not start); `None` when a stop came before its end.
     fn measure(
@@ -343,13 +435,13 @@ impl GlRows<'_> {
         };
         let mut ring = Vec::with_capacity(depth as usize);
         for _ in 0..depth {
-            ring.push(path.create_buffer(Graphics::Gl(self.gl), &vec![0u8; bytes])?);
+            ring.push(path.create_buffer(self.end.graphics(), &vec![0u8; bytes])?);
         }
         let measured = self.frames(path.as_mut(), &mut ring, options);
         let mut all: Vec<&mut SharedBuffer> = ring.iter_mut().collect();
         let released = path.release_prepared(&mut all);
         for buffer in ring {
-            buffer.destroy(Graphics::Gl(self.gl));
+            buffer.destroy(self.end.graphics());
         }
         let Some(measured) = measured? else {
             return Ok(None);
@@ -408,8 +500,10 @@ impl GlRows<'_> {
         let ran = latency.run(&options.stop, |frame, timed| {
             let started = Instant::now();
             let times = self.frame(path, ring, frame)?;
-            // GL uses the buffer: the frame ends when GL has executed everything issued.
-            gl::wait_for_gl(self.gl)?;
+            // The graphics API uses the buffer: the frame ends when it has executed everything
+            // issued.
+            self.end.enqueue(frame)?;
+            self.end.wait()?;
             if timed {
                 frame_us.push(started.elapsed().as_secs_f64() * 1e6);
                 history.push(FrameSample { frame, frame_us: f64::NAN, stages: times });
@@ -429,10 +523,11 @@ impl GlRows<'_> {
         let started = Instant::now();
         let ran = Repeats::timed(options.frames).run(&options.stop, |index, _| {
             self.frame(path, ring, latency.total() + index)?;
+            self.end.enqueue(latency.total() + index)?;
             while path.poll_gpu_times()?.is_some() {}
             Ok(())
         })?;
-        gl::wait_for_gl(self.gl)?;
+        self.end.wait()?;
         path.synchronize()?;
         let period_us = started.elapsed().as_secs_f64() * 1e6 / f64::from(options.frames);
         Ok((ran == Ran::All).then_some(GlFrames { frame_us, history, period_us }))
@@ -455,7 +550,7 @@ impl GlRows<'_> {
             None => &mut [],
         };
         let kernel = &mut self.kernel;
-        path.run_pipelined(Graphics::Gl(self.gl), frame, &mut buffers, next_buffers, &mut |target| match target {
+        path.run_pipelined(self.end.graphics(), frame, &mut buffers, next_buffers, &mut |target| match target {
             Target::Device { buffers, stream } => {
                 let (function, limits) =
                     kernel.as_mut().ok_or_else(|| Error::Unavailable("fill kernel not loaded".to_owned()))?;
