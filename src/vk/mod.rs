@@ -11,6 +11,7 @@ pub mod frame;
 mod image;
 pub mod live;
 pub mod memory;
+#[cfg(feature = "app")]
 pub mod panel;
 pub mod pipeline;
 pub mod shader;
