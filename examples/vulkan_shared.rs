@@ -51,7 +51,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("vulkan_shared cannot run here: {error}");
+            eprintln!("vulkan_shared: {error}");
             ExitCode::from(1)
         }
     }

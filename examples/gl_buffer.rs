@@ -1,0 +1,197 @@
+//! A GL vertex buffer written by CUDA, in a window: the buffer is registered with CUDA once; each
+//! frame it is mapped, a kernel that NVRTC compiles at run time writes a moving sine sheet into
+//! it, it is unmapped, and GL draws it as points. The Rust counterpart of cuda-samples' simpleGL.
+//!
+//!     cargo run --release --example gl_buffer [-- FRAMES [OUT.png]]
+//!
+//! With FRAMES it closes after that many frames, checks the last frame's vertices against the CPU
+//! (f64) and writes the window to OUT.png. Where it cannot run (no NVIDIA driver, no display, a GL
+//! context on another device than CUDA's) it says what is missing and exits with status 1.
+#![allow(unsafe_code)] // a kernel launch: its arguments must match the kernel's signature
+
+use std::process::ExitCode;
+
+use interop_lab::cuda::interop::{self, GraphicsResource, MapAccess};
+use interop_lab::cuda::launch::arg;
+use interop_lab::cuda::{DeviceLimits, Function, LaunchConfig, Module, Stream};
+use interop_lab::gl::context::window::WindowGl;
+use interop_lab::gl::{self, Attribute, Buffer, Program, VertexArray};
+use interop_lab::runtime::{self, BackendRequest, CudaOptions, TransferRequest};
+use interop_lab::{Error, Result};
+use winit::application::ApplicationHandler;
+use winit::event::WindowEvent;
+use winit::event_loop::{ActiveEventLoop, EventLoop};
+
+const GRID: [u32; 2] = [256, 256];
+const KERNEL: &str = r#"
+extern "C" __global__ void sine_sheet(float4* vertices, unsigned int width, unsigned int height, float time)
+{
+    unsigned int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= width || y >= height) return;
+    float u = x / (float)width * 2.0f - 1.0f, v = y / (float)height * 2.0f - 1.0f;
+    vertices[y * width + x] = make_float4(u, 0.5f * sinf(u * 4.0f + time) * cosf(v * 4.0f + time), v, 1.0f);
+}
+"#;
+const VERTEX: &str = "#version 330 core\nlayout(location = 0) in vec4 p;\nvoid main() {\n  \
+    gl_Position = vec4(0.7 * p.x, 0.8 * p.y - 0.4 * p.z, 0.0, 1.0);\n  gl_PointSize = 2.0;\n}\n";
+const FRAGMENT: &str = "#version 330 core\nout vec4 colour;\nvoid main() { colour = vec4(1.0, 0.55, 0.1, 1.0); }\n";
+
+/// What stays between frames. Field order is drop order: the registration before the buffer.
+struct Sheet {
+    resource: GraphicsResource,
+    buffer: Buffer,
+    program: Program,
+    vertices: VertexArray,
+    kernel: (Function, DeviceLimits),
+    stream: std::rc::Rc<Stream>,
+    window: WindowGl,
+    frame: u32,
+}
+
+impl Sheet {
+    fn open(event_loop: &ActiveEventLoop) -> Result<Self> {
+        let window = WindowGl::new(event_loop, "gl_buffer", [800, 600], true, true)?;
+        let gl = window.gl().clone();
+        // CUDA on the GL context's device, with GL interop's entry points (cudaGL.h).
+        let options =
+            CudaOptions { backend: BackendRequest::Cuda, transfer: TransferRequest::Interop, ..Default::default() };
+        let selection = runtime::select(&options, &gl, &|name| window.proc_address(name));
+        let cuda = selection.cuda.as_ref().ok_or_else(|| Error::Unavailable(selection.reason.clone()))?;
+        let entry_points = cuda.interop.as_ref().ok_or_else(|| Error::Unavailable(selection.reason.clone()))?;
+        let buffer = Buffer::uninitialized(&gl, (GRID[0] * GRID[1] * 16) as usize)?;
+        let resource = GraphicsResource::register_buffer(&cuda.context, entry_points, buffer.name())?; // once
+        let module = Module::load(&cuda.context, &cuda.compiler.compile_source("sine.cu", KERNEL, "gl_buffer", &[])?)?;
+        let kernel = (module.function("sine_sheet")?, DeviceLimits::from(cuda.context.device()));
+        let program = Program::new(&gl, "sheet", VERTEX, FRAGMENT)?;
+        let vertices = VertexArray::new(&gl)?;
+        vertices.set_attributes(
+            &gl,
+            &buffer,
+            &[Attribute { location: 0, components: 4, stride: 16, offset: 0 }],
+            None,
+        )?;
+        let stream = std::rc::Rc::new(Stream::new(&cuda.context)?);
+        Ok(Self { resource, buffer, program, vertices, kernel, stream, window, frame: 0 })
+    }
+
+    /// Map, write, unmap, draw, present.
+    fn draw(&mut self) -> Result<()> {
+        let time = self.frame as f32 / 60.0;
+        let mapped = interop::map(&self.stream, &mut [(&mut self.resource, MapAccess::WriteDiscard)])?;
+        let (pointer, [width, height]) = (mapped.buffer(0)?.ptr, GRID);
+        let config = LaunchConfig { grid: [width / 16, height / 16, 1], block: [16, 16, 1], shared_memory_bytes: 0 };
+        let mut args = [arg(&pointer), arg(&width), arg(&height), arg(&time)];
+        let (function, limits) = &mut self.kernel;
+        // SAFETY: matches sine_sheet(float4*, unsigned, unsigned, float); it writes GRID vertices,
+        // which is the mapped buffer's size.
+        unsafe { function.launch(&self.stream, limits, &config, &mut args)? };
+        mapped.unmap()?; // GL may use the buffer from here on
+        let gl = self.window.gl().clone();
+        let [w, h] = self.window.size();
+        gl::begin_scene(&gl, [0, 0], [w, h], [0.05, 0.05, 0.08, 1.0], gl::DrawState::Additive);
+        self.program.bind(&gl)?;
+        self.vertices.draw_arrays(&gl, glow::POINTS, (width * height) as i32);
+        gl::end_scene(&gl);
+        self.frame += 1;
+        Ok(())
+    }
+
+    /// The last frame's vertices against the CPU's, in f64, and the window as a PNG.
+    fn check_and_save(&self, out: &str) -> Result<String> {
+        let gl = self.window.gl();
+        let seen: Vec<f32> = bytemuck::pod_collect_to_vec(&self.buffer.read(gl)?);
+        let time = f64::from((self.frame - 1) as f32 / 60.0);
+        let [width, height] = GRID;
+        let mut worst = 0.0f64;
+        for (i, vertex) in seen.chunks_exact(4).enumerate() {
+            let (x, y) = ((i as u32 % width) as f64, (i as u32 / width) as f64);
+            let (u, v) = (x / f64::from(width) * 2.0 - 1.0, y / f64::from(height) * 2.0 - 1.0);
+            let w = 0.5 * (u * 4.0 + time).sin() * (v * 4.0 + time).cos();
+            for (reference, &got) in [u, w, v, 1.0].iter().zip(vertex) {
+                let error = (reference - f64::from(got)).abs();
+                if error.is_nan() || error > 1e-4 {
+                    return Err(Error::InvalidInput(format!("vertex {i} is {error:e} from the CPU's (bound 1e-4)")));
+                }
+                worst = worst.max(error);
+            }
+        }
+        let [w, h] = self.window.size();
+        let pixels = gl::read_framebuffer_rgba(gl, None, [w, h])?; // the back buffer, top row first
+        image::save_buffer(out, &pixels, w, h, image::ColorType::Rgba8)
+            .map_err(|e| Error::InvalidInput(format!("{out}: {e}")))?;
+        Ok(format!("largest error {worst:.1e}: every vertex matches the CPU's; written to {out}"))
+    }
+}
+
+struct App {
+    frames: Option<u32>,
+    out: String,
+    sheet: Option<Sheet>,
+    /// What the run ends with: what was checked (after FRAMES), or why it stopped.
+    outcome: Result<Option<String>>,
+}
+
+impl App {
+    fn stop(&mut self, event_loop: &ActiveEventLoop, outcome: Result<Option<String>>) {
+        self.outcome = outcome;
+        event_loop.exit();
+    }
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.sheet.is_none() {
+            match Sheet::open(event_loop) {
+                Ok(sheet) => self.sheet = Some(sheet),
+                Err(error) => self.stop(event_loop, Err(error)),
+            }
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _: winit::window::WindowId, event: WindowEvent) {
+        let Some(sheet) = self.sheet.as_mut() else { return };
+        match event {
+            WindowEvent::CloseRequested => event_loop.exit(),
+            WindowEvent::Resized(_) => sheet.window.resize(),
+            WindowEvent::RedrawRequested => {
+                let last = self.frames.is_some_and(|frames| sheet.frame + 1 >= frames);
+                let mut drawn = sheet.draw().map(|()| None);
+                if last && drawn.is_ok() {
+                    drawn = sheet.check_and_save(&self.out).map(Some);
+                }
+                match drawn.and_then(|checked| sheet.window.swap_buffers().map(|()| checked)) {
+                    Ok(None) => sheet.window.window().request_redraw(),
+                    outcome => self.stop(event_loop, outcome),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let frames = args.next().and_then(|text| text.parse().ok());
+    let out = args.next().unwrap_or_else(|| "gl_buffer.png".to_owned());
+    let mut app = App { frames, out, sheet: None, outcome: Ok(None) };
+    let ran = interop_lab::cuda::driver::load()
+        .and_then(|_| EventLoop::new().map_err(|e| Error::Window(e.to_string())))
+        .and_then(|event_loop| event_loop.run_app(&mut app).map_err(|e| Error::Window(e.to_string())));
+    if let Some(mut sheet) = app.sheet.take() {
+        let gl = sheet.window.gl().clone();
+        drop(sheet.resource); // unregistered before GL deletes the buffer
+        sheet.buffer.destroy(&gl);
+        sheet.program.destroy(&gl);
+        sheet.vertices.destroy(&gl);
+    }
+    match ran.and(app.outcome) {
+        Ok(checked) => {
+            checked.into_iter().for_each(|checked| println!("{checked}"));
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("gl_buffer: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
