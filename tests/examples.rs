@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 /// The examples that need a GPU to do their work.
-const EXAMPLES: &[&str] = &["gl_buffer", "vulkan_shared"];
+const EXAMPLES: &[&str] = &["egl_texture", "gl_buffer", "vulkan_shared"];
 
 /// The built example `name`: in `INTEROP_LAB_EXAMPLES` (the GPU machine: scripts/stage-examples),
 /// else target/<profile>/examples/<name>, beside this test's deps/ folder.
