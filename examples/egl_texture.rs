@@ -11,15 +11,11 @@
 
 use std::process::ExitCode;
 
-use interop_lab::cuda::interop::{self, GraphicsResource, MapAccess};
-use interop_lab::cuda::launch::arg;
-use interop_lab::cuda::surface::SurfaceObject;
-use interop_lab::cuda::{DeviceLimits, LaunchConfig, Module, Stream};
-use interop_lab::gl::Texture;
-use interop_lab::gl::context::headless::HeadlessGl;
-use interop_lab::pixel::PixelFormat;
-use interop_lab::runtime::{self, BackendRequest, CudaOptions, TransferRequest};
-use interop_lab::{Error, Result};
+use interop_lab::{
+    BackendRequest, CudaOptions, DeviceLimits, Error, GlTexture, GraphicsResource, HeadlessGl, LaunchConfig, MapAccess,
+    Module, PixelFormat, Result, Stream, SurfaceObject, TransferRequest, kernel_arg as arg, load_cuda_driver, map,
+    select,
+};
 
 const SIZE: [u32; 2] = [320, 240];
 
@@ -58,19 +54,19 @@ fn main() -> ExitCode {
 }
 
 fn run(out: &str) -> Result<()> {
-    interop_lab::cuda::driver::load()?; // said first: without the driver nothing else matters
+    load_cuda_driver()?; // said first: without the driver nothing else matters
     // A surfaceless EGL context on the EGL device that is CUDA's, and CUDA with GL interop there.
     let options =
         CudaOptions { backend: BackendRequest::Cuda, transfer: TransferRequest::Interop, ..Default::default() };
-    let context = HeadlessGl::new(runtime::preferred_cuda_device(&options))?;
+    let context = HeadlessGl::new(Some(0))?; // the EGL device that is CUDA device 0
     let gl = context.gl();
-    let selection = runtime::select(&options, gl, &|name| context.proc_address(name));
+    let selection = select(&options, gl, &|name| context.proc_address(name));
     let cuda = selection.cuda.as_ref().ok_or_else(|| Error::Unavailable(selection.reason.clone()))?;
     let entry_points = cuda.interop.as_ref().ok_or_else(|| Error::Unavailable(selection.reason.clone()))?;
 
     // The texture starts poisoned; CUDA registers it once.
     let [width, height] = SIZE;
-    let mut texture = Texture::new(gl, SIZE, PixelFormat::Rgba8, Some(&vec![0xA5; (width * height * 4) as usize]))?;
+    let mut texture = GlTexture::new(gl, SIZE, PixelFormat::Rgba8, Some(&vec![0xA5; (width * height * 4) as usize]))?;
     let mut resource = GraphicsResource::register_image(&cuda.context, entry_points, texture.name(), glow::TEXTURE_2D)?;
     let module = Module::load(&cuda.context, &cuda.compiler.compile_source("rings.cu", KERNEL, "egl_texture", &[])?)?;
     let mut rings = module.function("rings")?;
@@ -78,7 +74,7 @@ fn run(out: &str) -> Result<()> {
     let stream = Stream::new(&cuda.context)?;
 
     // Map, write through a surface object over the mapped array, unmap: GL owns it again.
-    let mapped = interop::map(&stream, &mut [(&mut resource, MapAccess::WriteDiscard)])?;
+    let mapped = map(&stream, &mut [(&mut resource, MapAccess::WriteDiscard)])?;
     let surface = SurfaceObject::new(&cuda.context, mapped.array(0)?)?;
     let config =
         LaunchConfig { grid: [width.div_ceil(16), height.div_ceil(16), 1], block: [16, 16, 1], shared_memory_bytes: 0 };

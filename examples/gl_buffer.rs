@@ -7,17 +7,16 @@
 //! With FRAMES it closes after that many frames, checks the last frame's vertices against the CPU
 //! (f64) and writes the window to OUT.png. Where it cannot run (no NVIDIA driver, no display, a GL
 //! context on another device than CUDA's) it says what is missing and exits with status 1.
-#![allow(unsafe_code)] // a kernel launch: its arguments must match the kernel's signature
+#![allow(unsafe_code)] // a kernel launch (its arguments must match the kernel's) and GL's state calls
 
 use std::process::ExitCode;
 
-use interop_lab::cuda::interop::{self, GraphicsResource, MapAccess};
-use interop_lab::cuda::launch::arg;
-use interop_lab::cuda::{DeviceLimits, Function, LaunchConfig, Module, Stream};
-use interop_lab::gl::context::window::WindowGl;
-use interop_lab::gl::{self, Attribute, Buffer, Program, VertexArray};
-use interop_lab::runtime::{self, BackendRequest, CudaOptions, TransferRequest};
-use interop_lab::{Error, Result};
+use glow::HasContext;
+use interop_lab::{
+    Attribute, BackendRequest, CudaOptions, DeviceLimits, Error, Function, GlBuffer, GraphicsResource, LaunchConfig,
+    MapAccess, Module, Program, Result, Stream, TransferRequest, VertexArray, WindowGl, kernel_arg as arg,
+    load_cuda_driver, map, read_framebuffer_rgba, select,
+};
 use winit::application::ApplicationHandler;
 use winit::event::WindowEvent;
 use winit::event_loop::{ActiveEventLoop, EventLoop};
@@ -39,7 +38,7 @@ const FRAGMENT: &str = "#version 330 core\nout vec4 colour;\nvoid main() { colou
 /// What stays between frames. Field order is drop order: the registration before the buffer.
 struct Sheet {
     resource: GraphicsResource,
-    buffer: Buffer,
+    buffer: GlBuffer,
     program: Program,
     vertices: VertexArray,
     kernel: (Function, DeviceLimits),
@@ -55,10 +54,10 @@ impl Sheet {
         // CUDA on the GL context's device, with GL interop's entry points (cudaGL.h).
         let options =
             CudaOptions { backend: BackendRequest::Cuda, transfer: TransferRequest::Interop, ..Default::default() };
-        let selection = runtime::select(&options, &gl, &|name| window.proc_address(name));
+        let selection = select(&options, &gl, &|name| window.proc_address(name));
         let cuda = selection.cuda.as_ref().ok_or_else(|| Error::Unavailable(selection.reason.clone()))?;
         let entry_points = cuda.interop.as_ref().ok_or_else(|| Error::Unavailable(selection.reason.clone()))?;
-        let buffer = Buffer::uninitialized(&gl, (GRID[0] * GRID[1] * 16) as usize)?;
+        let buffer = GlBuffer::uninitialized(&gl, (GRID[0] * GRID[1] * 16) as usize)?;
         let resource = GraphicsResource::register_buffer(&cuda.context, entry_points, buffer.name())?; // once
         let module = Module::load(&cuda.context, &cuda.compiler.compile_source("sine.cu", KERNEL, "gl_buffer", &[])?)?;
         let kernel = (module.function("sine_sheet")?, DeviceLimits::from(cuda.context.device()));
@@ -77,7 +76,7 @@ impl Sheet {
     /// Map, write, unmap, draw, present.
     fn draw(&mut self) -> Result<()> {
         let time = self.frame as f32 / 60.0;
-        let mapped = interop::map(&self.stream, &mut [(&mut self.resource, MapAccess::WriteDiscard)])?;
+        let mapped = map(&self.stream, &mut [(&mut self.resource, MapAccess::WriteDiscard)])?;
         let (pointer, [width, height]) = (mapped.buffer(0)?.ptr, GRID);
         let config = LaunchConfig { grid: [width / 16, height / 16, 1], block: [16, 16, 1], shared_memory_bytes: 0 };
         let mut args = [arg(&pointer), arg(&width), arg(&height), arg(&time)];
@@ -88,10 +87,15 @@ impl Sheet {
         mapped.unmap()?; // GL may use the buffer from here on
         let gl = self.window.gl().clone();
         let [w, h] = self.window.size();
-        gl::begin_scene(&gl, [0, 0], [w, h], [0.05, 0.05, 0.08, 1.0], gl::DrawState::Additive);
+        // SAFETY: state calls on the window's context, current on this thread.
+        unsafe {
+            gl.viewport(0, 0, w as i32, h as i32);
+            gl.clear_color(0.05, 0.05, 0.08, 1.0);
+            gl.clear(glow::COLOR_BUFFER_BIT);
+            gl.enable(glow::PROGRAM_POINT_SIZE);
+        }
         self.program.bind(&gl)?;
         self.vertices.draw_arrays(&gl, glow::POINTS, (width * height) as i32);
-        gl::end_scene(&gl);
         self.frame += 1;
         Ok(())
     }
@@ -116,7 +120,7 @@ impl Sheet {
             }
         }
         let [w, h] = self.window.size();
-        let pixels = gl::read_framebuffer_rgba(gl, None, [w, h])?; // the back buffer, top row first
+        let pixels = read_framebuffer_rgba(gl, None, [w, h])?; // the back buffer, top row first
         image::save_buffer(out, &pixels, w, h, image::ColorType::Rgba8)
             .map_err(|e| Error::InvalidInput(format!("{out}: {e}")))?;
         Ok(format!("largest error {worst:.1e}: every vertex matches the CPU's; written to {out}"))
@@ -174,7 +178,7 @@ fn main() -> ExitCode {
     let frames = args.next().and_then(|text| text.parse().ok());
     let out = args.next().unwrap_or_else(|| "gl_buffer.png".to_owned());
     let mut app = App { frames, out, sheet: None, outcome: Ok(None) };
-    let ran = interop_lab::cuda::driver::load()
+    let ran = load_cuda_driver()
         .and_then(|_| EventLoop::new().map_err(|e| Error::Window(e.to_string())))
         .and_then(|event_loop| event_loop.run_app(&mut app).map_err(|e| Error::Window(e.to_string())));
     if let Some(mut sheet) = app.sheet.take() {

@@ -14,15 +14,10 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use ash::vk as raw;
-use interop_lab::cuda::launch::arg;
-use interop_lab::cuda::{DeviceLimits, LaunchConfig, Module, Stream};
-use interop_lab::runtime::{self, CudaOptions};
-use interop_lab::transfer::vulkan::VulkanShare;
-use interop_lab::vk::commands::CommandRing;
-use interop_lab::vk::device::{DeviceChoice, VulkanContext};
-use interop_lab::vk::memory::{Buffer, MemoryKind};
-use interop_lab::vk::shared::SharedTimeline;
-use interop_lab::{Error, Result};
+use interop_lab::{
+    CommandRing, CudaOptions, DeviceChoice, DeviceLimits, Error, LaunchConfig, MemoryKind, Module, Result,
+    SharedTimeline, Stream, VkBuffer, VulkanContext, VulkanShare, cuda_without_gl, kernel_arg as arg,
+};
 
 const SIZE: [u32; 2] = [512, 384];
 
@@ -59,7 +54,7 @@ fn main() -> ExitCode {
 
 fn run(out: &str) -> Result<()> {
     // CUDA (driver and NVRTC, loaded at run time), then the Vulkan device with the same UUID.
-    let cuda = runtime::cuda_without_gl(&CudaOptions::default())?;
+    let cuda = cuda_without_gl(&CudaOptions::default())?;
     let device = cuda.context.device();
     let vulkan =
         VulkanContext::new(&DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() })?;
@@ -77,7 +72,7 @@ fn run(out: &str) -> Result<()> {
     let [width, height] = SIZE;
     let bytes = (width * height * 4) as usize;
     let shared = share.create_buffer(bytes, raw::BufferUsageFlags::STORAGE_BUFFER)?;
-    let mut host = Buffer::new(&vulkan, bytes, raw::BufferUsageFlags::empty(), MemoryKind::HostVisible)?;
+    let mut host = VkBuffer::new(&vulkan, bytes, raw::BufferUsageFlags::empty(), MemoryKind::HostVisible)?;
     host.host_bytes_mut().ok_or_else(|| Error::Unavailable("host memory is not mapped".to_owned()))?.fill(0xA5);
 
     // CUDA's step: wait for Vulkan's last read of the buffer, run the kernel, signal "written".

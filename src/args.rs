@@ -82,7 +82,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE.json")]
     pub stats: Option<PathBuf>,
     /// Write the frames' anatomy as a Chrome trace when the run ends (open it in
-    /// https://ui.perfetto.dev or chrome://tracing): host, CUDA and graphics work as lanes on one
+    /// <https://ui.perfetto.dev> or chrome://tracing): host, CUDA and graphics work as lanes on one
     /// clock, with the edges that order them. Records every frame's calls.
     #[arg(long, value_name = "FILE.json")]
     pub trace_json: Option<PathBuf>,
@@ -197,7 +197,7 @@ pub enum WhatIfSwitch {
 impl RunArgs {
     /// Checks the files the run will write (`--screenshot`, `--stats`, `--trace-json`) before it
     /// starts.
-    pub fn check_outputs(&self) -> crate::Result<()> {
+    pub fn check_outputs(&self) -> crate::error::Result<()> {
         use crate::output::{OutputKind, check_optional};
         check_optional(&self.screenshot, OutputKind::Image, "--screenshot")?;
         check_optional(&self.record, OutputKind::Folder, "--record")?;
@@ -254,7 +254,7 @@ pub struct CudaArgs {
 
 impl CudaArgs {
     /// Checks that `--kernels` and `--shaders` name folders that exist.
-    pub fn check_folders(&self) -> crate::Result<()> {
+    pub fn check_folders(&self) -> crate::error::Result<()> {
         for (flag, folder) in [("--kernels", &self.kernels), ("--shaders", &self.shaders)] {
             if let Some(folder) = folder
                 && !folder.is_dir()
@@ -264,7 +264,7 @@ impl CudaArgs {
                     Some(parent) => format!("is a file; give its folder ({flag} {})", parent.display()),
                     None => "no such folder".to_owned(),
                 };
-                return Err(crate::Error::InvalidInput(format!(
+                return Err(crate::error::Error::InvalidInput(format!(
                     "{flag} {}: {what} (it should hold the files to use instead of the built-in ones, \
                      e.g. {flag} {} in a checkout)",
                     folder.display(),

@@ -2,8 +2,8 @@
 //! paths (which give CUDA the API's memory) and the renderer take what they need from it; the
 //! demos never look inside.
 
+use crate::error::{Error, Result};
 use crate::vk::frame::VulkanGraphics;
-use crate::{Error, Result};
 
 /// Which graphics API a run draws with (`--renderer`).
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::args::{PathFlag, TraceRequest};
 use crate::demo_kit::DemoSpec;
+use crate::error::{Error, Result};
 use crate::graphics::GraphicsApi;
 use crate::progress::Progress;
 use crate::record::RecordReport;
@@ -15,7 +16,6 @@ use crate::session::{FrameInput, FrameReport, Request, RunFacts, Session, Sessio
 use crate::stats::Summary;
 use crate::stop::StopRequest;
 use crate::transfer::WhatIf;
-use crate::{Error, Result};
 
 /// What a headless run does.
 #[derive(Debug, Clone)]

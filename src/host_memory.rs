@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Bytes this process can still allocate, when the system says (Linux: /proc and cgroup v2).
 pub fn available_bytes() -> Option<u64> {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::cuda::Compiler;
 use crate::cuda::module::{CompiledModule, PendingCompile};
 use crate::demo_kit::Demo;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// How often the folder is looked at.
 const SCAN_INTERVAL: Duration = Duration::from_millis(400);

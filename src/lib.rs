@@ -1,65 +1,158 @@
 //! interop-lab: see CUDA and OpenGL or Vulkan work on the same memory.
 //!
-//! A GL buffer is registered with CUDA once ([`cuda::interop`]), mapped each frame so a kernel
-//! writes it in place, unmapped, then drawn; or GL and Vulkan allocate memory CUDA imports, with
-//! semaphores ordering the two. The same demos run on the other [`transfer`] paths (a copy through
-//! host memory, and a CPU backend without CUDA) so their costs can be compared, with either
-//! [`renderer`], in a window ([`app`]) or headless ([`headless`]), one frame loop for all
-//! ([`session`]), with [`doctor`] explaining what runs and why. docs/architecture.md is the map.
+//! This library is the app's interop core, for a program of its own. A GL buffer or texture is
+//! registered with CUDA once, mapped for each frame's kernels and unmapped before GL draws it; GL
+//! and Vulkan allocate memory CUDA imports, with semaphores ordering the two APIs on the GPU; a
+//! CUDA device is matched to its EGL and Vulkan devices by UUID; and where CUDA cannot run, the
+//! same buffers are written by the CPU. The programs in `examples/` show each in under 200 lines:
+//! `gl_buffer` (a window, the Rust counterpart of cuda-samples' simpleGL), `egl_texture`
+//! (headless GL) and `vulkan_shared` (headless Vulkan).
+//!
+//! The surface is the list below, grouped by purpose; each item says what it owns, what it waits
+//! for, and which driver call it wraps. Kernels are CUDA C++ that NVRTC compiles at run time
+//! ([`Compiler`]); the CUDA driver and NVRTC are loaded at run time, so a program builds and runs
+//! on a machine without them and says so ([`Error`]).
+//!
+//! With the default feature `app` the crate also holds the app itself: the window, the panel, the
+//! demos, the benches and the tools (docs/architecture.md is its map). Those modules, and the
+//! modules the surface is taken from, are public for the app's binary and its tests, which reach
+//! below the surface; they are hidden from these docs. `--no-default-features` builds the core
+//! alone, without egui.
 
+#[doc(hidden)]
 pub mod anatomy;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod app;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod args;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod bench;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod camera;
+#[doc(hidden)]
 pub mod cuda;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod demo_kit;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod demos;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod doctor;
+#[doc(hidden)]
 pub mod error;
+#[doc(hidden)]
 pub mod gl;
+#[doc(hidden)]
 pub mod graphics;
+#[doc(hidden)]
 pub mod guard;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod headless;
+#[doc(hidden)]
 pub mod host_memory;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod kernel_watch;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod kernels;
+#[doc(hidden)]
 pub mod numbers;
+#[doc(hidden)]
 pub mod output;
+#[doc(hidden)]
 pub mod pixel;
+#[doc(hidden)]
 pub mod progress;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod record;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod renderer;
+#[doc(hidden)]
 pub mod rng;
+#[doc(hidden)]
 pub mod runtime;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod scene;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod session;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod soak;
+#[doc(hidden)]
 pub mod sources;
+#[doc(hidden)]
 pub mod stats;
+#[doc(hidden)]
 pub mod stop;
+#[doc(hidden)]
 pub mod transfer;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod ui;
+#[doc(hidden)]
 pub mod vk;
+#[doc(hidden)]
 pub mod watchdog;
 #[cfg(feature = "app")]
+#[doc(hidden)]
 pub mod widgets;
+#[doc(hidden)]
 pub mod windowing;
 
-pub use error::{Error, Result};
+// The surface, by purpose.
+
+/// Errors, each naming the call that failed and, where there is one, the fix.
+pub use crate::error::{Error, Result};
+
+// CUDA: the context and its streams, device memory, kernels compiled at run time and launched.
+pub use crate::cuda::driver::load as load_cuda_driver;
+pub use crate::cuda::launch::arg as kernel_arg;
+pub use crate::cuda::{
+    Compiler, Context, DeviceBuffer, DeviceLimits, DeviceSpan, Function, LaunchConfig, Module, Stream,
+};
+
+// GL interop: a GL buffer or texture registered once, mapped for a frame's kernels (the guard
+// borrows it: GL cannot draw it while mapped), unmapped before GL draws it.
+pub use crate::cuda::interop::{GlEntryPoints, GraphicsResource, MapAccess, Mapped, map};
+pub use crate::cuda::surface::SurfaceObject;
+
+// GL external memory and semaphores: CUDA allocates exportable memory GL builds its buffer on,
+// ordered by host waits or by semaphores.
+pub use crate::cuda::external::ExportableMemory;
+pub use crate::gl::external::{GlMemoryObjects, GlSemaphores};
+
+// Vulkan: memory Vulkan allocates and CUDA imports, ordered by a pair of timeline semaphores.
+pub use crate::transfer::vulkan::{VulkanBuffer, VulkanShare};
+pub use crate::vk::commands::CommandRing;
+pub use crate::vk::device::{DeviceChoice, VulkanContext};
+pub use crate::vk::memory::{Buffer as VkBuffer, MemoryKind};
+pub use crate::vk::shared::SharedTimeline;
+
+// GL contexts and objects: a window's context, a surfaceless EGL context on the CUDA device, the
+// buffers, textures and programs they make.
+pub use crate::gl::context::headless::HeadlessGl;
+pub use crate::gl::context::window::WindowGl;
+pub use crate::gl::{Attribute, Buffer as GlBuffer, Program, Texture as GlTexture, VertexArray, read_framebuffer_rgba};
+pub use crate::pixel::PixelFormat;
+
+// Device matching and the choice of path: CUDA on the GL context's device (or the Vulkan device
+// with the CUDA device's UUID), with the reason when a path cannot run.
+pub use crate::runtime::{
+    BackendRequest, CudaOptions, CudaRuntime, Selection, TransferRequest, cuda_without_gl, select,
+};
+
+// The transfer paths behind one trait, the CPU fallback among them.
+pub use crate::graphics::{Graphics, GraphicsApi};
+pub use crate::transfer::{Access, SharedBuffer, Target, Transfer, TransferKind};

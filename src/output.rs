@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What is written to a path, which decides what the path must look like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,8 +8,8 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use crate::error::{Error, Result};
 use crate::output::{self, OutputKind};
-use crate::{Error, Result};
 
 /// Frames waiting for an encoder before new ones are dropped (a few hundred MiB at 1280×800).
 const QUEUE_FRAMES: usize = 48;

@@ -13,11 +13,11 @@ use serde::Serialize;
 use crate::cuda::Stream;
 use crate::cuda::interop::{self, GlEntryPoints};
 use crate::cuda::{Compiler, Context, driver, module};
+use crate::error::{Error, Result};
 use crate::gl::external::{GlMemoryObjects, GlSemaphores, Loader};
 use crate::transfer::{self, CudaSide, Transfer, TransferKind};
 use crate::vk::device::{DeviceChoice, VulkanContext, WindowHandles};
 use crate::vk::frame::VulkanGraphics;
-use crate::{Error, Result};
 
 /// What the user asked for with `--backend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]

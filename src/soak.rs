@@ -11,6 +11,7 @@ use clap::Args;
 
 use crate::demo_kit::{DemoSpec, LiveKernels};
 use crate::demos::wave::{self, Wave, WaveSettings};
+use crate::error::{Error, Result};
 use crate::graphics::GraphicsApi;
 use crate::numbers::Ranged;
 use crate::progress::Progress;
@@ -20,7 +21,6 @@ use crate::runtime::{BackendRequest, CudaOptions, CudaRuntime, TransferRequest};
 use crate::session::{FrameInput, Session, SessionOptions};
 use crate::stop::StopRequest;
 use crate::transfer::TransferKind;
-use crate::{Error, Result};
 
 mod frame_peaks;
 mod report;

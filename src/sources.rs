@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A source file of the project: its name under `kernels/` or `shaders/` and its embedded text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +29,9 @@ impl SourceFile {
     }
 }
 
-/// Declares a [`SourceFile`] for a file of the crate, e.g. `source_file!("kernels/wave.cu")`.
-#[macro_export]
+/// Declares a [`SourceFile`] for a file of the crate, e.g. `source_file!("kernels/wave.cu")` (the
+/// app's kernels and shaders).
+#[cfg(feature = "app")]
 macro_rules! source_file {
     ($path:literal) => {
         $crate::sources::SourceFile {
@@ -39,6 +40,8 @@ macro_rules! source_file {
         }
     };
 }
+#[cfg(feature = "app")]
+pub(crate) use source_file;
 
 /// The part of `path` after its last `/` (usable in constants).
 pub const fn file_name(path: &'static str) -> &'static str {

@@ -17,6 +17,7 @@ use winit::window::WindowId;
 use self::input::Input;
 use crate::args::{PathFlag, TraceRequest};
 use crate::demo_kit::DemoSpec;
+use crate::error::{Error, Result};
 use crate::graphics::GraphicsApi;
 use crate::record::RecordReport;
 use crate::renderer::{self, Canvas};
@@ -25,7 +26,6 @@ use crate::session::{FrameInput, Request, RunFacts, Session, SessionOptions};
 use crate::transfer::WhatIf;
 use crate::windowing::x_server::XServer;
 use crate::windowing::{catch_window_panics, winit_error_text};
-use crate::{Error, Result};
 
 /// How the window starts.
 #[derive(Debug, Clone)]

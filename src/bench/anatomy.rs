@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
-use crate::Result;
 use crate::args::{CudaArgs, PanelSection, TraceRequest};
 use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{BenchReport, cell};
 use crate::demos::wave::WaveSettings;
+use crate::error::Result;
 use crate::graphics::GraphicsApi;
 use crate::headless::{self, HeadlessOptions};
 use crate::progress::Progress;

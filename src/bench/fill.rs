@@ -2,11 +2,11 @@
 //! becomes `value ^ i`, so a reader can tell which frame's fill it sees.
 #![allow(unsafe_code)]
 
-use crate::Result;
 use crate::cuda::launch::arg;
 use crate::cuda::{DeviceLimits, Function, LaunchConfig, Stream};
-use crate::source_file;
+use crate::error::Result;
 use crate::sources::SourceFile;
+use crate::sources::source_file;
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/fill.cu");

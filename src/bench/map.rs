@@ -18,13 +18,14 @@ use crate::args::CudaArgs;
 use crate::cuda::interop::{self, GraphicsResource, MapAccess};
 use crate::cuda::{DeviceLimits, Event, Function, Module, Stream};
 use crate::demo_kit::bench::{BenchReport, Ran, Repeats};
+use crate::error::{Error, Result};
+use crate::gl;
 use crate::gl::context::headless::HeadlessGl;
 use crate::guard::Guard;
 use crate::progress::Progress;
 use crate::runtime::{self, CudaOptions};
 use crate::stats::Percentiles;
 use crate::stop::StopRequest;
-use crate::{Error, Result, gl};
 
 /// `interop-lab bench map`.
 #[derive(Args, Debug)]

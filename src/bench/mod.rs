@@ -12,8 +12,8 @@ pub mod map;
 pub mod transfer;
 pub mod vulkan;
 
-use crate::Result;
 use crate::demo_kit::bench::{FrameRun, FramesMeasured};
+use crate::error::Result;
 use crate::graphics::GraphicsApi;
 use crate::headless::{self, HeadlessOptions};
 

@@ -16,6 +16,8 @@ use super::vulkan::{VULKAN_LABEL, VulkanBench};
 use crate::args::CudaArgs;
 use crate::cuda::{DeviceLimits, Function, Module, Stream};
 use crate::demo_kit::bench::{BenchReport, Ran, Repeats};
+use crate::error::{Error, Result};
+use crate::gl;
 use crate::gl::context::headless::HeadlessGl;
 use crate::graphics::{Graphics, GraphicsApi};
 use crate::numbers::{ByteCount, Ranged};
@@ -25,7 +27,6 @@ use crate::runtime::{self, CudaOptions};
 use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage, StageTimes};
 use crate::stop::StopRequest;
 use crate::transfer::{Access, SharedBuffer, Target, Transfer, TransferKind};
-use crate::{Error, Result, gl};
 
 #[derive(Args, Debug)]
 /// `interop-lab bench transfer`.

@@ -12,6 +12,7 @@ use serde_json::json;
 use super::fill::launch_fill;
 use crate::cuda::{Context, DeviceLimits, Function, Stream};
 use crate::demo_kit::bench::{Ran, Repeats, cell};
+use crate::error::{Error, Result};
 use crate::stats::{FrameHistory, FrameSample, Percentiles, Stage, StageTimes, Summary};
 use crate::stop::StopRequest;
 use crate::transfer::vulkan::VulkanShare;
@@ -19,7 +20,6 @@ use crate::vk::commands::CommandRing;
 use crate::vk::device::{DeviceChoice, VulkanContext};
 use crate::vk::memory::{Buffer, MemoryKind};
 use crate::vk::shared::SharedTimeline;
-use crate::{Error, Result};
 
 /// The label of the Vulkan rows.
 pub const VULKAN_LABEL: &str = "Vulkan + timeline";

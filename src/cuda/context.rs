@@ -14,7 +14,7 @@ use cudarc::driver::sys;
 use super::device::DeviceInfo;
 use super::driver::{Driver, check};
 use super::trace::{Trace, TraceEntry};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// How a context came to be, which decides how it is let go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

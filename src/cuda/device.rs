@@ -5,7 +5,7 @@ use cudarc::driver::sys::{self, CUdevice_attribute as A};
 use serde::Serialize;
 
 use super::driver::check;
-use crate::Result;
+use crate::error::Result;
 
 /// One CUDA device as the driver describes it.
 #[derive(Debug, Clone, Serialize)]

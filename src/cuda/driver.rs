@@ -8,7 +8,7 @@ use std::ffi::{CStr, c_void};
 
 use cudarc::driver::sys;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The CUDA version the app asks `cuGetProcAddress` for. 12.0 keeps every entry point we resolve
 /// that way at the signature it had in 12.0, so a 12.x driver and a 13.x driver give the same ABI.

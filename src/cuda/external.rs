@@ -10,7 +10,7 @@ use cudarc::driver::sys;
 
 use super::context::Context;
 use super::memory::DeviceSpan;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Exportable device memory, mapped for CUDA. Unmapped, unreserved and released on drop.
 pub struct ExportableMemory {

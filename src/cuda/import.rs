@@ -16,7 +16,7 @@ use super::context::Context;
 use super::memory::DeviceSpan;
 use super::stream::Stream;
 use super::surface::SurfaceObject;
-use crate::Result;
+use crate::error::Result;
 
 /// Memory another API allocated, mapped for kernels. The mapping is freed, then the import
 /// destroyed, on drop; the exporting API keeps its own allocation until it frees it.

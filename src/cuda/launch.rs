@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::device::DeviceInfo;
 use super::module::{Function, FunctionAttributes, Occupancy};
 use super::stream::Stream;
-use crate::Result;
 pub use crate::error::LaunchError;
+use crate::error::Result;
 
 /// Grid, block and dynamic shared memory of one kernel launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

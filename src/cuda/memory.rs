@@ -7,7 +7,7 @@ use cudarc::driver::sys;
 
 use super::context::Context;
 use super::stream::Stream;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A device pointer and the number of bytes behind it. What kernels receive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

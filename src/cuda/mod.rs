@@ -1,5 +1,5 @@
 //! The CUDA driver API, in layers like cudarc's: raw calls stay in these files, every `CUresult`
-//! becomes a [`crate::Result`], and the rest of the app sees owned, safe types.
+//! becomes a [`crate::error::Result`], and the rest of the app sees owned, safe types.
 //!
 //! The order a learner meets them is the order a frame uses them: [`driver::load`] (`cuInit`),
 //! [`device`] attributes, a primary [`context::Context`], [`module`]s compiled by NVRTC,

@@ -7,7 +7,7 @@ use cudarc::driver::sys;
 
 use super::context::Context;
 use super::driver::{check, proc_address};
-use crate::Result;
+use crate::error::Result;
 
 /// A CUDA stream. Each demo owns one, so its map → kernel → unmap sequence is ordered.
 pub struct Stream {

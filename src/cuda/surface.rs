@@ -6,7 +6,7 @@ use std::rc::Rc;
 use cudarc::driver::sys;
 
 use super::context::Context;
-use crate::Result;
+use crate::error::Result;
 
 /// A `CUsurfObject` over a CUDA array, destroyed on drop. The array must outlive it.
 pub struct SurfaceObject {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::context::Context;
 use super::stream::{Event, Stream};
-use crate::Result;
+use crate::error::Result;
 
 /// Event sets of a per-frame stage timer: frames whose GPU timestamps may still be pending, deep
 /// enough for headless runs, where the host runs up to ~130 frames ahead of the GPU (a frame that

@@ -9,7 +9,7 @@ use std::time::Instant;
 use cudarc::driver::sys;
 
 use super::driver::check;
-use crate::Result;
+use crate::error::Result;
 
 /// One driver call as recorded.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

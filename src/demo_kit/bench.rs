@@ -7,10 +7,10 @@
 use std::path::PathBuf;
 
 use super::DemoSpec;
+use crate::error::{Error, Result};
 use crate::runtime::CudaOptions;
 use crate::stats::Summary;
 use crate::stop::StopRequest;
-use crate::{Error, Result};
 
 /// Output of a benchmark.
 #[derive(Debug, Clone)]

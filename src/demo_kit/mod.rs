@@ -14,13 +14,13 @@ pub use self::spec::{DemoArgs, DemoSpec, Output, Settings};
 use crate::camera::OrbitCamera;
 use crate::cuda::LaunchConfig;
 use crate::cuda::module::{CompiledModule, FunctionAttributes};
+use crate::error::{Error, Result};
 use crate::runtime::CudaRuntime;
 pub use crate::scene::View;
 use crate::scene::{Graphics, Scene};
 use crate::sources::SourceFile;
 use crate::stats::StageTimes;
 use crate::transfer::{SharedBuffer, TransferKind};
-use crate::{Error, Result};
 
 /// What a demo gets when it is created.
 pub struct DemoEnv<'a> {

@@ -3,8 +3,8 @@
 
 use std::rc::Rc;
 
-use crate::Result;
 use crate::cuda::Stream;
+use crate::error::Result;
 use crate::guard::Guard;
 use crate::runtime::{CudaRuntime, create_transfer};
 use crate::scene::Graphics;

@@ -8,8 +8,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::{Demo, DemoEnv};
-use crate::Result;
 use crate::args::RunArgs;
+use crate::error::Result;
 use crate::output::OutputKind;
 
 /// A demo's settings type.

@@ -9,9 +9,9 @@ use clap::Subcommand;
 use crate::args::RunArgs;
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::demo_kit::{DemoArgs, DemoSpec};
+use crate::error::{Error, Result};
 use crate::sources::SourceFile;
 use crate::stop::StopRequest;
-use crate::{Error, Result};
 
 /// The registry: one line per demo, in menu order — its folder, its command (with the command's
 /// help) and, optionally, its benchmark (`interop-lab bench NAME`, with that command's help).

@@ -77,7 +77,7 @@ fn problem(problems: &mut Vec<Problem>, problem: String, fix: &str) {
 struct Cuda {
     driver: Option<driver::Driver>,
     devices: Vec<DeviceInfo>,
-    nvrtc: crate::Result<(i32, i32)>,
+    nvrtc: crate::error::Result<(i32, i32)>,
 }
 
 /// Loads the driver (unless the CPU backend was asked for), lists its devices and asks NVRTC's
@@ -89,7 +89,7 @@ fn check_cuda(options: &CudaOptions, problems: &mut Vec<Problem>) -> Cuda {
         match driver::load() {
             Ok(driver) => Some(driver),
             Err(error) => {
-                let fix = if matches!(error, crate::Error::NoCudaDriver) {
+                let fix = if matches!(error, crate::error::Error::NoCudaDriver) {
                     "install the NVIDIA driver (it provides libcuda.so.1); until then the app runs on the CPU backend"
                 } else {
                     "see the message; `nvidia-smi` should list the GPU"

@@ -4,7 +4,7 @@
 use glow::HasContext;
 
 use super::{check_error, warn_leak};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A GL buffer object of fixed size.
 pub struct Buffer {

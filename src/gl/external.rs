@@ -10,7 +10,7 @@ use std::ffi::{CStr, c_void};
 use glow::HasContext;
 
 use super::{Buffer, check_error};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// `GL_HANDLE_TYPE_OPAQUE_FD_EXT`.
 const HANDLE_TYPE_OPAQUE_FD: u32 = 0x9586;

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use super::Fence;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Frames GL may hold queued, unfinished, when the next one begins: frame `k` begins once frame
 /// `k − GL_FRAMES_QUEUED_AT_MOST` is finished. Two keep the GPU fed (one frame executing while

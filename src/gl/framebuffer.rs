@@ -4,7 +4,7 @@
 use glow::HasContext;
 
 use super::{check_error, warn_leak};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// An offscreen framebuffer (RGBA8 color + depth renderbuffers) for headless rendering.
 pub struct Framebuffer {

@@ -18,7 +18,7 @@ pub mod timer;
 use glow::HasContext;
 use serde::Serialize;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 pub use self::buffer::{Attribute, Buffer, VertexArray};
 pub use self::frame_fences::{FrameFences, GL_FRAME_WAIT_LIMIT, GL_FRAMES_QUEUED_AT_MOST};

@@ -4,7 +4,7 @@
 use glow::HasContext;
 
 use super::warn_leak;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A linked vertex + fragment shader program.
 pub struct Program {

@@ -4,8 +4,8 @@
 use glow::HasContext;
 
 use super::{Buffer, check_error, warn_leak};
+use crate::error::{Error, Result};
 use crate::pixel::PixelFormat;
-use crate::{Error, Result};
 
 /// `GL_MAX_TEXTURE_SIZE`: the largest side a texture may have.
 pub fn max_texture_size(gl: &glow::Context) -> u32 {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use glow::HasContext;
 
+use crate::error::{Error, Result};
 use crate::stats::clock_us;
-use crate::{Error, Result};
 
 /// Query pairs kept in flight. Results arrive one to a few frames after they were issued (the
 /// renderer keeps the host at most a few frames ahead of GL: `FrameFences`), and a frame finding

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::{Canvas, LiveObjects, PanelPaint, Renderer, RendererInfo};
 use crate::anatomy::Calibration;
+use crate::error::{Error, Result};
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::context::window::WindowGl;
 use crate::gl::{self, FrameFences, Framebuffer, GlInfo, TimerQueries};
@@ -16,7 +17,6 @@ use crate::runtime::{self, CudaOptions, Selection};
 use crate::scene::gl::GlScenes;
 use crate::scene::{Scene, SceneDrawer, View};
 use crate::stats::{Lane, LateGpuTimes, Stage, StageTimes};
-use crate::{Error, Result};
 
 /// GL names probed per kind when counting live objects; drivers hand out small names first and
 /// reuse freed ones.

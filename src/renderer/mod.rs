@@ -16,8 +16,8 @@ pub mod vulkan;
 
 use winit::event_loop::ActiveEventLoop;
 
-use crate::Result;
 use crate::anatomy::Calibration;
+use crate::error::Result;
 use crate::graphics::Graphics;
 pub use crate::graphics::GraphicsApi;
 use crate::runtime::{CudaOptions, Selection};
@@ -157,7 +157,10 @@ pub trait Renderer {
 
     /// Turns waiting for vertical blank on or off (a window).
     fn set_vsync(&mut self, _on: bool) -> Result<()> {
-        Err(crate::Error::Unavailable(format!("the {} renderer presents nothing: no vsync", self.info().api.label())))
+        Err(crate::error::Error::Unavailable(format!(
+            "the {} renderer presents nothing: no vsync",
+            self.info().api.label()
+        )))
     }
 
     /// The last frame drawn, RGBA8, top row first (offscreen: what the target holds).

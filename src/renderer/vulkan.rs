@@ -7,6 +7,7 @@ use winit::window::Window;
 
 use super::{Canvas, LiveObjects, PanelPaint, Renderer, RendererInfo};
 use crate::anatomy::Calibration;
+use crate::error::{Error, Result};
 use crate::graphics::{Graphics, GraphicsApi};
 use crate::runtime::{self, CudaOptions, Selection};
 use crate::scene::vulkan::VulkanScenes;
@@ -16,7 +17,6 @@ use crate::vk::device::WindowHandles;
 use crate::vk::frame::VulkanGraphics;
 use crate::vk::panel::PanelPainter;
 use crate::vk::swapchain::{Acquired, Swapchain};
-use crate::{Error, Result};
 
 /// The colour the target is cleared to.
 const CLEAR: [f32; 4] = [0.0, 0.0, 0.0, 1.0];

@@ -4,10 +4,11 @@
 use std::path::PathBuf;
 
 use super::{Boxes, Graphics, Grid, Picture, Scene, SceneDrawer, Sprites, View};
+use crate::error::Result;
 use crate::gl::{self, Attribute, DrawState, Program, VertexArray};
 use crate::guard::Guard;
 use crate::sources::SourceFile;
-use crate::{Result, source_file};
+use crate::sources::source_file;
 
 const SPRITES_VERTEX: SourceFile = source_file!("shaders/nbody.vert");
 const SPRITES_FRAGMENT: SourceFile = source_file!("shaders/nbody.frag");
@@ -82,7 +83,7 @@ impl GlScenes {
         }
         match slot {
             Some(pass) => Ok(pass),
-            None => Err(crate::Error::Gl(format!("the {name} program was not built"))),
+            None => Err(crate::error::Error::Gl(format!("the {name} program was not built"))),
         }
     }
 

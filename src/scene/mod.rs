@@ -21,7 +21,7 @@ pub mod vulkan;
 
 use glam::{Mat4, Vec2};
 
-use crate::Result;
+use crate::error::Result;
 pub use crate::graphics::Graphics;
 use crate::pixel::PixelFormat;
 use crate::transfer::{SharedBuffer, SharedImage, TextureMemory};

@@ -6,12 +6,13 @@
 use ash::vk::DescriptorSet;
 
 use super::{Boxes, Graphics, Grid, Picture, Scene, SceneDrawer, Sprites, View};
+use crate::error::{Error, Result};
 use crate::sources::SourceFile;
+use crate::sources::source_file;
 use crate::vk::frame::VulkanGraphics;
 use crate::vk::memory::Buffer;
 use crate::vk::pipeline::{Blend, GraphicsPipeline, PipelineDescription, Topology};
 use crate::vk::target::Rect;
-use crate::{Error, Result, source_file};
 
 const GRID_VERTEX: SourceFile = source_file!("shaders/vulkan/wave.vert");
 const GRID_FRAGMENT: SourceFile = source_file!("shaders/vulkan/wave.frag");

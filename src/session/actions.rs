@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 use super::{FrameReport, HISTORY_FRAMES, Request, Session, create_demo};
 use crate::demo_kit::{DemoSpec, DemoTransfer};
+use crate::error::{Error, Result};
 use crate::record::FrameRecorder;
 use crate::renderer::Renderer;
 use crate::runtime::Selection;
 use crate::stats::FrameHistory;
 use crate::transfer::{TransferKind, WhatIf};
 use crate::ui::PanelAction;
-use crate::{Error, Result};
 
 impl Session {
     /// Carries out `action` (from the panel, a key, or a script); what failed is in the report and

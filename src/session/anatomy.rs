@@ -7,10 +7,10 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::Session;
-use crate::Result;
 use crate::anatomy::{Calibration, EdgeRule, FrameAnatomy, Span, chrome_trace};
 use crate::args::TraceRequest;
 use crate::cuda::trace::TraceEntry;
+use crate::error::Result;
 use crate::stats::{FrameHistory, FrameSample, Lane, Stage, clock_us};
 
 /// Frames whose anatomy is kept (as many as the frame history keeps).
@@ -174,7 +174,7 @@ impl Session {
         let anatomy = self.anatomy(request.frames);
         let api = self.renderer.info().api.label();
         let trace = chrome_trace(&anatomy, api, &self.calibrations());
-        let text = serde_json::to_string(&trace).map_err(|e| crate::Error::InvalidInput(e.to_string()))?;
+        let text = serde_json::to_string(&trace).map_err(|e| crate::error::Error::InvalidInput(e.to_string()))?;
         crate::output::write(&request.path, text.as_bytes())?;
         log::info!(
             "wrote the anatomy of {} frames to {} (open it in https://ui.perfetto.dev or chrome://tracing)",

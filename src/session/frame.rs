@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use super::{FrameInput, FrameReport, Session, anatomy, stall_advice};
 use crate::demo_kit::{DemoTransfer, View};
+use crate::error::{Error, Result};
 use crate::renderer::PanelPaint;
 use crate::stats::{FrameSample, Stage, StageTimes, clock_us};
 use crate::transfer::TransferKind;
 use crate::ui::{self, PanelAction, PanelFacts, PanelInput};
-use crate::{Error, Result};
 
 /// The first frames are watched for stalls (first map, first wait on GL).
 const FRAMES_WATCHED: u64 = 3;

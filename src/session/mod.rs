@@ -25,6 +25,7 @@ use std::time::Instant;
 pub use self::stats_json::{RunFacts, STATS_SCHEMA};
 use crate::args::PathFlag;
 use crate::demo_kit::{Demo, DemoEnv, DemoSpec, DemoTransfer, View};
+use crate::error::{Error, Result};
 use crate::graphics::{Graphics, GraphicsApi};
 use crate::kernel_watch::KernelWatcher;
 use crate::record::{FrameRecorder, RecordReport};
@@ -35,7 +36,6 @@ use crate::transfer::{TransferKind, WhatIf};
 use crate::ui::PanelView;
 pub use crate::ui::{PanelAction, PanelSection};
 use crate::watchdog::Watchdog;
-use crate::{Error, Result};
 
 /// Frames kept for the panel and the statistics (window and offscreen, both APIs).
 pub const HISTORY_FRAMES: usize = 2000;

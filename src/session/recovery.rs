@@ -5,8 +5,8 @@
 use std::mem::ManuallyDrop;
 
 use super::{FrameReport, Request, Session, create_demo};
-use crate::Error;
 use crate::demo_kit::{Demo, DemoTransfer};
+use crate::error::Error;
 use crate::renderer::Renderer;
 use crate::transfer::TransferKind;
 

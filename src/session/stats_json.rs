@@ -2,7 +2,7 @@
 //! offscreen). Its fields are listed in docs/stats.md; [`STATS_SCHEMA`] names their version.
 
 use super::Session;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The version of the `--stats` document: bumped when a field changes meaning or goes away.
 /// Version 2: one document for both renderers (`renderer`, `graphics`, `timings_us` everywhere).

@@ -20,7 +20,7 @@ pub struct FramePeaks {
 pub(super) const FRAMES_PER_SAMPLE: u32 = 10;
 
 impl FramePeaks {
-    /// The peaks of the first and last tenth of `samples` (one every [`FRAMES_PER_SAMPLE`]
+    /// The peaks of the first and last tenth of `samples` (one every `FRAMES_PER_SAMPLE`
     /// frames); `None` under 20 samples, too few for a tenth to have a peak.
     pub fn of(samples: &[u64]) -> Option<Self> {
         let tenth = samples.len() / 10;

@@ -7,7 +7,7 @@ use super::memory::{HostBytes, wait_for_readers};
 use super::mismatch;
 
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind};
-use crate::Result;
+use crate::error::Result;
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 

@@ -8,9 +8,9 @@ use std::time::Instant;
 use super::memory::{Staging, wait_for_readers};
 use super::{Access, BufferMemory, Compute, Link, SharedBuffer, Target, Transfer, TransferKind, WhatIf};
 use super::{DeviceSpans, mismatch, poll_stages};
-use crate::Result;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceBuffer, PinnedBuffer, Stream};
+use crate::error::Result;
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
 

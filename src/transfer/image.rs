@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use super::memory::{ImageLink, SharedImage, TextureMemory};
 use super::{Access, Target, Transfer};
-use crate::Result;
 use crate::cuda::Stream;
+use crate::error::Result;
 use crate::graphics::Graphics;
 use crate::guard::Guard;
 use crate::pixel::PixelFormat;
@@ -99,7 +99,8 @@ impl dyn Transfer + '_ {
     ) -> Result<StageTimes> {
         if image.in_place() {
             let label = self.kind().label();
-            let unavailable = || crate::Error::Unavailable(format!("the {label} path cannot write textures directly"));
+            let unavailable =
+                || crate::error::Error::Unavailable(format!("the {label} path cannot write textures directly"));
             return if image.imported_by_cuda() {
                 self.image_sharing().ok_or_else(unavailable)?.run_shared_image(graphics, frame, image, compute)
             } else {
@@ -137,7 +138,9 @@ impl dyn Transfer + '_ {
                 let label = self.kind().label();
                 match self.image_sharing() {
                     Some(sharing) => sharing.read_shared_image(image),
-                    None => Err(crate::Error::Unavailable(format!("the {label} path cannot read Vulkan images"))),
+                    None => {
+                        Err(crate::error::Error::Unavailable(format!("the {label} path cannot read Vulkan images")))
+                    }
                 }
             }
         }

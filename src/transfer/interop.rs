@@ -14,11 +14,11 @@ use crate::cuda::memory::copy_to_device;
 use crate::cuda::surface::SurfaceObject;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceSpan, Stream};
+use crate::error::{Error, Result};
 use crate::gl;
 use crate::graphics::Graphics;
 use crate::guard::Guard;
 use crate::stats::{Lane, LateGpuTimes, Stage, StageTimes};
-use crate::{Error, Result};
 
 /// The interop path.
 pub struct Interop {

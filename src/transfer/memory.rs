@@ -10,10 +10,11 @@ use crate::cuda::external::ExportableMemory;
 use crate::cuda::import::ImportedImage;
 use crate::cuda::interop::GraphicsResource;
 use crate::cuda::{DeviceBuffer, PinnedBuffer};
+use crate::error::{Error, Result};
 use crate::gl::external::GlMemoryObjects;
 use crate::graphics::Graphics;
 use crate::pixel::PixelFormat;
-use crate::{Error, Result, gl, vk};
+use crate::{gl, vk};
 
 /// A graphics buffer (GL or Vulkan) that compute writes, plus what its transfer path keeps for it.
 pub struct SharedBuffer {
@@ -87,8 +88,9 @@ impl Staging {
 }
 
 impl SharedBuffer {
-    /// The GL buffer, for drawing. Borrowing it immutably means no [`Transfer::run`] (which borrows
-    /// the buffer mutably, and maps it on the interop path) can be in progress:
+    /// The GL buffer, for drawing. Borrowing it immutably means no
+    /// [`Transfer::run`](super::Transfer::run) (which borrows the buffer mutably, and maps it on
+    /// the interop path) can be in progress:
     ///
     /// ```compile_fail,E0502
     /// # use interop_lab::graphics::Graphics;
@@ -258,7 +260,7 @@ impl TextureMemory {
         match self {
             TextureMemory::Gl(texture) => Ok(texture),
             TextureMemory::Vulkan(_) => {
-                Err(crate::Error::Unavailable("a Vulkan image cannot be drawn with OpenGL".to_owned()))
+                Err(crate::error::Error::Unavailable("a Vulkan image cannot be drawn with OpenGL".to_owned()))
             }
         }
     }
@@ -268,7 +270,7 @@ impl TextureMemory {
         match self {
             TextureMemory::Vulkan(texture) => Ok(texture),
             TextureMemory::Gl(_) => {
-                Err(crate::Error::Unavailable("an OpenGL texture cannot be drawn with Vulkan".to_owned()))
+                Err(crate::error::Error::Unavailable("an OpenGL texture cannot be drawn with Vulkan".to_owned()))
             }
         }
     }

@@ -44,10 +44,10 @@ use crate::anatomy::Calibration;
 use crate::cuda::interop::{GlEntryPoints, MapAccess};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceSpan, Stream};
+use crate::error::{Error, Result};
 use crate::gl::external::{GlMemoryObjects, GlSemaphores};
 use crate::graphics::Graphics;
 use crate::stats::{Lane, LateGpuTimes, Stage, StageTimes};
-use crate::{Error, Result};
 
 /// What a compute step does with a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

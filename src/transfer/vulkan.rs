@@ -25,6 +25,7 @@ use crate::cuda::import::{ChannelType, ImportedImage, ImportedMemory, ImportedSe
 use crate::cuda::memory::{copy_from_device, copy_to_device};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceSpan, Stream};
+use crate::error::{Error, Result};
 use crate::graphics::Graphics;
 use crate::pixel::PixelFormat;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
@@ -32,7 +33,6 @@ use crate::vk::commands::{CommandRing, Recorder};
 use crate::vk::device::VulkanContext;
 use crate::vk::memory::{Buffer, MemoryKind};
 use crate::vk::shared::{ReadMark, SharedTimeline};
-use crate::{Error, Result};
 
 /// What a buffer Vulkan allocated and CUDA imported may be used for: vertices, indices, storage,
 /// copies either way.

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use crate::stats::{FrameHistory, FrameSample, Stage};
-use crate::{Error, Result};
 
 /// Frames drawn in the timeline.
 const TIMELINE_FRAMES: usize = 300;

@@ -15,7 +15,7 @@ use super::pipeline::{FLOAT4, GraphicsPipeline, MAX_VERTEX_BUFFERS};
 use super::sync::{Signal, TimelineSemaphore, Wait};
 use super::texture::Texture;
 use super::vk_error;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A command buffer being recorded.
 pub struct Recorder<'a> {

@@ -8,7 +8,7 @@ use std::ffi::CStr;
 use ash::vk;
 
 use super::{Instance, VulkanDevice, vk_error};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Which physical device to open.
 #[derive(Debug, Clone, PartialEq, Eq)]

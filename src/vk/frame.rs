@@ -19,8 +19,8 @@ use super::sync::{Signal, Wait};
 use super::target::OffscreenTarget;
 use super::texture::Texture;
 use super::timing::{FrameTimer, VkTime};
+use crate::error::{Error, Result};
 use crate::pixel::PixelFormat;
-use crate::{Error, Result};
 
 /// Command buffers in flight: enough for the host to record a frame while the GPU runs two.
 pub const FRAMES_IN_FLIGHT: usize = 3;

@@ -9,7 +9,7 @@ use ash::vk;
 
 use super::device::VulkanContext;
 use super::vk_error;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A 2D image with its own device memory and a view, destroyed on drop.
 pub(crate) struct Image {

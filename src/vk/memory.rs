@@ -13,7 +13,7 @@ use ash::vk;
 
 use super::device::VulkanContext;
 use super::vk_error;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Where a buffer's memory lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

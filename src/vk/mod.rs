@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use ash::vk;
 use serde::Serialize;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What the Vulkan loader and its drivers offer.
 #[derive(Debug, Clone, Serialize)]

@@ -12,7 +12,7 @@ use super::device::VulkanContext;
 use super::frame::VulkanGraphics;
 use super::pipeline::COLOR_FORMAT;
 use super::vk_error;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// egui's painter on a Vulkan device.
 pub struct PanelPainter {

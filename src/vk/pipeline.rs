@@ -10,9 +10,9 @@ use super::device::VulkanContext;
 use super::shader::{ShaderModule, ShaderStage};
 use super::texture::Texture;
 use super::vk_error;
+use crate::error::{Error, Result};
 use crate::guard::Guard;
 use crate::sources::SourceFile;
-use crate::{Error, Result};
 
 /// Format of the colour attachment pipelines draw into (the offscreen target's).
 pub const COLOR_FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;

@@ -9,8 +9,8 @@ use ash::vk;
 
 use super::device::VulkanContext;
 use super::vk_error;
+use crate::error::{Error, Result};
 use crate::sources::SourceFile;
-use crate::{Error, Result};
 
 /// The pipeline stage a shader file is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

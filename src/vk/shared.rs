@@ -21,7 +21,7 @@ use ash::vk;
 use super::commands::{CommandRing, Recorder};
 use super::device::VulkanContext;
 use super::sync::{Signal, TimelineSemaphore, Wait};
-use crate::Result;
+use crate::error::Result;
 
 /// The `read` value of the last submission that read a buffer (0: none has).
 #[derive(Clone, Default)]
@@ -175,7 +175,9 @@ impl SharedTimeline {
         let mut all_signals = [Signal::timeline(&self.read, read); 2];
         let wait_count = usize::from(ready > 0);
         if waits.len() > 1 || signals.len() > 1 {
-            return Err(crate::Error::InvalidInput("one extra wait and signal per shared submission".to_owned()));
+            return Err(crate::error::Error::InvalidInput(
+                "one extra wait and signal per shared submission".to_owned(),
+            ));
         }
         all_waits[wait_count..wait_count + waits.len()].copy_from_slice(waits);
         all_signals[1..1 + signals.len()].copy_from_slice(signals);
@@ -274,7 +276,7 @@ mod tests {
 
         // A recording that fails is not submitted and marks nothing.
         timeline.read_by_next(&first);
-        let failed = timeline.submit(&mut ring, stage, |_| Err(crate::Error::InvalidInput("no".to_owned())));
+        let failed = timeline.submit(&mut ring, stage, |_| Err(crate::error::Error::InvalidInput("no".to_owned())));
         assert!(failed.is_err());
         assert_eq!((first.value(), timeline.read_value()), (1, 2));
         timeline.set_skip_wait(false);

@@ -12,7 +12,7 @@ use super::commands::Recorder;
 use super::device::VulkanContext;
 use super::image::subresource;
 use super::vk_error;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Acquire semaphores in turn: one per frame the host may record ahead.
 const ACQUIRE_SLOTS: usize = 4;

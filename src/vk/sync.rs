@@ -12,7 +12,7 @@ use ash::vk;
 
 use super::device::VulkanContext;
 use super::vk_error;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A timeline semaphore, destroyed on drop.
 pub struct TimelineSemaphore {

@@ -14,7 +14,7 @@ use super::device::VulkanContext;
 use super::image::{Image, subresource, whole_image_copy};
 use super::memory::{Buffer, MemoryKind};
 use super::pipeline::{COLOR_FORMAT, DEPTH_FORMAT};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A rectangle in GL's convention: `origin` is its lower-left corner, in pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

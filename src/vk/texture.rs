@@ -13,8 +13,8 @@ use ash::vk;
 use super::device::VulkanContext;
 use super::image::{Image, subresource};
 use super::vk_error;
+use crate::error::{Error, Result};
 use crate::pixel::PixelFormat;
-use crate::{Error, Result};
 
 /// A sampled 2D image; everything is destroyed on drop (after the frames that use it: the owner
 /// waits for them).

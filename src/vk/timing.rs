@@ -12,7 +12,7 @@ use ash::vk;
 use super::commands::Recorder;
 use super::device::{GpuClockReading, VulkanContext};
 use super::vk_error;
-use crate::Result;
+use crate::error::Result;
 
 /// How often the device clock is compared with the host's again.
 const RECALIBRATE: Duration = Duration::from_secs(2);

@@ -5,7 +5,7 @@
 
 pub mod x_server;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Runs `f`, which drives winit, and turns a panic inside it into an error that names the fix.
 /// winit (0.30) unwraps some failures of the libraries it loads at run time — the X keyboard

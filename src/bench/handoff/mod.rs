@@ -28,6 +28,8 @@ use crate::args::CudaArgs;
 use crate::cuda::import::ImportedSemaphore;
 use crate::cuda::{DeviceBuffer, DeviceLimits, Event, Function, Module, Stream};
 use crate::demo_kit::bench::{BenchReport, Ran, Repeats, cell};
+use crate::error::{Error, Result};
+use crate::gl;
 use crate::gl::context::headless::HeadlessGl;
 use crate::gl::external::GlSemaphores;
 use crate::progress::Progress;
@@ -38,7 +40,6 @@ use crate::vk::commands::CommandRing;
 use crate::vk::device::{DeviceChoice, VulkanContext};
 use crate::vk::memory::{Buffer, MemoryKind};
 use crate::vk::sync::{ExportableBinarySemaphore, Signal, TimelineSemaphore, Wait};
-use crate::{Error, Result, gl};
 
 /// `interop-lab bench handoff`.
 #[derive(Args, Debug)]

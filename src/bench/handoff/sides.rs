@@ -9,10 +9,11 @@ use glow::HasContext;
 
 use super::TINY_BYTES;
 use crate::cuda::{Context, DeviceBuffer, DeviceLimits, Function, Module, Stream};
+use crate::error::{Error, Result};
+use crate::gl;
 use crate::gl::external::GlSemaphores;
 use crate::runtime::CudaRuntime;
 use crate::vk::sync::ExportableBinarySemaphore;
-use crate::{Error, Result, gl};
 
 /// A second CUDA context on the same device, with what its side of a chain needs. Made current
 /// only while its calls are made; its resources go with it current ([`Self::release`]).

@@ -15,10 +15,11 @@ use crate::cuda::Event;
 use crate::cuda::external::ExportableMemory;
 use crate::cuda::import::{ImportedMemory, ImportedSemaphore};
 use crate::cuda::memory::copy_to_device;
+use crate::error::{Error, Result};
+use crate::gl;
 use crate::vk::commands::CommandRing;
 use crate::vk::memory::{Buffer, MemoryKind};
 use crate::vk::sync::{ExportableBinarySemaphore, Signal, TimelineSemaphore, Wait};
-use crate::{Error, Result, gl};
 
 impl Bench {
     /// Waits (at most [`TIMEOUT`]) for the stream to pass `end`, the event after its wait for the

@@ -44,7 +44,7 @@ use super::context::Context;
 use super::driver::cuda_error;
 use super::memory::DeviceSpan;
 use super::stream::Stream;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What a kernel will do with a mapped resource this frame (`cuGraphicsResourceSetMapFlags`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -6,8 +6,8 @@
 
 use cudarc::driver::sys::{CUdevice, CUgraphicsResource, CUresult};
 
-use crate::Result;
 use crate::cuda::driver::proc_address;
+use crate::error::Result;
 
 /// `cuGraphicsGLRegisterBuffer(CUgraphicsResource*, GLuint buffer, unsigned int flags)`.
 pub type RegisterBufferFn = unsafe extern "C" fn(*mut CUgraphicsResource, u32, u32) -> CUresult;

@@ -4,8 +4,8 @@
 
 use cudarc::driver::sys;
 
-use crate::Result;
 use crate::cuda::driver::check;
+use crate::error::Result;
 
 /// What `cuFuncGetAttribute` says about a kernel as compiled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::compiled::CompiledModule;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A compile running on a background thread
 /// ([`Compiler::compile_in_background`](super::Compiler::compile_in_background)). NVRTC cannot

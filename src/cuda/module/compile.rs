@@ -9,8 +9,8 @@ use super::cache::{cache_key, from_cache, read_cached, write_atomically};
 use super::compiled::{CompiledModule, ImageKind};
 use super::nvrtc::{compile_with_nvrtc, supported_archs};
 use crate::cuda::driver::nvrtc_version;
+use crate::error::{Error, Result};
 use crate::sources::SourceFile;
-use crate::{Error, Result};
 
 /// Compiles kernel files for one device architecture, with a cache on disk.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use cudarc::driver::sys;
 use super::attributes::FunctionAttributes;
 use super::compiled::{CompiledModule, ImageKind};
 use crate::cuda::context::Context;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A loaded module (`cuModuleLoadData`), unloaded when the last [`Function`] from it is dropped.
 pub struct Module {

@@ -6,7 +6,7 @@ use std::ffi::{CString, c_char};
 use cudarc::nvrtc::sys as nvrtc;
 
 use crate::cuda::driver::nvrtc_check;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The architectures NVRTC can compile for, as `major * 10 + minor`.
 pub fn supported_archs() -> Result<Vec<i32>> {

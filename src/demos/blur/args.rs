@@ -8,7 +8,7 @@ use super::bench::{self, BlurBench};
 use super::kernels::Filter;
 use super::settings::{PIXELS_PER_THREAD, RADIUS, SEGMENT, SIGMA, SPLIT};
 use super::{BlurSettings, Route};
-use crate::Result;
+use crate::error::Result;
 use crate::args::{
     CUDA_BLOCK, CudaArgs, PathFlag, PathNeed, REPEATS, RunArgs, SIZE, WARMUP, pair_text,
 };
@@ -181,7 +181,7 @@ pub struct BlurBenchArgs {
     #[arg(long, value_name = "FILE.json")]
     pub json: Option<PathBuf>,
     /// Write each frame run's anatomy (its last 120 frames) as a Chrome trace into this folder,
-    /// one file per route: open them in https://ui.perfetto.dev. CUDA only: the CPU backend runs no
+    /// one file per route: open them in <https://ui.perfetto.dev>. CUDA only: the CPU backend runs no
     /// frames, writes no traces and makes no folder.
     #[arg(long, value_name = "DIR")]
     pub trace_dir: Option<PathBuf>,

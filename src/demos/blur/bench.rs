@@ -18,7 +18,7 @@ use crate::progress::Progress;
 use crate::runtime::{self, BackendRequest, CudaOptions, TransferRequest};
 use crate::stats::Percentiles;
 use crate::stop::StopRequest;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What `bench blur` measures.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use crate::cuda::module::PendingCompile;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{DeviceBuffer, Stream};
 use crate::demo_kit::Pipeline;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The compute side.
 pub(super) enum Engine {

@@ -9,7 +9,7 @@ use image::ImageDecoder as _;
 
 use super::cpu::{self, Image};
 use crate::pixel::PixelFormat;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Largest side accepted (textures of that size exist on any GPU the app targets).
 pub const MAX_SIDE: u32 = 16_384;

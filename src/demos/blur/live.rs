@@ -7,7 +7,7 @@ use super::{Blur, KERNEL, mismatch};
 use crate::cuda::module::{CompiledModule, PendingCompile};
 use crate::demo_kit::{KernelInfo, LiveKernels, OccupancyCache};
 use crate::sources::SourceFile;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 impl Blur {
     /// Takes the background compile's result when it has arrived; returns whether the CUDA engine

@@ -35,7 +35,8 @@ use crate::scene::{Graphics, Image, Picture, Scene};
 use crate::sources::SourceFile;
 use crate::stats::{Percentiles, Stage, StageTimes};
 use crate::transfer::{ImageTarget, SharedImage, Target, TransferKind};
-use crate::{Error, Result, source_file};
+use crate::error::{Error, Result};
+use crate::sources::source_file;
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/blur.cu");

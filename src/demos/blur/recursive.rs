@@ -4,7 +4,7 @@
 
 use super::cpu::RecursiveGaussian;
 use crate::pixel::PixelFormat;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// How far the recursive filter's warm-up may leave its result from the exact recursion, as a
 /// fraction of the value range, per direction and pass: four such errors add up to at most

@@ -9,7 +9,7 @@ use crate::demo_kit::{Demo, DemoEnv, Output, Settings};
 use crate::numbers::Ranged;
 use crate::output::OutputKind;
 use crate::pixel::PixelFormat;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Smallest and largest σ accepted.
 pub const SIGMA_RANGE: (f64, f64) = (0.3, 2000.0);

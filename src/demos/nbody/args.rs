@@ -18,7 +18,7 @@ use crate::demo_kit::{DemoArgs, DemoSpec};
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::numbers::Ranged;
 use crate::runtime::{BackendRequest, CudaOptions};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 #[derive(Args, Debug)]
 /// `interop-lab nbody`.
@@ -210,7 +210,7 @@ pub struct NBodyBenchArgs {
     #[arg(long, value_name = "FILE.json")]
     pub json: Option<PathBuf>,
     /// Write each frame run's anatomy (its last 120 frames) as a Chrome trace into this folder,
-    /// one file per run: open them in https://ui.perfetto.dev.
+    /// one file per run: open them in <https://ui.perfetto.dev>.
     #[arg(long, value_name = "DIR")]
     pub trace_dir: Option<PathBuf>,
     /// Backend and device.

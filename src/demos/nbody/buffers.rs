@@ -6,7 +6,7 @@ use super::kernels::Precision;
 use super::presets::Bodies;
 use super::state::{self, SavedState};
 use super::{Float4, NBody};
-use crate::Result;
+use crate::error::Result;
 use crate::demo_kit::Pipeline;
 use crate::guard::Guard;
 use crate::scene::Graphics;

@@ -12,7 +12,7 @@ use super::tree::{ForceMethod, Method};
 use super::{
     NBody, NBodySettings, Readouts, camera_distance, make_buffers, mismatch, state, validate_bodies, validate_params,
 };
-use crate::Result;
+use crate::error::Result;
 use crate::camera::OrbitCamera;
 use crate::scene::Graphics;
 
@@ -120,7 +120,7 @@ impl NBody {
                 Engine::Cpu(_) => self.cpu_energy(graphics),
                 Engine::Cuda { .. } => self.request_cuda_energy(graphics),
                 Engine::Compiling(_) => {
-                    Err(crate::Error::Unavailable("the energy is measured once the kernels have compiled".to_owned()))
+                    Err(crate::error::Error::Unavailable("the energy is measured once the kernels have compiled".to_owned()))
                 }
             },
         }
@@ -143,7 +143,7 @@ impl NBody {
         let cuda = self.pipeline.cuda().cloned();
         match (&mut self.engine, cuda) {
             (Engine::Cuda { multi: Some(_), .. }, _) if method.method == Method::Tree => {
-                return Err(crate::Error::InvalidInput(
+                return Err(crate::error::Error::InvalidInput(
                     "the tree method runs on one device: restart without --devices to use it".to_owned(),
                 ));
             }

@@ -120,7 +120,7 @@ pub fn window_body_limit(rate: f64, method: Method) -> u32 {
 /// Refuses a window on the CPU backend with more than [`window_body_limit`] bodies for this
 /// machine's rate ([`machine_rate`]) and `method`, with the estimate and the fixes. Offscreen runs
 /// are not checked: they do what they are asked, however slowly.
-pub fn check_window_bodies(n: usize, double: bool, method: Method) -> crate::Result<()> {
+pub fn check_window_bodies(n: usize, double: bool, method: Method) -> crate::error::Result<()> {
     if n <= ALWAYS_TAKEN as usize {
         return Ok(());
     }
@@ -130,7 +130,7 @@ pub fn check_window_bodies(n: usize, double: bool, method: Method) -> crate::Res
         return Ok(());
     }
     let seconds = step_interactions(n as f64, method) / rate;
-    Err(crate::Error::InvalidInput(format!(
+    Err(crate::error::Error::InvalidInput(format!(
         "{n} bodies on the CPU backend ({}): about {} per step on this machine ({rate:.2e} interactions/s, timed in \
          CPU time), and the window answers input only between steps; it takes up to {limit} bodies on this CPU with \
          this method (steps of at most {MAX_STEP_SECONDS} s, with a margin): use --bodies {limit} or fewer, \

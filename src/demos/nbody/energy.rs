@@ -5,7 +5,7 @@ use super::changes::Change;
 use super::engine::Engine;
 use super::sim::StepBuffers;
 use super::{NBody, cpu, mismatch};
-use crate::Result;
+use crate::error::Result;
 use crate::scene::Graphics;
 use crate::transfer::{Access, Target};
 
@@ -68,7 +68,7 @@ impl NBody {
             // All-pairs on CUDA has no other check of every body: a NaN or infinite one makes
             // the energy so.
             if !(kinetic + potential).is_finite() {
-                return Err(crate::Error::Diverged(format!(
+                return Err(crate::error::Error::Diverged(format!(
                     "the energy at step {step} is not a finite number (a body's position or velocity became NaN or \
                      infinite)"
                 )));

@@ -14,7 +14,7 @@ use super::sim::Simulation;
 use super::tree::{ForceMethod, Method, TreeForces};
 use crate::cuda::module::PendingCompile;
 use crate::runtime::CudaRuntime;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The compute side: CUDA or the CPU.
 pub(super) enum Engine {

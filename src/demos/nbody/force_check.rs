@@ -15,7 +15,7 @@ use super::tree::check::{ForceErrors, direct_accelerations, force_errors, sample
 use super::tree::{ForceMethod, Method};
 use super::{NBody, mismatch};
 use crate::scene::Graphics;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Bodies compared at each check.
 pub const SAMPLE: usize = 1024;

@@ -19,7 +19,7 @@ use super::NBody;
 use super::presets::Bodies;
 use super::start::initial_state;
 use crate::scene::Graphics;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A state read back and found finite.
 pub(super) struct Checkpoint {

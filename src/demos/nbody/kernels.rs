@@ -15,7 +15,8 @@ use crate::cuda::{
 use crate::numbers::Ranged;
 use crate::runtime::CudaRuntime;
 use crate::sources::SourceFile;
-use crate::{Error, Result, source_file};
+use crate::error::{Error, Result};
+use crate::sources::source_file;
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/nbody.cu");

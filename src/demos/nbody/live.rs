@@ -9,7 +9,7 @@ use crate::cuda::module::{CompiledModule, PendingCompile};
 use crate::demo_kit::{KernelInfo, LiveKernels, OccupancyCache};
 use crate::scene::Graphics;
 use crate::sources::SourceFile;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 impl NBody {
     /// Starts autotuning when it was asked for and has not started.

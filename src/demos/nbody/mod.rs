@@ -49,7 +49,7 @@ use crate::demo_kit::{
 use crate::scene::{Graphics, Scene, Sprites};
 use crate::stats::StageTimes;
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 pub use self::kernels::KERNEL;
 

@@ -5,7 +5,7 @@ use super::NBody;
 use super::engine::Engine;
 use super::tree::Method;
 use super::tree::boxes::{self, BOX_BYTES, MAX_LEVELS, VERTICES_PER_BOX};
-use crate::Result;
+use crate::error::Result;
 use crate::scene::{Boxes, Graphics};
 use crate::transfer::SharedBuffer;
 

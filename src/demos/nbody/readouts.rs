@@ -9,7 +9,7 @@ use super::NBody;
 use super::engine::Engine;
 use super::kernels::Precision;
 use super::multi::DeviceTimes;
-use crate::Result;
+use crate::error::Result;
 
 /// Recent measurements for the panel.
 #[derive(Default)]

@@ -11,7 +11,7 @@ use super::tree::{DEFAULT_THETA, ForceMethod, Method};
 use crate::demo_kit::{Demo, DemoEnv, Output, Settings};
 use crate::numbers::Ranged;
 use crate::output::OutputKind;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Flops per body-body interaction, by the convention of CUDA's nbody sample.
 pub const FLOPS_PER_INTERACTION: f64 = 20.0;

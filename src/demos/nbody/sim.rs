@@ -11,7 +11,7 @@ use super::tree::{ForceMethod, Method};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Compiler, Context, DeviceBuffer, DeviceSpan, Event, PinnedBuffer, Stream};
 use crate::numbers::Ranged;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Most slices the j range is cut into.
 const MAX_SLICES: u32 = 64;

@@ -7,7 +7,7 @@ use super::kernels::Precision;
 use super::presets::Bodies;
 use super::tree::{Method, TREE_FROM_CPU, TREE_FROM_CUDA};
 use super::{NBodySettings, state, tune, validate_bodies, validate_params};
-use crate::Result;
+use crate::error::Result;
 use crate::demo_kit::DemoEnv;
 
 /// The variant to start from. Chosen by hand: as given. Otherwise (`auto_variant`, on CUDA) the

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::cpu::Params;
 use super::presets::Bodies;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 const MAGIC: &[u8; 8] = b"ILNBODY1";
 const HEADER_BYTES: usize = 8 + 4 + 4 + 8 + 4 * 8;

@@ -21,7 +21,7 @@ use crate::cuda::{DeviceBuffer, Stream};
 use crate::progress::Progress;
 use crate::runtime::CudaRuntime;
 use crate::stats::Percentiles;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Bodies the candidates are timed at: the demo's default, large enough to fill the GPU.
 pub const TUNE_BODIES: u32 = 65_536;

@@ -4,7 +4,7 @@ use clap::Args;
 
 use super::settings::{GRID, PARAMETER, PIPELINE_DEPTHS, POINT_SIZE, VERTICES};
 use super::{DrawMode, WaveSettings};
-use crate::Result;
+use crate::error::Result;
 use crate::args::{CUDA_BLOCK, PathFlag, PathNeed, RunArgs, pair_text};
 use crate::demo_kit::{DemoArgs, DemoSpec};
 

@@ -2,8 +2,8 @@
 #![allow(unsafe_code)]
 
 use super::cpu::WaveFrame;
-use crate::Error;
-use crate::Result;
+use crate::error::Error;
+use crate::error::Result;
 use crate::cuda::launch::arg;
 use crate::cuda::{DeviceLimits, DeviceSpan, Function, LaunchConfig, Stream};
 

@@ -22,7 +22,8 @@ use crate::sources::SourceFile;
 use crate::stats::StageTimes;
 use crate::transfer::{Access, SharedBuffer, Target, TransferKind};
 use crate::widgets::launch::LaunchEditor;
-use crate::{Error, Result, source_file};
+use crate::error::{Error, Result};
+use crate::sources::source_file;
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/wave.cu");

@@ -5,7 +5,7 @@ use super::Wave;
 use crate::cuda::LaunchConfig;
 use crate::demo_kit::{Demo, DemoEnv, Settings};
 use crate::numbers::{Pair, Ranged};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Largest grid side.
 pub const MAX_SIDE: u32 = 8192;

@@ -15,7 +15,7 @@ use glutin::context::{ContextApi, ContextAttributesBuilder, GlProfile, Version};
 use glutin::prelude::*;
 
 use super::GL_VERSIONS;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// `EGL_CUDA_DEVICE_NV` from `EGL_NV_device_cuda`: the CUDA ordinal of an EGL device.
 const EGL_CUDA_DEVICE_NV: i32 = 0x323A;

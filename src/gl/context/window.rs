@@ -16,7 +16,7 @@ use winit::raw_window_handle::HasWindowHandle;
 use winit::window::{Window, WindowAttributes};
 
 use super::GL_VERSIONS;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A window and the GL context that draws into it.
 pub struct WindowGl {

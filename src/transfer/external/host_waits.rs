@@ -4,9 +4,10 @@ use std::time::Instant;
 
 use crate::cuda::Stream;
 use crate::cuda::timing::EventRing;
+use crate::error::Result;
+use crate::gl;
 use crate::stats::{Stage, StageTimes};
 use crate::transfer::micros_since;
-use crate::{Result, gl};
 
 /// A step ordered from the host: nothing maps or unmaps, so the host waits for GL to be done with
 /// the buffers (last frame's draw) before the kernel writes them, and for the kernel before GL

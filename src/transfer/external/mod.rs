@@ -26,10 +26,10 @@ use crate::cuda::external::ExportableMemory;
 use crate::cuda::memory::{copy_from_device, copy_to_device};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, Stream};
+use crate::error::{Error, Result};
 use crate::gl::external::{GlMemoryObjects, GlSemaphores};
 use crate::graphics::Graphics;
 use crate::stats::{LateGpuTimes, Stage, StageTimes};
-use crate::{Error, Result};
 
 /// The external-memory path.
 pub struct External {

@@ -2,7 +2,7 @@
 //! APIs that make them, so that a model of binary semaphores can check it.
 
 use super::GlNames;
-use crate::Result;
+use crate::error::Result;
 
 /// The calls that order one step of the external path, in the order [`Protocol::step`] makes
 /// them: on GL and CUDA ([`GpuCalls`](super::semaphores::GpuCalls)), or, in the tests, on a model
@@ -76,7 +76,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::Error;
+    use crate::error::Error;
 
     impl GlNames {
         fn from_slice(slice: &[u32]) -> Self {

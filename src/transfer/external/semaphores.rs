@@ -9,12 +9,12 @@ use super::protocol::{Protocol, StepCalls};
 use crate::cuda::import::ImportedSemaphore;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, Stream};
+use crate::error::{Error, Result};
 use crate::gl::external::GlSemaphores;
 use crate::stats::{Stage, StageTimes};
 use crate::transfer::micros_since;
 use crate::vk::device::{DeviceChoice, VulkanContext};
 use crate::vk::sync::ExportableBinarySemaphore;
-use crate::{Error, Result};
 
 /// Two binary semaphores, made by Vulkan and imported by CUDA and GL, that order the external
 /// path's steps on the GPU.

@@ -120,7 +120,7 @@ impl LineScratch {
 
 /// The working memory of the CPU filters, kept between frames so that a frame allocates no
 /// image: one RGBA32F plane. The separable filters keep their columns pass's result in it, in
-/// blocks of [`BLOCK`] columns (each block's rows one after the other); the naive filter keeps the
+/// blocks of `BLOCK` columns (each block's rows one after the other); the naive filter keeps the
 /// source as floats in it, row by row.
 #[derive(Debug, Default)]
 pub struct Planes {

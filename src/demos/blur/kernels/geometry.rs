@@ -10,7 +10,7 @@ use super::Filter;
 use crate::cuda::module::FunctionAttributes;
 use crate::cuda::{DeviceLimits, LaunchConfig};
 use crate::pixel::PixelFormat;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// One blur's parameters as the kernels take them.
 #[derive(Debug, Clone, Copy)]

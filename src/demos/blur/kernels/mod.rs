@@ -14,7 +14,7 @@ use crate::cuda::timing::Marks;
 use crate::cuda::{DeviceLimits, DeviceSpan, Function, LaunchConfig, Module, Stream};
 use crate::pixel::PixelFormat;
 use crate::runtime::CudaRuntime;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 pub use self::filter::{Filter, RECURSIVE_MAX_SIGMA, intermediate_bytes};
 pub use self::geometry::{Job, launches, validate_job};

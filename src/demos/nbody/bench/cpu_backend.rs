@@ -17,7 +17,7 @@ use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{BenchReport, FrameRunner, Repeats};
 use crate::progress::Progress;
 use crate::stats::Percentiles;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchReport> {
     let threads = rayon::current_num_threads();

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::super::NBodySettings;
 use super::{NBodyBench, VariantResult};
-use crate::Result;
+use crate::error::Result;
 use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{FrameRun, FrameRunner};
 use crate::runtime::{CudaOptions, TransferRequest};

@@ -21,7 +21,7 @@ use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::runtime::{self, BackendRequest, CudaOptions};
 use crate::stats::Percentiles;
 use crate::stop::StopRequest;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What `bench nbody` measures.
 #[derive(Debug, Clone)]

@@ -12,7 +12,7 @@ use super::{NBodyBench, VariantResult, to_vectors};
 use crate::cuda::{DeviceBuffer, Event, Stream};
 use crate::runtime::CudaRuntime;
 use crate::stats::Percentiles;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A multi-device measurement: JSON and the lines of the table.
 pub(super) struct MultiBench {

@@ -17,7 +17,7 @@ use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::progress::Progress;
 use crate::runtime::CudaRuntime;
 use crate::stats::Percentiles;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 fn sweep(values: &[u32], default: &[u32]) -> Vec<u32> {
     if values.is_empty() { default.to_vec() } else { values.to_vec() }

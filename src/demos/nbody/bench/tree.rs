@@ -23,7 +23,7 @@ use crate::demo_kit::bench::{BenchReport, FrameRunner, Repeats, cell};
 use crate::progress::Progress;
 use crate::runtime::{CudaOptions, CudaRuntime, TransferRequest};
 use crate::stats::Percentiles;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Bodies whose force error is measured against direct summation, spread over the index range.
 const ERROR_SAMPLE: usize = 1024;

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use super::kernels::{Kernels, Variant};
-use crate::Result;
+use crate::error::Result;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, DeviceBuffer, DeviceSpan, Event, Stream};
 

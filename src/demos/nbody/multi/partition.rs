@@ -3,7 +3,7 @@
 
 use super::super::kernels::Variant;
 use super::super::sim::auto_slices;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Most entries in `--devices`.
 pub const MAX_DEVICES: usize = 16;

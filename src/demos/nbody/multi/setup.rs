@@ -11,7 +11,7 @@ use super::{MultiSimulation, Part, Route};
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Compiler, Context, DeviceBuffer, Event, Stream, device};
 use crate::runtime::CudaRuntime;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 impl MultiSimulation {
     /// Contexts, kernels and memory for `n` fp32 bodies on `ordinals` (the first must be `home`'s

@@ -11,7 +11,7 @@ use super::{MultiSimulation, PartSpans, Partition};
 use crate::cuda::memory::copy_peer_async;
 use crate::cuda::timing::EventRing;
 use crate::cuda::{Context, Stream};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 impl MultiSimulation {
     /// Spans part `index` uses this step.

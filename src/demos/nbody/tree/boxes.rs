@@ -1,6 +1,6 @@
 //! The tree on screen: the boxes of the top levels of the tree as lines, 12 edges (24 float4
 //! vertices `x, y, z, level + 1`) a box, in a buffer the graphics API draws. CUDA writes it
-//! (`tree_boxes` in `kernels/nbody_tree.cu`); on the CPU backend [`write`] does, from the CPU
+//! (`tree_boxes` in `kernels/nbody_tree.cu`); on the CPU backend [`write()`] does, from the CPU
 //! tree. A slot no box took holds zeros: `w` = 0 tells the line shader to skip it.
 
 use super::build::Tree;

@@ -12,7 +12,8 @@ use crate::cuda::{
     Stream,
 };
 use crate::sources::SourceFile;
-use crate::{Error, Result, source_file};
+use crate::error::{Error, Result};
+use crate::sources::source_file;
 
 /// The kernel source.
 pub const KERNEL: SourceFile = source_file!("kernels/nbody_tree.cu");

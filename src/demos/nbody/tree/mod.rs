@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::cpu::{Params, Real};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 pub use self::build::Tree;
 pub use self::walk::WalkResult;

@@ -5,7 +5,7 @@
 use super::{
     BLOCK, BOUNDS_BLOCKS, GpuTree, RADIX_BITS, RADIX_DIGITS, RADIX_PASSES, RADIX_TILE, SCAN_BLOCK, StageMarks,
 };
-use crate::Result;
+use crate::error::Result;
 use crate::cuda::launch::arg;
 use crate::cuda::{DeviceSpan, LaunchConfig, Stream};
 
