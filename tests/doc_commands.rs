@@ -90,7 +90,10 @@ fn commands_in(page: &Path, name: &str) -> Vec<DocCommand> {
         }
         let code = fenced || line.starts_with("    ");
         let trimmed = line.trim();
-        if code && (trimmed == "interop-lab" || trimmed.starts_with("interop-lab ")) {
+        // `interop-lab = { … }` is a Cargo.toml dependency line, not a command.
+        let command =
+            trimmed == "interop-lab" || (trimmed.starts_with("interop-lab ") && !trimmed.starts_with("interop-lab ="));
+        if code && command {
             let mut whole = trimmed.to_owned();
             for next in &lines[index + 1..] {
                 let next = next.trim();
