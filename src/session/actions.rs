@@ -123,7 +123,7 @@ impl Session {
     /// selection chose. If it cannot start there, it starts again where it was and the new
     /// renderer is let go; the error says why.
     pub fn switch_renderer(&mut self, mut renderer: Box<dyn Renderer>, selection: Selection) -> Result<()> {
-        if let Some(spec) = self.restart.take() {
+        if let Some(spec) = self.recovery.restart.take() {
             return self.restart_on(renderer, spec);
         }
         self.renderer.make_current()?;
@@ -176,12 +176,12 @@ impl Session {
             Ok(demo) => {
                 self.demo = Some(demo);
                 let old = self.adopt(renderer);
-                self.stranded.renderer(old);
+                self.recovery.stranded.renderer(old);
                 log::info!("the demo goes on, on the CPU, drawn with {}", self.renderer.info().api.label());
                 Ok(())
             }
             Err(error) => {
-                self.restart = Some(spec);
+                self.recovery.restart = Some(spec);
                 Err(error)
             }
         }
@@ -194,10 +194,7 @@ impl Session {
         let old = std::mem::replace(&mut self.renderer, renderer);
         self.history = FrameHistory::new(HISTORY_FRAMES);
         self.anatomy.clear();
-        // The new painter has none of egui's textures: a new context sends them all.
-        self.panel_kept = None;
-        self.egui = egui::Context::default();
-        self.textures = egui::TexturesDelta::default();
+        self.panel.restart();
         old
     }
 

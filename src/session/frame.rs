@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::renderer::PanelPaint;
 use crate::stats::{FrameSample, Stage, StageTimes, clock_us};
 use crate::transfer::TransferKind;
-use crate::ui::{self, PanelAction, PanelFacts, PanelInput};
+use crate::ui::{self, PanelAction, PanelFacts, PanelInput, PanelView};
 
 /// The first frames are watched for stalls (first map, first wait on GL).
 const FRAMES_WATCHED: u64 = 3;
@@ -88,7 +88,7 @@ impl Session {
         let mut parts = Vec::new();
         let laid_out = panel.is_some();
         let drawn = self.draw(frame, &view, panel.as_ref(), capture);
-        self.panel_kept = panel.filter(|panel| panel.keep);
+        self.panel.kept = panel.filter(|panel| panel.keep);
         if watch.is_some() {
             drop(watch);
             self.leave_a_stalled_path(&mut report);
@@ -203,7 +203,7 @@ impl Session {
         report: &mut FrameReport,
     ) -> (Vec<PanelAction>, Option<PanelPrimitives>) {
         let quiet = raw.events.is_empty() && raw.dropped_files.is_empty() && raw.hovered_files.is_empty();
-        if let Some(kept) = self.panel_kept.take()
+        if let Some(kept) = self.panel.kept.take()
             && !fresh
             && quiet
             && kept.reusable(raw.screen_rect)
@@ -223,7 +223,7 @@ impl Session {
             notices: &self.state.notices,
             what_if: self.state.what_if,
         };
-        let anatomy = self.view.anatomy.open.then(|| ui::anatomy::AnatomyInput {
+        let anatomy = self.panel.view.anatomy.open.then(|| ui::anatomy::AnatomyInput {
             frames: self.anatomy.for_view(&self.history),
             calibrations: self.calibrations(),
             recording: self.anatomy.recording(),
@@ -234,21 +234,21 @@ impl Session {
         let Some(demo) = self.demo.as_deref_mut() else { return (Vec::new(), None) };
         let (selection, history, renderer, watcher) =
             (&self.selection, &self.history, self.renderer.info(), self.watcher.as_ref());
-        let view = &mut self.view;
+        let view = &mut self.panel.view;
         let mut actions = Vec::new();
         let raw_screen = raw.screen_rect;
-        let output = self.egui.run_ui(raw, |ui| {
+        let output = self.panel.egui.run_ui(raw, |ui| {
             let anatomy = anatomy.as_ref();
             let input = PanelInput { demo: &mut *demo, selection, history, renderer, watcher, facts, anatomy };
             actions = ui::side_panel(ui, input, view);
         });
-        self.textures.append(output.textures_delta);
+        self.panel.textures.append(output.textures_delta);
         // An animation (a section opening) asks to be laid out again at once.
         let animating = output
             .viewport_output
             .get(&egui::ViewportId::ROOT)
             .is_some_and(|viewport| viewport.repaint_delay.is_zero());
-        let primitives = self.egui.tessellate(output.shapes, output.pixels_per_point);
+        let primitives = self.panel.egui.tessellate(output.shapes, output.pixels_per_point);
         report.platform_output = Some(output.platform_output);
         let laid_out = PanelPrimitives {
             primitives,
@@ -278,7 +278,7 @@ impl Session {
         let painted = match panel {
             Some(panel) => self.renderer.paint_panel(PanelPaint {
                 primitives: &panel.primitives,
-                textures: &mut self.textures,
+                textures: &mut self.panel.textures,
                 pixels_per_point: panel.pixels_per_point,
             }),
             None => Ok(()),
@@ -338,6 +338,29 @@ impl Session {
 /// change every frame, and twenty updates a second are as many as a reader takes in. Laying it
 /// out costs ~0.5–1 ms of host time; painting what was laid out, a fraction of that.
 const PANEL_REFRESH: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The side panel's state: egui's context, what the panel shows, the texture changes no paint has
+/// applied yet, and the last layout, painted again while nothing happens in it.
+pub(super) struct Panel {
+    pub(super) egui: egui::Context,
+    pub(super) view: PanelView,
+    pub(super) textures: egui::TexturesDelta,
+    pub(super) kept: Option<PanelPrimitives>,
+}
+
+impl Panel {
+    pub(super) fn new(view: PanelView) -> Self {
+        Self { egui: egui::Context::default(), view, textures: egui::TexturesDelta::default(), kept: None }
+    }
+
+    /// For a new painter (another renderer), which has none of egui's textures: a new context
+    /// sends them all. What the panel shows stays.
+    pub(super) fn restart(&mut self) {
+        self.kept = None;
+        self.egui = egui::Context::default();
+        self.textures = egui::TexturesDelta::default();
+    }
+}
 
 /// A panel laid out and tessellated, ready to paint (again).
 pub(super) struct PanelPrimitives {

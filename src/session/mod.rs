@@ -137,32 +137,23 @@ pub struct Session {
     // Field order is drop order; the demo is released explicitly first (it needs the renderer's
     // context), the renderer after everything that holds graphics objects.
     demo: Option<Box<dyn Demo>>,
-    /// A demo to start again on the next renderer handed over (after a kernel fault that took
-    /// the graphics device with it: [`Request::ReopenRenderer`]).
-    restart: Option<DemoSpec>,
-    /// What a lost CUDA context left on a graphics device whose queue waits for it: never used
-    /// or released again ([`recovery::Stranded`]).
-    stranded: recovery::Stranded,
+    /// Its recoveries from a lost CUDA context: the demo to restart, what was left on a stranded
+    /// device, what each did.
+    recovery: recovery::Recovery,
     selection: Selection,
     history: FrameHistory,
     /// What each frame's anatomy needs besides its stage times.
     anatomy: anatomy::AnatomyLog,
-    /// The last panel laid out, painted again while nothing happens in it.
-    panel_kept: Option<frame::PanelPrimitives>,
     frame: u64,
     last_frame_start: Option<Instant>,
     /// When the first frame started (the wall clock `--stats` reports).
     first_frame_at: Option<Instant>,
     watcher: Option<KernelWatcher>,
-    /// What each recovery from a lost CUDA context did, in order.
-    recoveries: Vec<String>,
     /// Notices driver calls that stall (setup, the first frames, the final wait).
     watchdog: Watchdog,
     state: RunState,
-    view: PanelView,
-    egui: egui::Context,
-    /// Texture changes egui made that no paint has applied yet.
-    textures: egui::TexturesDelta,
+    /// The side panel: egui's context, what it shows, what it last laid out.
+    panel: frame::Panel,
     recorder: Option<FrameRecorder>,
     recordings: Vec<RecordReport>,
     path_flags: Vec<PathFlag>,
@@ -225,21 +216,19 @@ impl Session {
         let mut session = Self {
             watcher: watcher_for(&selection),
             demo: Some(demo),
-            restart: None,
-            stranded: recovery::Stranded::default(),
+            recovery: recovery::Recovery::default(),
             selection,
             history: FrameHistory::new(HISTORY_FRAMES),
             anatomy: anatomy::AnatomyLog::new(false),
-            panel_kept: None,
             frame: 0,
             last_frame_start: None,
             first_frame_at: None,
-            recoveries: Vec::new(),
             watchdog,
             state: RunState { what_if: options.what_if, ..RunState::default() },
-            view: PanelView { open_sections: options.open_sections.clone(), ..PanelView::default() },
-            egui: egui::Context::default(),
-            textures: egui::TexturesDelta::default(),
+            panel: frame::Panel::new(PanelView {
+                open_sections: options.open_sections.clone(),
+                ..PanelView::default()
+            }),
             recorder,
             recordings: Vec::new(),
             path_flags: options.path_flags,
@@ -320,8 +309,8 @@ impl Session {
 
     /// The panel's width in physical pixels, as last laid out (0 before it was).
     pub fn panel_width(&self) -> u32 {
-        let scale = self.egui.pixels_per_point();
-        (self.view.width_points * scale) as u32
+        let scale = self.panel.egui.pixels_per_point();
+        (self.panel.view.width_points * scale) as u32
     }
 
     /// The last frame drawn, RGBA8, top row first (offscreen).
@@ -366,7 +355,7 @@ impl Session {
 
     /// What each recovery from a lost CUDA context so far did.
     pub fn recoveries(&self) -> &[String] {
-        &self.recoveries
+        &self.recovery.log
     }
 
     /// Waits for all GPU work and collects every outstanding timing (end of a run).
@@ -408,7 +397,7 @@ impl Session {
 
     /// Adds an error for the user, keeping the last few.
     fn push_message(&mut self, message: String) {
-        self.panel_kept = None; // shown at the next frame
+        self.panel.kept = None; // shown at the next frame
 
         if self.state.messages.last() != Some(&message) {
             self.state.messages.push(message);
@@ -419,7 +408,7 @@ impl Session {
 
     /// Adds a notice (not an error) for the user, keeping the last few.
     fn push_notice(&mut self, notice: String) {
-        self.panel_kept = None;
+        self.panel.kept = None;
 
         if !self.state.notices.contains(&notice) {
             self.state.notices.push(notice);

@@ -10,6 +10,19 @@ use crate::error::Error;
 use crate::renderer::Renderer;
 use crate::transfer::TransferKind;
 
+/// What the session keeps of its recoveries from a lost CUDA context.
+#[derive(Default)]
+pub(super) struct Recovery {
+    /// A demo to start again on the next renderer handed over (after a kernel fault that took
+    /// the graphics device with it: [`Request::ReopenRenderer`]).
+    pub(super) restart: Option<crate::demo_kit::DemoSpec>,
+    /// What a lost CUDA context left on a graphics device whose queue waits for it: never used
+    /// or released again.
+    pub(super) stranded: Stranded,
+    /// What each recovery did, in order.
+    pub(super) log: Vec<String>,
+}
+
 /// The demo and the renderer a kernel fault left behind on a graphics device whose queue waits
 /// for signals of the lost CUDA context. On NVIDIA's driver (580, measured) that queue never
 /// drains, not even when the owed value is signalled from the host, and a Vulkan device opened
@@ -51,7 +64,7 @@ impl Session {
         let device_held = demo.pipeline_mut().transfer().cuda_lost();
         let spec = demo.spec().on_cpu();
         if device_held {
-            self.stranded.demo(demo);
+            self.recovery.stranded.demo(demo);
         } else {
             demo.destroy(self.renderer.graphics());
         }
@@ -77,7 +90,7 @@ impl Session {
                     api = api.label(),
                     next = next.label(),
                 );
-                self.restart = Some(spec);
+                self.recovery.restart = Some(spec);
                 report.requests.push(Request::ReopenRenderer(next));
             }
             None => match create_demo(self.renderer.as_mut(), None, &spec, TransferKind::Cpu, self.state.what_if) {
@@ -88,7 +101,7 @@ impl Session {
         let message = format!("CUDA context lost at frame {frame}: {error}. Recovery: {outcome}.");
         log::warn!("{message}");
         self.push_message(message.clone());
-        self.recoveries.push(message.clone());
+        self.recovery.log.push(message.clone());
         report.recoveries.push(message);
         report
     }

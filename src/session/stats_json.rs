@@ -29,7 +29,7 @@ impl Session {
         let device = self.selection.cuda.as_ref().map(|cuda| cuda.context.device().clone());
         let graphics = self.renderer.info().clone();
         let (reason, recoveries, what_if) =
-            (self.selection.reason.clone(), self.recoveries.clone(), self.state.what_if);
+            (self.selection.reason.clone(), self.recovery.log.clone(), self.state.what_if);
         let demo = self.demo()?;
         let what_if_report = demo.pipeline().what_if_report();
         let kernel = demo.live_kernels().and_then(|kernels| kernels.kernel_info()).map(|k| {
