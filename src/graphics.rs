@@ -25,6 +25,14 @@ impl GraphicsApi {
         }
     }
 
+    /// The API as `--renderer` takes it: "gl" or "vulkan".
+    pub fn flag(self) -> &'static str {
+        match self {
+            GraphicsApi::Gl => "gl",
+            GraphicsApi::Vulkan => "vulkan",
+        }
+    }
+
     /// Every API, in the order a run tries them.
     pub const ALL: [GraphicsApi; 2] = [GraphicsApi::Gl, GraphicsApi::Vulkan];
 

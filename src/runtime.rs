@@ -15,6 +15,7 @@ use crate::cuda::interop::{self, GlEntryPoints};
 use crate::cuda::{Compiler, Context, driver, module};
 use crate::error::{Error, Result};
 use crate::gl::external::{GlMemoryObjects, GlSemaphores, Loader};
+use crate::graphics::GraphicsApi;
 use crate::transfer::{self, CudaSide, Transfer, TransferKind};
 use crate::vk::device::{DeviceChoice, VulkanContext, WindowHandles};
 use crate::vk::frame::VulkanGraphics;
@@ -50,6 +51,15 @@ pub enum TransferRequest {
     External,
     /// As `external`, ordered on the GPU by semaphores (GL_EXT_semaphore_fd; Vulkan makes them).
     ExternalSemaphores,
+}
+
+impl TransferRequest {
+    /// This request as a run drawn with `api` takes it. A benchmark that runs both renderers
+    /// passes its `--transfer` to OpenGL; the Vulkan renderer has a path of its own and is asked
+    /// for its fastest (`auto`).
+    pub fn on(self, api: GraphicsApi) -> Self {
+        if api == GraphicsApi::Gl { self } else { TransferRequest::Auto }
+    }
 }
 
 /// Options that decide how CUDA is set up.

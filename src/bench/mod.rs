@@ -14,16 +14,14 @@ pub mod vulkan;
 
 use crate::demo_kit::bench::{FrameRun, FramesMeasured};
 use crate::error::Result;
-use crate::graphics::GraphicsApi;
 use crate::headless::{self, HeadlessOptions};
 
 /// Renders `run` headless through the app itself: what a demo's benchmark times as full frames.
 pub fn headless_frames(run: &FrameRun) -> Result<FramesMeasured> {
-    let renderer = if run.vulkan { GraphicsApi::Vulkan } else { GraphicsApi::Gl };
     let options = HeadlessOptions {
         stop: run.stop.clone(),
         trace: run.trace.clone(),
-        ..HeadlessOptions::new(run.spec.clone(), renderer, run.frames, run.size, run.cuda.clone())
+        ..HeadlessOptions::new(run.spec.clone(), run.renderer, run.frames, run.size, run.cuda.clone())
     };
     let report = headless::run(&options)?;
     Ok(FramesMeasured {

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use super::DemoSpec;
 use crate::error::{Error, Result};
+use crate::graphics::GraphicsApi;
 use crate::runtime::CudaOptions;
 use crate::stats::Summary;
 use crate::stop::StopRequest;
@@ -32,8 +33,8 @@ pub struct FrameRun {
     pub size: [u32; 2],
     /// Backend and transfer choices.
     pub cuda: CudaOptions,
-    /// Draw with the Vulkan renderer (CUDA then writes Vulkan memory it imported), not OpenGL.
-    pub vulkan: bool,
+    /// The API that draws (on Vulkan, CUDA writes memory it imported from Vulkan).
+    pub renderer: GraphicsApi,
     /// Set by Ctrl-C: stop after the current frame.
     pub stop: StopRequest,
     /// The frames' anatomy to write as a Chrome trace when the run ends.

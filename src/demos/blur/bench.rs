@@ -10,6 +10,7 @@ use serde_json::json;
 use super::cpu as blur_cpu;
 use super::kernels::{BlurKernels, Filter, Output as BlurOutput};
 use super::{BlurSettings, Route, bytes_moved};
+use crate::graphics::GraphicsApi;
 use crate::cuda::{DeviceBuffer, Stream};
 use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{BenchReport, FrameRun, FrameRunner, Repeats};
@@ -258,12 +259,12 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         super::image::save(&image_path, options.size, PixelFormat::Rgba8, &source.rgba8)?;
         // The last two: drawn by the Vulkan renderer, CUDA writing the image Vulkan allocated, or
         // a pixel buffer copied into it.
-        for (route, transfer, vulkan) in [
-            (Route::Texture, TransferRequest::Interop, false),
-            (Route::Pbo, TransferRequest::Interop, false),
-            (Route::Pbo, TransferRequest::Copy, false),
-            (Route::Texture, TransferRequest::Auto, true),
-            (Route::Pbo, TransferRequest::Auto, true),
+        for (route, transfer, renderer) in [
+            (Route::Texture, TransferRequest::Interop, GraphicsApi::Gl),
+            (Route::Pbo, TransferRequest::Interop, GraphicsApi::Gl),
+            (Route::Pbo, TransferRequest::Copy, GraphicsApi::Gl),
+            (Route::Texture, TransferRequest::Auto, GraphicsApi::Vulkan),
+            (Route::Pbo, TransferRequest::Auto, GraphicsApi::Vulkan),
         ] {
             let settings = BlurSettings {
                 image: Some(image_path.clone()),
@@ -277,20 +278,19 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
                 ..BlurSettings::default()
             };
             let cuda = CudaOptions { transfer, ..options.cuda.clone() };
-            let renderer = if vulkan { "vulkan".to_owned() } else { format!("gl-{transfer:?}").to_lowercase() };
-            let name = format!("blur-{}-{renderer}", format!("{route:?}").to_lowercase());
+            let name = run_name(route, transfer, renderer);
             let run = FrameRun {
                 spec: DemoSpec::new(settings),
                 frames: options.frames,
                 size: [1280, 800],
                 cuda,
-                vulkan,
+                renderer,
                 stop: options.stop.clone(),
                 trace: crate::demo_kit::bench::trace_in(options.trace_dir.as_deref(), &name),
             };
             let measured = match frames(&run) {
                 Ok(measured) => measured,
-                Err(error) if vulkan => {
+                Err(error) if renderer != GraphicsApi::Gl => {
                     let label = format!("vulkan / {}", route.vulkan_label());
                     table.push_str(&format!("  {label:<48} not measured: {error}\n"));
                     frame_results.push(json!({ "route": route, "transfer": "vulkan", "error": error.to_string() }));
@@ -298,7 +298,7 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
                 }
                 Err(error) => return Err(error),
             };
-            let route_label = if vulkan { route.vulkan_label() } else { route.label() };
+            let route_label = if renderer == GraphicsApi::Gl { route.label() } else { route.vulkan_label() };
             let label = format!("{} / {route_label}", measured.transfer.as_str().unwrap_or("?"));
             let share = measured.frames_per_second / blurs_per_second;
             table.push_str(&format!(
@@ -333,6 +333,15 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         "frames": frame_results,
     });
     BenchReport::finish(json, table, &options.stop, &options.json)
+}
+
+/// The name of a full-frame run's trace: `blur-texture-gl-interop`, `blur-pbo-vulkan`, …
+fn run_name(route: Route, transfer: TransferRequest, renderer: GraphicsApi) -> String {
+    let runs_on = match renderer {
+        GraphicsApi::Gl => format!("gl-{transfer:?}").to_lowercase(),
+        other => other.flag().to_owned(),
+    };
+    format!("blur-{}-{runs_on}", format!("{route:?}").to_lowercase())
 }
 
 fn blur_cpu(options: &BlurBench, filters: &[Filter], why: &str) -> Result<BenchReport> {

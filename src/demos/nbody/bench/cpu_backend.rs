@@ -13,6 +13,7 @@ use super::super::presets::Bodies;
 use super::super::{FLOPS_PER_INTERACTION, NBodySettings};
 use super::NBodyBench;
 use super::frames::frame_run;
+use crate::graphics::GraphicsApi;
 use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{BenchReport, FrameRunner, Repeats};
 use crate::progress::Progress;
@@ -142,7 +143,7 @@ fn cpu_frames(options: &NBodyBench, n: u32, frames: FrameRunner<'_>) -> serde_js
         force_check_every: 0.0, // no state is read back between the frames it times
         ..NBodySettings::default()
     };
-    let measured = frame_run(options, n, DemoSpec::new(settings), options.cuda.on_cpu(), false, frames);
+    let measured = frame_run(options, n, DemoSpec::new(settings), options.cuda.on_cpu(), GraphicsApi::Gl, frames);
     measured.unwrap_or_else(|e| json!({ "error": e.to_string() }))
 }
 

@@ -5,17 +5,18 @@ use serde_json::json;
 
 use super::super::NBodySettings;
 use super::{NBodyBench, VariantResult};
+use crate::graphics::GraphicsApi;
 use crate::error::Result;
 use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{FrameRun, FrameRunner};
-use crate::runtime::{CudaOptions, TransferRequest};
+use crate::runtime::CudaOptions;
 
 /// Full headless frames (map, step, unmap, draw) with `variant`, through the app itself.
 pub(super) fn frame_benchmark(
     options: &NBodyBench,
     n: u32,
     best: &VariantResult,
-    vulkan: bool,
+    renderer: GraphicsApi,
     frames: FrameRunner<'_>,
 ) -> Result<serde_json::Value> {
     let settings = NBodySettings {
@@ -28,12 +29,8 @@ pub(super) fn frame_benchmark(
         pipeline_depth: options.pipeline_depth,
         ..NBodySettings::default()
     };
-    // The Vulkan renderer takes no --transfer: its path is the Vulkan one.
-    let cuda = CudaOptions {
-        transfer: if vulkan { TransferRequest::Auto } else { options.cuda.transfer },
-        ..options.cuda.clone()
-    };
-    frame_run(options, n, DemoSpec::new(settings), cuda, vulkan, frames)
+    let cuda = CudaOptions { transfer: options.cuda.transfer.on(renderer), ..options.cuda.clone() };
+    frame_run(options, n, DemoSpec::new(settings), cuda, renderer, frames)
 }
 
 /// Full headless frames of `spec` through the app: JSON with the whole run's rate
@@ -43,14 +40,13 @@ pub(super) fn frame_run(
     n: u32,
     spec: DemoSpec,
     cuda: CudaOptions,
-    vulkan: bool,
+    renderer: GraphicsApi,
     frames: FrameRunner<'_>,
 ) -> Result<serde_json::Value> {
-    let renderer = if vulkan { "vulkan" } else { "gl" };
-    let name = format!("nbody-{n}-{renderer}-depth{}", options.pipeline_depth);
+    let name = format!("nbody-{n}-{}-depth{}", renderer.flag(), options.pipeline_depth);
     let trace = crate::demo_kit::bench::trace_in(options.trace_dir.as_deref(), &name);
     let run =
-        FrameRun { spec, frames: options.frames, size: options.size, cuda, vulkan, stop: options.stop.clone(), trace };
+        FrameRun { spec, frames: options.frames, size: options.size, cuda, renderer, stop: options.stop.clone(), trace };
     let measured = frames(&run)?;
     let mut row = json!({
         "bodies": n,

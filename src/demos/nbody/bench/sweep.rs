@@ -12,6 +12,7 @@ use super::super::{FLOPS_PER_INTERACTION, sim};
 use super::frames::frame_benchmark;
 use super::multi_device::multi_benchmark;
 use super::{NBodyBench, VariantResult, to_vectors};
+use crate::graphics::GraphicsApi;
 use crate::cuda::{DeviceBuffer, Event, Stream};
 use crate::demo_kit::bench::{BenchReport, FrameRunner};
 use crate::progress::Progress;
@@ -184,7 +185,7 @@ pub(super) fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: Frame
         let frame = if options.frames > 0 && !progress.stopped() {
             progress.step(format!("{n} bodies, {} full frames", options.frames));
             Some(
-                frame_benchmark(options, n, &best, false, frames).unwrap_or_else(|e| json!({ "error": e.to_string() })),
+                frame_benchmark(options, n, &best, GraphicsApi::Gl, frames).unwrap_or_else(|e| json!({ "error": e.to_string() })),
             )
         } else {
             None
@@ -192,7 +193,7 @@ pub(super) fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: Frame
         // The same frames drawn by the Vulkan renderer, CUDA writing the buffers Vulkan allocated.
         let frame_vulkan = if options.frames > 0 && !progress.stopped() {
             progress.step(format!("{n} bodies, {} full frames on Vulkan", options.frames));
-            Some(frame_benchmark(options, n, &best, true, frames).unwrap_or_else(|e| json!({ "error": e.to_string() })))
+            Some(frame_benchmark(options, n, &best, GraphicsApi::Vulkan, frames).unwrap_or_else(|e| json!({ "error": e.to_string() })))
         } else {
             None
         };

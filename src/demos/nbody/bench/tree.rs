@@ -17,11 +17,12 @@ use super::super::{NBodySettings, sim, tune};
 use super::frames::frame_run;
 use super::sweep::time_step;
 use super::{NBodyBench, to_vectors};
+use crate::graphics::GraphicsApi;
 use crate::cuda::{DeviceBuffer, Event, Stream};
 use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{BenchReport, FrameRunner, Repeats, cell};
 use crate::progress::Progress;
-use crate::runtime::{CudaOptions, CudaRuntime, TransferRequest};
+use crate::runtime::{CudaOptions, CudaRuntime};
 use crate::stats::Percentiles;
 use crate::error::{Error, Result};
 
@@ -145,19 +146,14 @@ pub(super) fn tree_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameR
             None
         };
         let mut frame_rows = Vec::new();
-        for vulkan in [false, true].into_iter().take(frame_runs) {
+        for renderer in GraphicsApi::ALL.into_iter().take(frame_runs) {
             if progress.stopped() {
                 break;
             }
-            let renderer = if vulkan { "Vulkan" } else { "OpenGL" };
-            progress.step(format!("{n} bodies: {} full frames on {renderer}", options.frames));
-            // The Vulkan renderer takes no --transfer: its path is the Vulkan one.
-            let cuda_options = CudaOptions {
-                transfer: if vulkan { TransferRequest::Auto } else { options.cuda.transfer },
-                ..options.cuda.clone()
-            };
+            progress.step(format!("{n} bodies: {} full frames on {}", options.frames, renderer.label()));
+            let cuda_options = CudaOptions { transfer: options.cuda.transfer.on(renderer), ..options.cuda.clone() };
             let spec = DemoSpec::new(frame_settings(options, n, Precision::F32));
-            let run = frame_run(options, n, spec, cuda_options, vulkan, frames);
+            let run = frame_run(options, n, spec, cuda_options, renderer, frames);
             frame_rows.push(run.unwrap_or_else(|e| json!({ "error": e.to_string() })));
             progress.done_one();
         }
@@ -357,7 +353,7 @@ pub(super) fn tree_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<
         };
         let frame = (options.frames > 0 && !progress.stopped()).then(|| {
             let spec = DemoSpec::new(frame_settings(options, n, options.precision));
-            frame_run(options, n, spec, options.cuda.on_cpu(), false, frames)
+            frame_run(options, n, spec, options.cuda.on_cpu(), GraphicsApi::Gl, frames)
                 .unwrap_or_else(|e| json!({ "error": e.to_string() }))
         });
         let frame_rate = frame.as_ref().and_then(|f| f["frames_per_s_median"].as_f64());
