@@ -12,7 +12,9 @@ use super::context::Context;
 use super::memory::DeviceSpan;
 use crate::error::{Error, Result};
 
-/// Exportable device memory, mapped for CUDA. Unmapped, unreserved and released on drop.
+/// Exportable device memory, mapped for CUDA: `cuMemCreate` with a file-descriptor handle type,
+/// `cuMemAddressReserve`, `cuMemMap`, `cuMemSetAccess`; GL builds its buffer on the descriptor
+/// `cuMemExportToShareableHandle` gives. Unmapped, unreserved and released on drop.
 pub struct ExportableMemory {
     handle: sys::CUmemGenericAllocationHandle,
     ptr: sys::CUdeviceptr,

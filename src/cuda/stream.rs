@@ -9,7 +9,8 @@ use super::context::Context;
 use super::driver::{check, proc_address};
 use crate::error::Result;
 
-/// A CUDA stream. Each demo owns one, so its map → kernel → unmap sequence is ordered.
+/// A CUDA stream (`cuStreamCreate`, destroyed on drop with `cuStreamDestroy`): work queued on it
+/// runs in order, so a map → kernel → unmap sequence on one stream is ordered. Each demo owns one.
 pub struct Stream {
     raw: sys::CUstream,
     context: Rc<Context>,

@@ -8,7 +8,9 @@ use cudarc::driver::sys;
 use super::context::Context;
 use crate::error::Result;
 
-/// A `CUsurfObject` over a CUDA array, destroyed on drop. The array must outlive it.
+/// A surface object over a CUDA array (`cuSurfObjectCreate`), the handle a kernel writes a mapped
+/// GL texture through by coordinates (`surf2Dwrite`); destroyed on drop (`cuSurfObjectDestroy`).
+/// The array must outlive it: drop it before the texture is unmapped.
 pub struct SurfaceObject {
     raw: sys::CUsurfObject,
     context: Rc<Context>,

@@ -44,7 +44,9 @@ const SHARED_USAGE: raw::BufferUsageFlags = raw::BufferUsageFlags::from_raw(
         | raw::BufferUsageFlags::TRANSFER_DST.as_raw(),
 );
 
-/// A Vulkan buffer CUDA writes through its import.
+/// A Vulkan buffer CUDA writes through its import: it owns both, CUDA's mapping of the imported
+/// memory (`cuExternalMemoryGetMappedBuffer`) released before Vulkan's buffer, and the mark of
+/// the last Vulkan submission that read it (what CUDA's next write waits for).
 pub struct VulkanBuffer {
     // Field order is drop order: CUDA's mapping and import go before Vulkan frees the memory.
     cuda: ImportedMemory,
@@ -70,8 +72,12 @@ impl VulkanBuffer {
     }
 }
 
-/// CUDA's side of sharing memory with Vulkan: its imports of the [`SharedTimeline`]'s two
-/// semaphores and of the buffers, and the stream its kernels run on.
+/// CUDA's side of sharing memory with Vulkan: it owns its imports of the [`SharedTimeline`]'s two
+/// semaphores (`cuImportExternalSemaphore`) and the stream its kernels run on, and makes the
+/// buffers both APIs use ([`VulkanShare::create_buffer`]: Vulkan allocates exportable memory,
+/// CUDA imports it with `cuImportExternalMemory`). A CUDA step waits on the GPU for Vulkan's last
+/// read of the buffers it writes and signals "written" when its kernels are done
+/// (`cuWaitExternalSemaphoresAsync`, `cuSignalExternalSemaphoresAsync`).
 pub struct VulkanShare {
     // CUDA's imports of the semaphores go before Vulkan's semaphores.
     cuda_written: ImportedSemaphore,

@@ -104,8 +104,11 @@ pub fn gl_devices(entry_points: &GlEntryPoints) -> Result<Vec<cu::CUdevice>> {
     }
 }
 
-/// A GL object registered with CUDA. Unregistered on drop, which must happen before the GL
-/// object is deleted (declare it before the GL object in structs: fields drop in order).
+/// A GL buffer or texture registered with CUDA (`cuGraphicsGLRegisterBuffer`,
+/// `cuGraphicsGLRegisterImage`): registered once, mapped for each frame's kernels with [`map`].
+/// It owns the registration, not the GL object, and unregisters it on drop
+/// (`cuGraphicsUnregisterResource`), which must happen before the GL object is deleted (declare
+/// it before the GL object in structs: fields drop in order).
 pub struct GraphicsResource {
     raw: cu::CUgraphicsResource,
     object: GlObject,
@@ -263,8 +266,11 @@ impl Drop for GraphicsResource {
 /// Most resources one [`map`] call takes; enough for every demo, and no allocation per frame.
 pub const MAX_MAPPED: usize = 8;
 
-/// Resources mapped for CUDA. While this guard lives, the resources are borrowed and GL must not
-/// use them; dropping it unmaps them (errors then go to the context's deferred errors).
+/// Resources mapped for CUDA (`cuGraphicsMapResources`, which waits on the stream for the GL work
+/// issued before it). While this guard lives the resources are borrowed, so GL cannot draw them;
+/// [`Mapped::unmap`] or dropping it unmaps them (`cuGraphicsUnmapResources`, after which GL's
+/// later work waits for the kernels queued before it; errors of a drop go to the context's
+/// deferred errors).
 #[must_use = "dropping the guard unmaps at once; keep it while kernels use the pointers"]
 pub struct Mapped<'a> {
     raws: [cu::CUgraphicsResource; MAX_MAPPED],

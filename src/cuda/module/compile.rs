@@ -12,7 +12,9 @@ use crate::cuda::driver::nvrtc_version;
 use crate::error::{Error, Result};
 use crate::sources::SourceFile;
 
-/// Compiles kernel files for one device architecture, with a cache on disk.
+/// Compiles kernel files for one device architecture with NVRTC, loaded at run time
+/// (`nvrtcCompileProgram`: a CUBIN for the device's `sm_XY` where NVRTC knows it, else PTX that the
+/// driver compiles at load), with a cache of the results on disk.
 #[derive(Debug, Clone)]
 pub struct Compiler {
     arch: (i32, i32),
