@@ -12,7 +12,7 @@ use crate::cuda::interop::GraphicsResource;
 use crate::cuda::{DeviceBuffer, PinnedBuffer};
 use crate::error::{Error, Result};
 use crate::gl::external::GlMemoryObjects;
-use crate::graphics::Graphics;
+use crate::graphics::{Graphics, GraphicsApi};
 use crate::pixel::PixelFormat;
 use crate::{gl, vk};
 
@@ -219,6 +219,17 @@ impl BufferMemory {
     }
 }
 
+/// How kernels reach an image on `api`, in words naming the API's calls: written in place through
+/// a surface object, or through a pixel buffer copied into the texture.
+pub fn image_route_words(in_place: bool, api: GraphicsApi) -> &'static str {
+    match (in_place, api) {
+        (true, GraphicsApi::Gl) => "texture (surface writes)",
+        (true, GraphicsApi::Vulkan) => "image imported by CUDA (surface writes)",
+        (false, GraphicsApi::Gl) => "pixel buffer + glTexSubImage2D",
+        (false, GraphicsApi::Vulkan) => "pixel buffer + vkCmdCopyBufferToImage",
+    }
+}
+
 /// Before the host overwrites buffers that frames in flight may still read. Where the API draws
 /// from the very memory the host writes (Vulkan's host-visible buffers), waits for those frames
 /// and answers `true`; where the upload is a copy that the API orders itself (GL's
@@ -347,14 +358,13 @@ impl SharedImage {
         &self.texture
     }
 
-    /// How kernels reach the texture, in words naming the API's calls.
+    /// How kernels reach the texture, in words naming the API's calls ([`image_route_words`]).
     pub fn route_label(&self) -> &'static str {
-        match (&self.link, &self.texture) {
-            (ImageLink::Registered(_), _) => "texture (surface writes)",
-            (ImageLink::Imported { .. }, _) => "image imported by CUDA (surface writes)",
-            (ImageLink::PixelBuffer(_), TextureMemory::Gl(_)) => "pixel buffer + glTexSubImage2D",
-            (ImageLink::PixelBuffer(_), TextureMemory::Vulkan(_)) => "pixel buffer + vkCmdCopyBufferToImage",
-        }
+        let api = match self.texture {
+            TextureMemory::Gl(_) => GraphicsApi::Gl,
+            TextureMemory::Vulkan(_) => GraphicsApi::Vulkan,
+        };
+        image_route_words(self.in_place(), api)
     }
 
     /// Whether kernels write the texture in place (else through a pixel buffer).

@@ -39,7 +39,7 @@ pub use self::image::{ImageSharing, ImageTarget};
 use self::interop::Interop;
 pub use self::kind::{TransferKind, WhatIf};
 use self::memory::{BufferMemory, Link};
-pub use self::memory::{SharedBuffer, SharedImage, TextureMemory};
+pub use self::memory::{SharedBuffer, SharedImage, TextureMemory, image_route_words};
 use crate::anatomy::Calibration;
 use crate::cuda::interop::{GlEntryPoints, MapAccess};
 use crate::cuda::timing::EventRing;

@@ -291,15 +291,14 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
             let measured = match frames(&run) {
                 Ok(measured) => measured,
                 Err(error) if renderer != GraphicsApi::Gl => {
-                    let label = format!("vulkan / {}", route.vulkan_label());
+                    let label = format!("vulkan / {}", route.label(renderer));
                     table.push_str(&format!("  {label:<48} not measured: {error}\n"));
                     frame_results.push(json!({ "route": route, "transfer": "vulkan", "error": error.to_string() }));
                     continue;
                 }
                 Err(error) => return Err(error),
             };
-            let route_label = if renderer == GraphicsApi::Gl { route.label() } else { route.vulkan_label() };
-            let label = format!("{} / {route_label}", measured.transfer.as_str().unwrap_or("?"));
+            let label = format!("{} / {}", measured.transfer.as_str().unwrap_or("?"), route.label(renderer));
             let share = measured.frames_per_second / blurs_per_second;
             table.push_str(&format!(
                 "  {label:<48} {:>8.0} frames/s ({:.0} %)\n",

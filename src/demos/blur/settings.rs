@@ -10,6 +10,7 @@ use crate::numbers::Ranged;
 use crate::output::OutputKind;
 use crate::pixel::PixelFormat;
 use crate::error::{Error, Result};
+use crate::graphics::GraphicsApi;
 
 /// Smallest and largest σ accepted.
 pub const SIGMA_RANGE: (f64, f64) = (0.3, 2000.0);
@@ -51,20 +52,9 @@ pub enum Route {
 }
 
 impl Route {
-    /// A short label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Route::Texture => "texture (surface writes)",
-            Route::Pbo => "pixel buffer + glTexSubImage2D",
-        }
-    }
-
-    /// The route drawn by the Vulkan renderer, CUDA writing Vulkan's memory.
-    pub fn vulkan_label(self) -> &'static str {
-        match self {
-            Route::Texture => "image imported by CUDA (surface writes)",
-            Route::Pbo => "pixel buffer + vkCmdCopyBufferToImage",
-        }
+    /// The route in words, naming the calls of `api`, which draws it.
+    pub fn label(self, api: GraphicsApi) -> &'static str {
+        crate::transfer::image_route_words(self == Route::Texture, api)
     }
 }
 
