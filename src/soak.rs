@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use crate::demo_kit::{DemoSpec, LiveKernels};
 use crate::demos::wave::{self, Wave, WaveSettings};
@@ -111,11 +111,12 @@ impl SoakArgs {
         };
         let path = self.transfer.unwrap_or(own);
         if matches!(path, SoakPath::Interop | SoakPath::Vulkan) && path != own {
+            let name = |path: SoakPath| path.to_possible_value().map_or(String::new(), |v| v.get_name().to_owned());
             return Err(Error::InvalidInput(format!(
                 "--transfer {} belongs to the other renderer: with --renderer {} soak --transfer {}, copy or cpu",
-                if path == SoakPath::Interop { "interop" } else { "vulkan" },
-                if own == SoakPath::Interop { "gl" } else { "vulkan" },
-                if own == SoakPath::Interop { "interop" } else { "vulkan" },
+                name(path),
+                self.renderer.flag(),
+                name(own),
             )));
         }
         Ok(match path {
