@@ -42,7 +42,7 @@ struct Sheet {
     program: Program,
     vertices: VertexArray,
     kernel: (Function, DeviceLimits),
-    stream: std::rc::Rc<Stream>,
+    stream: Stream,
     window: WindowGl,
     frame: u32,
 }
@@ -55,26 +55,24 @@ impl Sheet {
         let options =
             CudaOptions { backend: BackendRequest::Cuda, transfer: TransferRequest::Interop, ..Default::default() };
         let selection = select(&options, &gl, &|name| window.proc_address(name));
-        let cuda = selection.cuda.as_ref().ok_or_else(|| Error::Unavailable(selection.reason.clone()))?;
-        let entry_points = cuda.interop.as_ref().ok_or_else(|| Error::Unavailable(selection.reason.clone()))?;
+        let unavailable = || Error::Unavailable(selection.reason.clone());
+        let cuda = selection.cuda.as_ref().ok_or_else(unavailable)?;
         let buffer = GlBuffer::uninitialized(&gl, (GRID[0] * GRID[1] * 16) as usize)?;
+        let entry_points = cuda.interop.as_ref().ok_or_else(unavailable)?;
         let resource = GraphicsResource::register_buffer(&cuda.context, entry_points, buffer.name())?; // once
         let module = Module::load(&cuda.context, &cuda.compiler.compile_source("sine.cu", KERNEL, "gl_buffer", &[])?)?;
         let kernel = (module.function("sine_sheet")?, DeviceLimits::from(cuda.context.device()));
         let program = Program::new(&gl, "sheet", VERTEX, FRAGMENT)?;
         let vertices = VertexArray::new(&gl)?;
-        vertices.set_attributes(
-            &gl,
-            &buffer,
-            &[Attribute { location: 0, components: 4, stride: 16, offset: 0 }],
-            None,
-        )?;
-        let stream = std::rc::Rc::new(Stream::new(&cuda.context)?);
+        let position = Attribute { location: 0, components: 4, stride: 16, offset: 0 };
+        vertices.set_attributes(&gl, &buffer, &[position], None)?;
+        let stream = Stream::new(&cuda.context)?;
         Ok(Self { resource, buffer, program, vertices, kernel, stream, window, frame: 0 })
     }
 
-    /// Map, write, unmap, draw, present.
-    fn draw(&mut self) -> Result<()> {
+    /// One frame: map, write, unmap, draw, and after the last one the check. Some(what was
+    /// checked) ends the run.
+    fn frame(&mut self, frames: Option<u32>, out: &str) -> Result<Option<String>> {
         let time = self.frame as f32 / 60.0;
         let mapped = map(&self.stream, &mut [(&mut self.resource, MapAccess::WriteDiscard)])?;
         let (pointer, [width, height]) = (mapped.buffer(0)?.ptr, GRID);
@@ -85,8 +83,7 @@ impl Sheet {
         // which is the mapped buffer's size.
         unsafe { function.launch(&self.stream, limits, &config, &mut args)? };
         mapped.unmap()?; // GL may use the buffer from here on
-        let gl = self.window.gl().clone();
-        let [w, h] = self.window.size();
+        let (gl, [w, h]) = (self.window.gl(), self.window.size());
         // SAFETY: state calls on the window's context, current on this thread.
         unsafe {
             gl.viewport(0, 0, w as i32, h as i32);
@@ -94,24 +91,25 @@ impl Sheet {
             gl.clear(glow::COLOR_BUFFER_BIT);
             gl.enable(glow::PROGRAM_POINT_SIZE);
         }
-        self.program.bind(&gl)?;
-        self.vertices.draw_arrays(&gl, glow::POINTS, (width * height) as i32);
+        self.program.bind(gl)?;
+        self.vertices.draw_arrays(gl, glow::POINTS, (width * height) as i32);
         self.frame += 1;
-        Ok(())
+        let checked =
+            if frames.is_some_and(|frames| self.frame >= frames) { Some(self.check(time, out)?) } else { None };
+        self.window.swap_buffers()?;
+        Ok(checked)
     }
 
-    /// The last frame's vertices against the CPU's, in f64, and the window as a PNG.
-    fn check_and_save(&self, out: &str) -> Result<String> {
-        let gl = self.window.gl();
+    /// The frame's vertices against the CPU's, in f64, and the window (its back buffer) as a PNG.
+    fn check(&self, time: f32, out: &str) -> Result<String> {
+        let (gl, [width, height], time) = (self.window.gl(), GRID, f64::from(time));
         let seen: Vec<f32> = bytemuck::pod_collect_to_vec(&self.buffer.read(gl)?);
-        let time = f64::from((self.frame - 1) as f32 / 60.0);
-        let [width, height] = GRID;
         let mut worst = 0.0f64;
         for (i, vertex) in seen.chunks_exact(4).enumerate() {
             let (x, y) = ((i as u32 % width) as f64, (i as u32 / width) as f64);
             let (u, v) = (x / f64::from(width) * 2.0 - 1.0, y / f64::from(height) * 2.0 - 1.0);
-            let w = 0.5 * (u * 4.0 + time).sin() * (v * 4.0 + time).cos();
-            for (reference, &got) in [u, w, v, 1.0].iter().zip(vertex) {
+            let reference = [u, 0.5 * (u * 4.0 + time).sin() * (v * 4.0 + time).cos(), v, 1.0];
+            for (reference, &got) in reference.iter().zip(vertex) {
                 let error = (reference - f64::from(got)).abs();
                 if error.is_nan() || error > 1e-4 {
                     return Err(Error::InvalidInput(format!("vertex {i} is {error:e} from the CPU's (bound 1e-4)")));
@@ -120,10 +118,18 @@ impl Sheet {
             }
         }
         let [w, h] = self.window.size();
-        let pixels = read_framebuffer_rgba(gl, None, [w, h])?; // the back buffer, top row first
-        image::save_buffer(out, &pixels, w, h, image::ColorType::Rgba8)
+        image::save_buffer(out, &read_framebuffer_rgba(gl, None, [w, h])?, w, h, image::ColorType::Rgba8)
             .map_err(|e| Error::InvalidInput(format!("{out}: {e}")))?;
         Ok(format!("largest error {worst:.1e}: every vertex matches the CPU's; written to {out}"))
+    }
+
+    /// GL's objects go with GL's context: the registration first, then what GL made.
+    fn close(mut self) {
+        let gl = self.window.gl().clone();
+        drop(self.resource);
+        self.buffer.destroy(&gl);
+        self.program.destroy(&gl);
+        self.vertices.destroy(&gl);
     }
 }
 
@@ -157,17 +163,10 @@ impl ApplicationHandler for App {
         match event {
             WindowEvent::CloseRequested => event_loop.exit(),
             WindowEvent::Resized(_) => sheet.window.resize(),
-            WindowEvent::RedrawRequested => {
-                let last = self.frames.is_some_and(|frames| sheet.frame + 1 >= frames);
-                let mut drawn = sheet.draw().map(|()| None);
-                if last && drawn.is_ok() {
-                    drawn = sheet.check_and_save(&self.out).map(Some);
-                }
-                match drawn.and_then(|checked| sheet.window.swap_buffers().map(|()| checked)) {
-                    Ok(None) => sheet.window.window().request_redraw(),
-                    outcome => self.stop(event_loop, outcome),
-                }
-            }
+            WindowEvent::RedrawRequested => match sheet.frame(self.frames, &self.out) {
+                Ok(None) => sheet.window.window().request_redraw(),
+                outcome => self.stop(event_loop, outcome),
+            },
             _ => {}
         }
     }
@@ -178,15 +177,12 @@ fn main() -> ExitCode {
     let frames = args.next().and_then(|text| text.parse().ok());
     let out = args.next().unwrap_or_else(|| "gl_buffer.png".to_owned());
     let mut app = App { frames, out, sheet: None, outcome: Ok(None) };
-    let ran = load_cuda_driver()
-        .and_then(|_| EventLoop::new().map_err(|e| Error::Window(e.to_string())))
-        .and_then(|event_loop| event_loop.run_app(&mut app).map_err(|e| Error::Window(e.to_string())));
-    if let Some(mut sheet) = app.sheet.take() {
-        let gl = sheet.window.gl().clone();
-        drop(sheet.resource); // unregistered before GL deletes the buffer
-        sheet.buffer.destroy(&gl);
-        sheet.program.destroy(&gl);
-        sheet.vertices.destroy(&gl);
+    let ran = load_cuda_driver().and_then(|_| {
+        let event_loop = EventLoop::new().map_err(|e| Error::Window(e.to_string()))?;
+        event_loop.run_app(&mut app).map_err(|e| Error::Window(e.to_string()))
+    });
+    if let Some(sheet) = app.sheet.take() {
+        sheet.close();
     }
     match ran.and(app.outcome) {
         Ok(checked) => {
@@ -195,7 +191,7 @@ fn main() -> ExitCode {
         }
         Err(error) => {
             eprintln!("gl_buffer: {error}");
-            ExitCode::from(1)
+            ExitCode::FAILURE
         }
     }
 }
