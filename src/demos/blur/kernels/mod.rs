@@ -146,6 +146,25 @@ impl BlurKernels {
         }
     }
 
+    /// The kernel that writes `filter`'s output (its only pass for naive, else its second; `pair`:
+    /// the recursive filter's pair form), and what it writes to: the buffer's device pointer or
+    /// the surface object.
+    fn writer(&mut self, filter: Filter, pair: bool, output: Output) -> (&mut Function, u64) {
+        let (to_buffer, to_surface) = match (filter, pair) {
+            (Filter::Naive, _) => (&mut self.naive_to_buffer, &mut self.naive_to_surface),
+            (Filter::Separable, _) => (&mut self.gaussian_second_to_buffer, &mut self.gaussian_second_to_surface),
+            (Filter::Box, _) => (&mut self.box_second_to_buffer, &mut self.box_second_to_surface),
+            (Filter::Recursive, false) => (&mut self.recursive_second_to_buffer, &mut self.recursive_second_to_surface),
+            (Filter::Recursive, true) => {
+                (&mut self.recursive_pair_second_to_buffer, &mut self.recursive_pair_second_to_surface)
+            }
+        };
+        match output {
+            Output::Buffer(span) => (to_buffer, span.ptr),
+            Output::Surface(surface) => (to_surface, surface),
+        }
+    }
+
     /// Queues `job`: `input` holds width × height pixels of this format, `scratch` room for as many
     /// intermediate pixels ([`intermediate_bytes`]), `weights` the Gaussian weights w[0..=radius] as f32. `between` records a timing
     /// mark after the first pass (for naive, after its only one).
@@ -180,10 +199,7 @@ impl BlurKernels {
         match job.filter {
             Filter::Naive => {
                 check_len("weights", weights, (job.radius as usize + 1) * 4)?;
-                let (function, target) = match output {
-                    Output::Buffer(span) => (&mut self.naive_to_buffer, span.ptr),
-                    Output::Surface(surface) => (&mut self.naive_to_surface, surface),
-                };
+                let (function, target) = self.writer(job.filter, false, output);
                 let mut args = [arg(&input.ptr), arg(&target), arg(&w), arg(&h), arg(&weights.ptr), arg(&radius)];
                 // SAFETY: matches blur_naive_to_*(const pixel*, pixel* | cudaSurfaceObject_t, int,
                 // int, const float*, int); the input holds w×h pixels, the output w×h (buffer,
@@ -199,10 +215,7 @@ impl BlurKernels {
                 // int): w×h pixels in, w×h float4 out (transposed), radius + 1 weights.
                 unsafe { self.gaussian_first.launch(stream, &limits, &launches[0], &mut first) }?;
                 mark(stream)?;
-                let (function, target) = match output {
-                    Output::Buffer(span) => (&mut self.gaussian_second_to_buffer, span.ptr),
-                    Output::Surface(surface) => (&mut self.gaussian_second_to_surface, surface),
-                };
+                let (function, target) = self.writer(job.filter, false, output);
                 // The second pass works on the transposed image: its width is the height.
                 let mut second = [arg(&scratch.ptr), arg(&target), arg(&h), arg(&w), arg(&weights.ptr), arg(&radius)];
                 // SAFETY: matches blur_gaussian_second_*(const float4*, pixel* |
@@ -218,10 +231,7 @@ impl BlurKernels {
                 // is [i32; 4], laid out as int4 (16 bytes, 16-aligned as a kernel parameter).
                 unsafe { self.box_first.launch(stream, &limits, &launches[0], &mut first) }?;
                 mark(stream)?;
-                let (function, target) = match output {
-                    Output::Buffer(span) => (&mut self.box_second_to_buffer, span.ptr),
-                    Output::Surface(surface) => (&mut self.box_second_to_surface, surface),
-                };
+                let (function, target) = self.writer(job.filter, false, output);
                 let mut second = [arg(&scratch.ptr), arg(&target), arg(&h), arg(&w), arg(&radii)];
                 // SAFETY: as the first pass, on the transposed scratch, writing the w×h output.
                 unsafe { function.launch(stream, &limits, &launches[1], &mut second) }
@@ -239,12 +249,7 @@ impl BlurKernels {
                 // the struct Recursive it is passed as.
                 unsafe { function.launch(stream, &limits, &launches[0], &mut first) }?;
                 mark(stream)?;
-                let (function, target) = match (output, pair) {
-                    (Output::Buffer(span), false) => (&mut self.recursive_second_to_buffer, span.ptr),
-                    (Output::Surface(surface), false) => (&mut self.recursive_second_to_surface, surface),
-                    (Output::Buffer(span), true) => (&mut self.recursive_pair_second_to_buffer, span.ptr),
-                    (Output::Surface(surface), true) => (&mut self.recursive_pair_second_to_surface, surface),
-                };
+                let (function, target) = self.writer(job.filter, pair, output);
                 let mut second = [arg(&scratch.ptr), arg(&target), arg(&h), arg(&w), arg(&params)];
                 // SAFETY: matches blur_recursive[_pair]_second_*(const mid_pixel*, packed_pixel* |
                 // cudaSurfaceObject_t, int, int, Recursive) on the h×w transposed scratch; it
