@@ -15,7 +15,7 @@ use glow::HasContext;
 use serde_json::json;
 
 use crate::args::CudaArgs;
-use crate::cuda::interop::{self, GraphicsResource, MapAccess};
+use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
 use crate::cuda::{DeviceLimits, Event, Function, Module, Stream};
 use crate::demo_kit::bench::{BenchReport, Ran, Repeats};
 use crate::error::{Error, Result};
@@ -238,15 +238,7 @@ pub fn run(args: &MapBenchArgs, stop: &StopRequest) -> Result<BenchReport> {
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&options))?;
     let gl = context.gl().clone();
     let selection = runtime::select(&options, &gl, &|name| context.proc_address(name));
-    let Some(cuda) = selection.cuda.as_deref() else {
-        return Err(Error::Unavailable(format!("bench map needs CUDA: {}", selection.reason)));
-    };
-    let Some(entry_points) = cuda.interop else {
-        return Err(Error::Unavailable(format!(
-            "bench map needs GL interop, which this GL context does not offer: {}",
-            selection.reason
-        )));
-    };
+    let (cuda, entry_points) = cuda_with_interop(&selection)?;
     let stream = Stream::new(&cuda.context)?;
     let second = Stream::new(&cuda.context)?;
     let plain = crate::cuda::DeviceBuffer::new(&cuda.context, LONG_KERNEL_BYTES)?;
@@ -271,15 +263,7 @@ pub fn run(args: &MapBenchArgs, stop: &StopRequest) -> Result<BenchReport> {
     let scratch = Guard::new(gl::Buffer::uninitialized(&gl, bytes)?, release);
 
     let device = cuda.context.device().name.clone();
-    let mut table = format!(
-        "cuGraphicsMapResources on {device}, {} MiB buffers: medians of {} iterations per condition\n",
-        bytes >> 20,
-        args.frames
-    );
-    table.push_str(&format!(
-        "{:<26} {:>13} {:>12} {:>15} {:>14}  {}\n",
-        "condition", "map host µs", "map GPU µs", "unmap host µs", "iteration µs", "what it asks"
-    ));
+    let mut table = table_head(&device, bytes, args.frames);
     let mut results = Vec::new();
     let mut run = Run {
         gl: &gl,
@@ -332,6 +316,34 @@ pub fn run(args: &MapBenchArgs, stop: &StopRequest) -> Result<BenchReport> {
         "results": results,
     });
     BenchReport::finish(json, table, stop, &args.json)
+}
+
+/// CUDA and GL interop's entry points, or why this bench cannot run.
+fn cuda_with_interop(selection: &runtime::Selection) -> Result<(&runtime::CudaRuntime, GlEntryPoints)> {
+    let Some(cuda) = selection.cuda.as_deref() else {
+        return Err(Error::Unavailable(format!("bench map needs CUDA: {}", selection.reason)));
+    };
+    let Some(entry_points) = cuda.interop else {
+        return Err(Error::Unavailable(format!(
+            "bench map needs GL interop, which this GL context does not offer: {}",
+            selection.reason
+        )));
+    };
+    Ok((cuda, entry_points))
+}
+
+/// The table's title and column heads.
+fn table_head(device: &str, bytes: usize, frames: u32) -> String {
+    let mut table = format!(
+        "cuGraphicsMapResources on {device}, {} MiB buffers: medians of {} iterations per condition\n",
+        bytes >> 20,
+        frames
+    );
+    table.push_str(&format!(
+        "{:<26} {:>13} {:>12} {:>15} {:>14}  {}\n",
+        "condition", "map host µs", "map GPU µs", "unmap host µs", "iteration µs", "what it asks"
+    ));
+    table
 }
 
 /// What every condition runs with.
