@@ -17,8 +17,9 @@ use crate::error::{Error, Result};
 use crate::gl::external::{GlMemoryObjects, GlSemaphores, Loader};
 use crate::graphics::GraphicsApi;
 use crate::transfer::{self, CudaSide, Transfer, TransferKind};
-use crate::vk::device::{DeviceChoice, VulkanContext, WindowHandles};
-use crate::vk::frame::VulkanGraphics;
+
+mod vulkan;
+pub use self::vulkan::open_vulkan;
 
 /// What the user asked for with `--backend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
@@ -313,7 +314,7 @@ fn gl_paths_missing(cuda: &CudaRuntime) -> Vec<(TransferKind, String)> {
 type CudaSetup = (CudaRuntime, TransferKind, String, Option<String>);
 
 /// The command-line flag of a transfer request that needs CUDA (all but `auto`).
-fn cuda_transfer_flag(request: TransferRequest) -> Option<&'static str> {
+pub(crate) fn cuda_transfer_flag(request: TransferRequest) -> Option<&'static str> {
     match request {
         TransferRequest::Auto => None,
         TransferRequest::Interop => Some("--transfer interop"),
@@ -321,6 +322,32 @@ fn cuda_transfer_flag(request: TransferRequest) -> Option<&'static str> {
         TransferRequest::Pageable => Some("--transfer pageable"),
         TransferRequest::External => Some("--transfer external"),
         TransferRequest::ExternalSemaphores => Some("--transfer external-semaphores"),
+    }
+}
+
+/// The CUDA device to run on: `--device` when given (checked against the `device_count` there
+/// are), else the first device the GL context runs on, else device 0.
+fn chosen_device(asked: Option<i32>, device_count: i32, gl_devices: &[i32]) -> Result<i32> {
+    match asked {
+        Some(ordinal) if ordinal < 0 || ordinal >= device_count => Err(Error::InvalidInput(format!(
+            "--device {ordinal} does not exist: this machine has CUDA devices 0..{}",
+            device_count - 1
+        ))),
+        Some(ordinal) => Ok(ordinal),
+        None => Ok(gl_devices.first().copied().unwrap_or(0)),
+    }
+}
+
+/// Why CUDA device `ordinal` cannot take GL interop with the current GL context: the failure of
+/// `cuGLGetDevices` (`gl_note`), or the CUDA devices it says GL runs on (`gl_devices`).
+fn why_not_on_gl_device(gl_note: Option<String>, gl_devices: &[i32], ordinal: i32) -> String {
+    if let Some(note) = gl_note {
+        format!("cuGLGetDevices failed ({note})")
+    } else if gl_devices.is_empty() {
+        "cuGLGetDevices says the GL context is not on a CUDA device (it runs on another GPU or a software renderer)"
+            .to_owned()
+    } else {
+        format!("the GL context is on CUDA device(s) {gl_devices:?}, not on device {ordinal}")
     }
 }
 
@@ -341,31 +368,14 @@ fn set_up_cuda(options: &CudaOptions, gl: &glow::Context, loader: Loader<'_>) ->
         },
         Err(error) => (None, Vec::new(), Some(error.to_string())),
     };
-    let ordinal = match options.device {
-        Some(ordinal) if ordinal < 0 || ordinal >= device_count => {
-            return Err(Error::InvalidInput(format!(
-                "--device {ordinal} does not exist: this machine has CUDA devices 0..{}",
-                device_count - 1
-            )));
-        }
-        Some(ordinal) => ordinal,
-        None => gl_devices.first().copied().unwrap_or(0),
-    };
+    let ordinal = chosen_device(options.device, device_count, &gl_devices)?;
     let context = Context::new(loaded, ordinal)?;
     let on_gl_device = gl_devices.contains(&context.raw_device());
     let cache_dir = if options.no_cache { None } else { module::default_cache_dir() };
     let compiler = Compiler::new(context.device().compute_capability, options.kernels_dir.clone(), cache_dir)?;
     let device_name = context.device().name.clone();
 
-    let why_no_interop = if on_gl_device {
-        None
-    } else if let Some(note) = gl_note {
-        Some(format!("cuGLGetDevices failed ({note})"))
-    } else if gl_devices.is_empty() {
-        Some("cuGLGetDevices says the GL context is not on a CUDA device (it runs on another GPU or a software renderer)".to_owned())
-    } else {
-        Some(format!("the GL context is on CUDA device(s) {gl_devices:?}, not on device {ordinal}"))
-    };
+    let why_no_interop = if on_gl_device { None } else { Some(why_not_on_gl_device(gl_note, &gl_devices, ordinal)) };
 
     let interop = if why_no_interop.is_none() { entry_points } else { None };
     // Importing CUDA's memory into GL needs both on the same GPU, the extensions, and a device
@@ -485,108 +495,4 @@ pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
         background_compiles: false,
         why_no_interop: Some("no GL context runs beside CUDA here".to_owned()),
     })
-}
-
-/// The Vulkan device (presenting to `window`, when given) with a target of `size`, and, when
-/// CUDA runs, CUDA on the same device. With `--backend auto` a machine without CUDA, or without
-/// a Vulkan device that is the CUDA device, draws with the CPU backend and says why; with
-/// `--backend cuda` that is an error. The selection offers Vulkan's own path (memory Vulkan
-/// allocated, imported by CUDA, ordered by timeline semaphores) and the copies through host
-/// memory when CUDA runs on the Vulkan device, and the CPU's always.
-pub fn open_vulkan(
-    options: &CudaOptions,
-    size: [u32; 2],
-    window: Option<WindowHandles>,
-) -> Result<(VulkanGraphics, Selection)> {
-    // Vulkan offers its own path and the copies through host memory; GL's paths are GL's.
-    let asked_path = match options.transfer {
-        TransferRequest::Auto => None,
-        TransferRequest::Copy => Some(TransferKind::HostCopy),
-        TransferRequest::Pageable => Some(TransferKind::HostCopyPageable),
-        TransferRequest::Interop | TransferRequest::External | TransferRequest::ExternalSemaphores => {
-            return Err(Error::InvalidInput(format!(
-                "{} is an OpenGL path; the Vulkan renderer takes Vulkan's own path with CUDA, or a copy \
-                 through host memory (--transfer copy or pageable): drop --transfer, or use --renderer gl",
-                cuda_transfer_flag(options.transfer).unwrap_or("--transfer")
-            )));
-        }
-    };
-    let graphics = |choice: &DeviceChoice| {
-        let context = match window {
-            Some(handles) => VulkanContext::with_window(choice, handles)?,
-            None => VulkanContext::new(choice)?,
-        };
-        VulkanGraphics::on(context, size)
-    };
-    let required = options.backend == BackendRequest::Cuda;
-    let on_cpu = |reason: String, unmet_request: Option<String>| Selection {
-        cuda: None,
-        transfer: TransferKind::Cpu,
-        unavailable: [TransferKind::Vulkan, TransferKind::HostCopy, TransferKind::HostCopyPageable]
-            .into_iter()
-            .map(|kind| (kind, reason.clone()))
-            .collect(),
-        reason,
-        unmet_request,
-        cuda_lost: false,
-        offered: vec![TransferKind::Cpu],
-    };
-    let cuda = match options.backend {
-        BackendRequest::Cpu => {
-            let reason = "CPU backend requested (--backend cpu)".to_owned();
-            return Ok((graphics(&DeviceChoice::Any)?, on_cpu(reason, None)));
-        }
-        _ => match cuda_without_gl(options) {
-            Ok(cuda) => cuda,
-            Err(error) if required => return Err(error),
-            Err(error) => {
-                let reason = format!("CPU backend, because CUDA can't run here: {error}");
-                log::warn!("{reason}");
-                let unmet = match options.device {
-                    Some(ordinal) => {
-                        let flag = options.device_flag.clone().unwrap_or_else(|| format!("--device {ordinal}"));
-                        Some(format!("{flag} was asked for, but CUDA can't run here: {error}"))
-                    }
-                    None => cuda_transfer_flag(options.transfer)
-                        .map(|flag| format!("{flag} was asked for, but CUDA can't run here: {error}")),
-                };
-                return Ok((graphics(&DeviceChoice::Any)?, on_cpu(reason, unmet)));
-            }
-        },
-    };
-    let device = cuda.context.device();
-    let choice = DeviceChoice::CudaDevice { uuid: device.uuid.clone(), name: device.name.clone() };
-    match graphics(&choice) {
-        Ok(vulkan) => {
-            let mut reason = format!(
-                "Vulkan runs on CUDA device {} ({}): CUDA imports the memory Vulkan allocates",
-                cuda.context.raw_device(),
-                device.name
-            );
-            if let Some(path) = asked_path {
-                reason = format!("{} requested (--transfer), Vulkan on CUDA device {}", path.label(), device.name);
-            }
-            let selection = Selection {
-                cuda: Some(Rc::new(cuda)),
-                transfer: asked_path.unwrap_or(TransferKind::Vulkan),
-                reason,
-                unmet_request: None,
-                cuda_lost: false,
-                unavailable: Vec::new(),
-                offered: vec![
-                    TransferKind::Vulkan,
-                    TransferKind::HostCopy,
-                    TransferKind::HostCopyPageable,
-                    TransferKind::Cpu,
-                ],
-            };
-            Ok((vulkan, selection))
-        }
-        Err(error) if required => Err(error),
-        Err(error) => {
-            let reason = format!("CPU backend, because Vulkan cannot share memory with CUDA here: {error}");
-            log::warn!("{reason}");
-            Ok((graphics(&DeviceChoice::Any)?, on_cpu(reason, None)))
-        }
-    }
 }
