@@ -8,10 +8,11 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::cpu as blur_cpu;
-use super::kernels::{BlurKernels, Filter, Output as BlurOutput};
+use super::image::SourceImage;
+use super::kernels::{BlurKernels, Filter, Job, Output as BlurOutput};
 use super::{BlurSettings, Route, bytes_moved};
 use crate::graphics::GraphicsApi;
-use crate::cuda::{DeviceBuffer, Stream};
+use crate::cuda::{DeviceBuffer, DeviceInfo, DeviceSpan, Stream};
 use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{BenchReport, FrameRun, FrameRunner, Repeats};
 use crate::pixel::PixelFormat;
@@ -62,18 +63,7 @@ const NAIVE_BENCH_RADIUS: u32 = 16;
 /// Runs `bench blur`: kernels alone (CUDA events around both passes), then full headless frames
 /// per route at the σ closest to 10 with the fastest filter there.
 pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport> {
-    super::image::check_size(options.size[0], options.size[1]).map_err(Error::InvalidInput)?;
-    if options.sigmas.is_empty() || options.repeats == 0 {
-        return Err(Error::InvalidInput("bench blur needs at least one σ and one repeat".to_owned()));
-    }
-    let (low, high) = super::SIGMA_RANGE;
-    if let Some(sigma) = options.sigmas.iter().find(|s| !(s.is_finite() && **s >= low && **s <= high)) {
-        return Err(Error::InvalidInput(format!("--sigma {sigma}: every σ must be in {low}..={high}")));
-    }
-    if let Some(segment) = options.segment {
-        // Up front: a bad segment is an error, not a skipped row.
-        super::kernels::check_recursive_segment(options.format, segment)?;
-    }
+    check_options(options)?;
     let filters = if options.filters.is_empty() { Filter::ALL.to_vec() } else { options.filters.clone() };
     let cuda = match runtime::cuda_without_gl(&options.cuda) {
         Ok(cuda) => cuda,
@@ -95,31 +85,8 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
     input.upload(&stream, &bytes)?;
     let scratch = DeviceBuffer::new(&cuda.context, pixels as usize * 16)?;
     let output = DeviceBuffer::new(&cuda.context, bytes.len())?;
-    let mut table = format!(
-        "blur of a {}x{} {} image on {} (DRAM {:.0} GB/s theoretical), median of {} after {} warm-up\n",
-        options.size[0],
-        options.size[1],
-        options.format.name(),
-        device.name,
-        bandwidth / 1e9,
-        options.repeats,
-        options.warmup
-    );
     let recursive_block = options.block.unwrap_or(Filter::Recursive.default_block());
-    if filters.contains(&Filter::Recursive) {
-        let rows = kernels.recursive_segment(recursive_block, options.segment);
-        let chosen = if options.segment.is_some() { "--segment" } else { "auto" };
-        table.push_str(&format!(
-            "recursive: block {}x{}, segments of {rows} rows ({chosen}); the others: block {}\n",
-            recursive_block[0],
-            recursive_block[1],
-            options.block.map(|b| format!("{}x{}", b[0], b[1])).unwrap_or_else(|| "64x4".to_owned())
-        ));
-    }
-    table.push_str(&format!(
-        "{:>7} {:<10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}\n",
-        "sigma", "filter", "pass 1 µs", "pass 2 µs", "total µs", "Mpixel/s", "GB/s", "% DRAM"
-    ));
+    let mut table = table_head(options, &device, &kernels, &filters, recursive_block);
     let mut results = Vec::new();
     let progress = Progress::new("bench blur", (options.sigmas.len() * filters.len()) as u64, &options.stop);
     for &sigma in &options.sigmas {
@@ -145,176 +112,28 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
             progress.step(format!("σ {sigma} {}", filter.name()));
             progress.done_one();
             let settings = BlurSettings { filter, ..settings.clone() };
-            let skip = match (filter, settings.validate()) {
-                (_, Err(error)) => Some(error.to_string()),
-                (Filter::Naive, Ok(())) if settings.radius() > NAIVE_BENCH_RADIUS => {
-                    Some(format!("naive not timed beyond radius {NAIVE_BENCH_RADIUS}: (2r+1)² taps per pixel"))
-                }
-                _ => None,
-            };
-            if let Some(reason) = skip {
+            if let Some(reason) = why_skipped(options, &kernels, &settings)? {
                 table.push_str(&format!("{:>7} {:<10} skipped: {reason}\n", sigma, filter.name()));
                 results.push(json!({ "sigma": sigma, "filter": filter, "skipped": reason }));
                 continue;
             }
             let job = settings.job(options.size);
-            if let Err(error) = kernels.validate(&job) {
-                if filter == Filter::Recursive && options.segment.is_some() {
-                    // A segment set by hand that cannot launch is bad input, not a row to skip.
-                    return Err(error);
-                }
-                table.push_str(&format!("{:>7} {:<10} skipped: {error}\n", sigma, filter.name()));
-                results.push(json!({ "sigma": sigma, "filter": filter, "skipped": error.to_string() }));
-                continue;
-            }
-            let context = stream.context();
-            let run = |kernels: &mut BlurKernels, marks: Option<(&crate::cuda::timing::Marks<'_>, usize)>| {
-                kernels.run(
-                    &stream,
-                    &job,
-                    input.span(),
-                    scratch.span(),
-                    weights_buffer.span(),
-                    BlurOutput::Buffer(output.span()),
-                    marks,
-                )
-            };
-            for _ in 0..options.warmup {
-                run(&mut kernels, None)?;
-            }
-            let mut ring = crate::cuda::timing::EventRing::new(context, options.repeats as usize, 3)?;
-            for repeat in 0..options.repeats {
-                let marks = ring.begin();
-                marks.mark(0, &stream)?;
-                run(&mut kernels, Some((&marks, 1)))?;
-                marks.mark(2, &stream)?;
-                ring.commit(u64::from(repeat));
-            }
-            stream.synchronize()?;
-            let mut passes = Vec::new();
-            let mut interval = [0.0; 2];
-            while ring.poll(&mut interval)?.is_some() {
-                passes.push(interval);
-            }
-            let first = Percentiles::of(passes.iter().map(|p| p[0]))
-                .ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
-            let second = Percentiles::of(passes.iter().map(|p| p[1]))
-                .ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
-            let total = Percentiles::of(passes.iter().map(|p| p[0] + p[1]))
-                .ok_or_else(|| Error::Unavailable("no timings".to_owned()))?;
-            let moved = bytes_moved(filter, options.format, pixels);
-            let gbps = moved / (total.median * 1e3);
-            table.push_str(&format!(
-                "{:>7} {:<10} {:>10.1} {:>10.1} {:>10.1} {:>10.0} {:>8.0} {:>8.1}\n",
-                sigma,
-                filter.name(),
-                first.median,
-                second.median,
-                total.median,
-                pixels / total.median,
-                gbps,
-                100.0 * moved / (total.median * 1e-6) / bandwidth
-            ));
-            results.push(json!({
-                "sigma": sigma,
-                "filter": filter,
-                "radius": settings.radius(),
-                "box_radii": blur_cpu::box_radii(sigma).0,
-                "pass_1_us": first,
-                "pass_2_us": second,
-                "total_us": total,
-                "megapixels_per_s": pixels / total.median,
-                "bytes_moved": moved,
-                "gigabytes_per_s": gbps,
-                "percent_of_dram": 100.0 * moved / (total.median * 1e-6) / bandwidth,
-            }));
+            let spans = [input.span(), scratch.span(), weights_buffer.span(), output.span()];
+            let passes = time_passes(options, &stream, &mut kernels, &job, spans)?;
+            let (line, result) = kernel_row(options, &settings, passes, pixels, bandwidth);
+            table.push_str(&line);
+            results.push(result);
         }
     }
     // Full frames at the σ closest to 10 with the filter that was fastest there.
     let frame_sigma =
         options.sigmas.iter().copied().min_by(|a, b| (a - 10.0).abs().total_cmp(&(b - 10.0).abs())).unwrap_or(10.0);
-    let fastest = results
-        .iter()
-        .filter(|r| r["sigma"].as_f64() == Some(frame_sigma) && r["total_us"].is_object())
-        .min_by(|a, b| {
-            a["total_us"]["median"]
-                .as_f64()
-                .unwrap_or(f64::MAX)
-                .total_cmp(&b["total_us"]["median"].as_f64().unwrap_or(f64::MAX))
-        })
-        .and_then(|r| {
-            Some((serde_json::from_value::<Filter>(r["filter"].clone()).ok()?, r["total_us"]["median"].as_f64()?))
-        });
     let mut frame_results = Vec::new();
-    if let (Some((filter, blur_us)), true) = (fastest, options.frames > 0 && !progress.stopped()) {
+    if let (Some((filter, blur_us)), true) = (fastest_at(&results, frame_sigma), options.frames > 0 && !progress.stopped())
+    {
         progress.step(format!("full frames, σ {frame_sigma}"));
-        // Both passes alone, back to back on the stream, set the rate frames could reach.
-        let blurs_per_second = 1e6 / blur_us;
-        table.push_str(&format!(
-            "\nfull headless frames (blur + interop + draw), σ {frame_sigma}, {}; the blur alone: {blurs_per_second:.0}/s \
-             (frames/s as a share of it in brackets):\n",
-            filter.name()
-        ));
-        let image_path = std::env::temp_dir().join(format!("interop-lab-bench-{}.png", std::process::id()));
-        super::image::save(&image_path, options.size, PixelFormat::Rgba8, &source.rgba8)?;
-        // The last two: drawn by the Vulkan renderer, CUDA writing the image Vulkan allocated, or
-        // a pixel buffer copied into it.
-        for (route, transfer, renderer) in [
-            (Route::Texture, TransferRequest::Interop, GraphicsApi::Gl),
-            (Route::Pbo, TransferRequest::Interop, GraphicsApi::Gl),
-            (Route::Pbo, TransferRequest::Copy, GraphicsApi::Gl),
-            (Route::Texture, TransferRequest::Auto, GraphicsApi::Vulkan),
-            (Route::Pbo, TransferRequest::Auto, GraphicsApi::Vulkan),
-        ] {
-            let settings = BlurSettings {
-                image: Some(image_path.clone()),
-                sigma: frame_sigma,
-                filter,
-                route,
-                format: options.format,
-                block: options.block,
-                segment: options.segment,
-                pixels_per_thread: options.pixels_per_thread,
-                ..BlurSettings::default()
-            };
-            let cuda = CudaOptions { transfer, ..options.cuda.clone() };
-            let name = run_name(route, transfer, renderer);
-            let run = FrameRun {
-                spec: DemoSpec::new(settings),
-                frames: options.frames,
-                size: [1280, 800],
-                cuda,
-                renderer,
-                stop: options.stop.clone(),
-                trace: crate::demo_kit::bench::trace_in(options.trace_dir.as_deref(), &name),
-            };
-            let measured = match frames(&run) {
-                Ok(measured) => measured,
-                Err(error) if renderer != GraphicsApi::Gl => {
-                    let label = format!("vulkan / {}", route.label(renderer));
-                    table.push_str(&format!("  {label:<48} not measured: {error}\n"));
-                    frame_results.push(json!({ "route": route, "transfer": "vulkan", "error": error.to_string() }));
-                    continue;
-                }
-                Err(error) => return Err(error),
-            };
-            let label = format!("{} / {}", measured.transfer.as_str().unwrap_or("?"), route.label(renderer));
-            let share = measured.frames_per_second / blurs_per_second;
-            table.push_str(&format!(
-                "  {label:<48} {:>8.0} frames/s ({:.0} %)\n",
-                measured.frames_per_second,
-                100.0 * share
-            ));
-            frame_results.push(json!({
-                "route": route,
-                "transfer": measured.transfer,
-                "frames_per_second": measured.frames_per_second,
-                "blurs_per_second": blurs_per_second,
-                "share_of_blur_rate": share,
-                "timings_us": measured.timings,
-            }));
-        }
-        std::fs::remove_file(&image_path).ok();
+        let fastest = Fastest { sigma: frame_sigma, filter, blur_us };
+        frame_results = full_frames(options, frames, fastest, &source, &mut table)?;
     }
     let json = json!({
         "benchmark": "blur",
@@ -332,6 +151,256 @@ pub fn blur(options: &BlurBench, frames: FrameRunner<'_>) -> Result<BenchReport>
         "frames": frame_results,
     });
     BenchReport::finish(json, table, &options.stop, &options.json)
+}
+
+/// What is wrong with the options before anything runs: the image size, no σ or repeat, a σ out
+/// of range, a recursive segment the kernels cannot take.
+fn check_options(options: &BlurBench) -> Result<()> {
+    super::image::check_size(options.size[0], options.size[1]).map_err(Error::InvalidInput)?;
+    if options.sigmas.is_empty() || options.repeats == 0 {
+        return Err(Error::InvalidInput("bench blur needs at least one σ and one repeat".to_owned()));
+    }
+    let (low, high) = super::SIGMA_RANGE;
+    if let Some(sigma) = options.sigmas.iter().find(|s| !(s.is_finite() && **s >= low && **s <= high)) {
+        return Err(Error::InvalidInput(format!("--sigma {sigma}: every σ must be in {low}..={high}")));
+    }
+    if let Some(segment) = options.segment {
+        // Up front: a bad segment is an error, not a skipped row.
+        super::kernels::check_recursive_segment(options.format, segment)?;
+    }
+    Ok(())
+}
+
+/// Why a filter at a σ is not timed: its settings are invalid, it is naive beyond
+/// [`NAIVE_BENCH_RADIUS`], or the device cannot launch its job. A recursive segment set by hand
+/// that cannot launch is bad input, not a row to skip: an error.
+fn why_skipped(options: &BlurBench, kernels: &BlurKernels, settings: &BlurSettings) -> Result<Option<String>> {
+    if let Err(error) = settings.validate() {
+        return Ok(Some(error.to_string()));
+    }
+    if settings.filter == Filter::Naive && settings.radius() > NAIVE_BENCH_RADIUS {
+        return Ok(Some(format!("naive not timed beyond radius {NAIVE_BENCH_RADIUS}: (2r+1)² taps per pixel")));
+    }
+    match kernels.validate(&settings.job(options.size)) {
+        Ok(()) => Ok(None),
+        Err(error) if settings.filter == Filter::Recursive && options.segment.is_some() => Err(error),
+        Err(error) => Ok(Some(error.to_string())),
+    }
+}
+
+/// The table's title, the recursive filter's geometry (when it runs) and the column heads.
+fn table_head(
+    options: &BlurBench,
+    device: &DeviceInfo,
+    kernels: &BlurKernels,
+    filters: &[Filter],
+    recursive_block: [u32; 2],
+) -> String {
+    let mut table = format!(
+        "blur of a {}x{} {} image on {} (DRAM {:.0} GB/s theoretical), median of {} after {} warm-up\n",
+        options.size[0],
+        options.size[1],
+        options.format.name(),
+        device.name,
+        device.dram_bandwidth_bytes_per_s() / 1e9,
+        options.repeats,
+        options.warmup
+    );
+    if filters.contains(&Filter::Recursive) {
+        let rows = kernels.recursive_segment(recursive_block, options.segment);
+        let chosen = if options.segment.is_some() { "--segment" } else { "auto" };
+        table.push_str(&format!(
+            "recursive: block {}x{}, segments of {rows} rows ({chosen}); the others: block {}\n",
+            recursive_block[0],
+            recursive_block[1],
+            options.block.map(|b| format!("{}x{}", b[0], b[1])).unwrap_or_else(|| "64x4".to_owned())
+        ));
+    }
+    table.push_str(&format!(
+        "{:>7} {:<10} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8}\n",
+        "sigma", "filter", "pass 1 µs", "pass 2 µs", "total µs", "Mpixel/s", "GB/s", "% DRAM"
+    ));
+    table
+}
+
+/// Times `job`'s passes: the warm-up untimed, then CUDA events before, between and after the
+/// passes of each timed run. `spans`: input, scratch, weights, output. Returns the medians of
+/// the first pass, the second and both.
+fn time_passes(
+    options: &BlurBench,
+    stream: &Stream,
+    kernels: &mut BlurKernels,
+    job: &Job,
+    spans: [DeviceSpan; 4],
+) -> Result<[Percentiles; 3]> {
+    let [input, scratch, weights, output] = spans;
+    let run = |kernels: &mut BlurKernels, marks: Option<(&crate::cuda::timing::Marks<'_>, usize)>| {
+        kernels.run(stream, job, input, scratch, weights, BlurOutput::Buffer(output), marks)
+    };
+    for _ in 0..options.warmup {
+        run(kernels, None)?;
+    }
+    let mut ring = crate::cuda::timing::EventRing::new(stream.context(), options.repeats as usize, 3)?;
+    for repeat in 0..options.repeats {
+        let marks = ring.begin();
+        marks.mark(0, stream)?;
+        run(kernels, Some((&marks, 1)))?;
+        marks.mark(2, stream)?;
+        ring.commit(u64::from(repeat));
+    }
+    stream.synchronize()?;
+    let mut passes = Vec::new();
+    let mut interval = [0.0; 2];
+    while ring.poll(&mut interval)?.is_some() {
+        passes.push(interval);
+    }
+    let median = |of: &dyn Fn(&[f64; 2]) -> f64| {
+        Percentiles::of(passes.iter().map(of)).ok_or_else(|| Error::Unavailable("no timings".to_owned()))
+    };
+    Ok([median(&|p| p[0])?, median(&|p| p[1])?, median(&|p| p[0] + p[1])?])
+}
+
+/// One filter's row in the table and its JSON: the passes' medians, pixel rate, bytes moved and
+/// their share of DRAM bandwidth.
+fn kernel_row(
+    options: &BlurBench,
+    settings: &BlurSettings,
+    [first, second, total]: [Percentiles; 3],
+    pixels: f64,
+    bandwidth: f64,
+) -> (String, serde_json::Value) {
+    let (sigma, filter) = (settings.sigma, settings.filter);
+    let moved = bytes_moved(filter, options.format, pixels);
+    let gbps = moved / (total.median * 1e3);
+    let line = format!(
+        "{:>7} {:<10} {:>10.1} {:>10.1} {:>10.1} {:>10.0} {:>8.0} {:>8.1}\n",
+        sigma,
+        filter.name(),
+        first.median,
+        second.median,
+        total.median,
+        pixels / total.median,
+        gbps,
+        100.0 * moved / (total.median * 1e-6) / bandwidth
+    );
+    let result = json!({
+        "sigma": sigma,
+        "filter": filter,
+        "radius": settings.radius(),
+        "box_radii": blur_cpu::box_radii(sigma).0,
+        "pass_1_us": first,
+        "pass_2_us": second,
+        "total_us": total,
+        "megapixels_per_s": pixels / total.median,
+        "bytes_moved": moved,
+        "gigabytes_per_s": gbps,
+        "percent_of_dram": 100.0 * moved / (total.median * 1e-6) / bandwidth,
+    });
+    (line, result)
+}
+
+/// The filter with the lowest median at `sigma` among the timed rows, and that median (µs).
+fn fastest_at(results: &[serde_json::Value], sigma: f64) -> Option<(Filter, f64)> {
+    results
+        .iter()
+        .filter(|r| r["sigma"].as_f64() == Some(sigma) && r["total_us"].is_object())
+        .min_by(|a, b| {
+            a["total_us"]["median"]
+                .as_f64()
+                .unwrap_or(f64::MAX)
+                .total_cmp(&b["total_us"]["median"].as_f64().unwrap_or(f64::MAX))
+        })
+        .and_then(|r| {
+            Some((serde_json::from_value::<Filter>(r["filter"].clone()).ok()?, r["total_us"]["median"].as_f64()?))
+        })
+}
+
+/// The filter full frames run with: the fastest at the σ closest to 10, and its blur alone (µs).
+struct Fastest {
+    sigma: f64,
+    filter: Filter,
+    blur_us: f64,
+}
+
+/// Full headless frames through the app, per route: GL interop (texture and pixel buffer), the
+/// host copy, and the Vulkan renderer's two routes. Adds their rows to `table`; returns their JSON.
+fn full_frames(
+    options: &BlurBench,
+    frames: FrameRunner<'_>,
+    fastest: Fastest,
+    source: &SourceImage,
+    table: &mut String,
+) -> Result<Vec<serde_json::Value>> {
+    let Fastest { sigma: frame_sigma, filter, blur_us } = fastest;
+    let mut frame_results = Vec::new();
+    // Both passes alone, back to back on the stream, set the rate frames could reach.
+    let blurs_per_second = 1e6 / blur_us;
+    table.push_str(&format!(
+        "\nfull headless frames (blur + interop + draw), σ {frame_sigma}, {}; the blur alone: {blurs_per_second:.0}/s \
+         (frames/s as a share of it in brackets):\n",
+        filter.name()
+    ));
+    let image_path = std::env::temp_dir().join(format!("interop-lab-bench-{}.png", std::process::id()));
+    super::image::save(&image_path, options.size, PixelFormat::Rgba8, &source.rgba8)?;
+    // The last two: drawn by the Vulkan renderer, CUDA writing the image Vulkan allocated, or
+    // a pixel buffer copied into it.
+    for (route, transfer, renderer) in [
+        (Route::Texture, TransferRequest::Interop, GraphicsApi::Gl),
+        (Route::Pbo, TransferRequest::Interop, GraphicsApi::Gl),
+        (Route::Pbo, TransferRequest::Copy, GraphicsApi::Gl),
+        (Route::Texture, TransferRequest::Auto, GraphicsApi::Vulkan),
+        (Route::Pbo, TransferRequest::Auto, GraphicsApi::Vulkan),
+    ] {
+        let settings = BlurSettings {
+            image: Some(image_path.clone()),
+            sigma: frame_sigma,
+            filter,
+            route,
+            format: options.format,
+            block: options.block,
+            segment: options.segment,
+            pixels_per_thread: options.pixels_per_thread,
+            ..BlurSettings::default()
+        };
+        let cuda = CudaOptions { transfer, ..options.cuda.clone() };
+        let name = run_name(route, transfer, renderer);
+        let run = FrameRun {
+            spec: DemoSpec::new(settings),
+            frames: options.frames,
+            size: [1280, 800],
+            cuda,
+            renderer,
+            stop: options.stop.clone(),
+            trace: crate::demo_kit::bench::trace_in(options.trace_dir.as_deref(), &name),
+        };
+        let measured = match frames(&run) {
+            Ok(measured) => measured,
+            Err(error) if renderer != GraphicsApi::Gl => {
+                let label = format!("vulkan / {}", route.label(renderer));
+                table.push_str(&format!("  {label:<48} not measured: {error}\n"));
+                frame_results.push(json!({ "route": route, "transfer": "vulkan", "error": error.to_string() }));
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
+        let label = format!("{} / {}", measured.transfer.as_str().unwrap_or("?"), route.label(renderer));
+        let share = measured.frames_per_second / blurs_per_second;
+        table.push_str(&format!(
+            "  {label:<48} {:>8.0} frames/s ({:.0} %)\n",
+            measured.frames_per_second,
+            100.0 * share
+        ));
+        frame_results.push(json!({
+            "route": route,
+            "transfer": measured.transfer,
+            "frames_per_second": measured.frames_per_second,
+            "blurs_per_second": blurs_per_second,
+            "share_of_blur_rate": share,
+            "timings_us": measured.timings,
+        }));
+    }
+    std::fs::remove_file(&image_path).ok();
+    Ok(frame_results)
 }
 
 /// The name of a full-frame run's trace: `blur-texture-gl-interop`, `blur-pbo-vulkan`, …
