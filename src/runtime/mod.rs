@@ -496,3 +496,28 @@ pub fn cuda_without_gl(options: &CudaOptions) -> Result<CudaRuntime> {
         why_no_interop: Some("no GL context runs beside CUDA here".to_owned()),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_device_is_the_one_asked_for_else_the_gl_contexts_else_the_first() {
+        assert_eq!(chosen_device(Some(1), 2, &[0]).unwrap(), 1);
+        assert_eq!(chosen_device(None, 2, &[1, 0]).unwrap(), 1);
+        assert_eq!(chosen_device(None, 2, &[]).unwrap(), 0);
+        for asked in [-1, 2] {
+            let error = chosen_device(Some(asked), 2, &[0]).unwrap_err().to_string();
+            assert!(error.contains(&format!("--device {asked} does not exist")), "{error}");
+            assert!(error.contains("CUDA devices 0..1"), "{error}");
+        }
+    }
+
+    #[test]
+    fn why_there_is_no_interop_names_what_cu_gl_get_devices_said() {
+        let failed = why_not_on_gl_device(Some("not supported".to_owned()), &[], 0);
+        assert_eq!(failed, "cuGLGetDevices failed (not supported)");
+        assert!(why_not_on_gl_device(None, &[], 0).contains("not on a CUDA device"));
+        assert_eq!(why_not_on_gl_device(None, &[1], 0), "the GL context is on CUDA device(s) [1], not on device 0");
+    }
+}
