@@ -61,8 +61,7 @@ fn run(out: &str) -> Result<()> {
     let context = HeadlessGl::new(Some(0))?; // the EGL device that is CUDA device 0
     let gl = context.gl();
     let selection = select(&options, gl, &|name| context.proc_address(name));
-    let cuda = selection.cuda.as_ref().ok_or_else(|| Error::Unavailable(selection.reason.clone()))?;
-    let entry_points = cuda.interop.as_ref().ok_or_else(|| Error::Unavailable(selection.reason.clone()))?;
+    let (cuda, entry_points) = selection.gl_interop()?;
 
     // The texture starts poisoned; CUDA registers it once.
     let [width, height] = SIZE;

@@ -55,10 +55,8 @@ impl Sheet {
         let options =
             CudaOptions { backend: BackendRequest::Cuda, transfer: TransferRequest::Interop, ..Default::default() };
         let selection = select(&options, &gl, &|name| window.proc_address(name));
-        let unavailable = || Error::Unavailable(selection.reason.clone());
-        let cuda = selection.cuda.as_ref().ok_or_else(unavailable)?;
+        let (cuda, entry_points) = selection.gl_interop()?;
         let buffer = GlBuffer::uninitialized(&gl, (GRID[0] * GRID[1] * 16) as usize)?;
-        let entry_points = cuda.interop.as_ref().ok_or_else(unavailable)?;
         let resource = GraphicsResource::register_buffer(&cuda.context, entry_points, buffer.name())?; // once
         let module = Module::load(&cuda.context, &cuda.compiler.compile_source("sine.cu", KERNEL, "gl_buffer", &[])?)?;
         let kernel = (module.function("sine_sheet")?, DeviceLimits::from(cuda.context.device()));

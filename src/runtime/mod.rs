@@ -163,6 +163,15 @@ impl Selection {
         self.unavailable.iter().find(|(missing, _)| *missing == kind).map(|(_, why)| why.as_str())
     }
 
+    /// CUDA with GL interop's entry points (`cudaGL.h`), for a program that registers GL buffers
+    /// itself; [`Error::Unavailable`] with the selection's reason where there is none (no CUDA, or
+    /// a GL context on another device).
+    pub fn gl_interop(&self) -> Result<(&CudaRuntime, &GlEntryPoints)> {
+        let unavailable = || Error::Unavailable(self.reason.clone());
+        let cuda = self.cuda.as_deref().ok_or_else(unavailable)?;
+        Ok((cuda, cuda.interop.as_ref().ok_or_else(unavailable)?))
+    }
+
     /// Transfer paths that can run with this selection.
     pub fn available_transfers(&self) -> Vec<TransferKind> {
         self.offered.clone()
