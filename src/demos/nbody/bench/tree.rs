@@ -18,7 +18,7 @@ use super::frames::frame_run;
 use super::sweep::time_step;
 use super::{NBodyBench, to_vectors};
 use crate::graphics::GraphicsApi;
-use crate::cuda::{DeviceBuffer, Event, Stream};
+use crate::cuda::{DeviceBuffer, DeviceInfo, Event, Stream};
 use crate::demo_kit::DemoSpec;
 use crate::demo_kit::bench::{BenchReport, FrameRunner, Repeats, cell};
 use crate::progress::Progress;
@@ -76,42 +76,12 @@ fn frame_settings(options: &NBodyBench, n: u32, precision: Precision) -> NBodySe
 
 /// The tree on CUDA, size by size.
 pub(super) fn tree_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameRunner<'_>) -> Result<BenchReport> {
-    if options.precision != Precision::F32 {
-        return Err(Error::InvalidInput(
-            "the tree method runs in fp32 on CUDA: drop --precision f64, or bench --method all-pairs".to_owned(),
-        ));
-    }
-    if options.devices.as_ref().is_some_and(|devices| devices.len() > 1) {
-        return Err(Error::InvalidInput(
-            "the tree method runs on one device: drop --devices, or bench --method all-pairs".to_owned(),
-        ));
-    }
+    check_tree_on_cuda(options)?;
     let device = cuda.context.device().clone();
     let stream = Stream::new(&cuda.context)?;
     let integrator = Kernels::load(cuda, Variant { precision: Precision::F32, ..Variant::default() })?;
     let (all_pairs_variant, _) = tune::starting_variant(cuda, Precision::F32);
-    let mut table = format!(
-        "n-body, Barnes-Hut tree (θ {}), on {} ({} SMs): stage medians of {} steps after {} warm-up (CUDA events); \
-         f64 force error over {ERROR_SAMPLE} bodies (median/p99/max); frames/s of the median frame\n",
-        options.theta, device.name, device.multiprocessors, options.repeats, options.warmup
-    );
-    table.push_str(&format!(
-        "{:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>9} {:>23} {:>10} {:>8} {:>8}\n",
-        "bodies",
-        "codes",
-        "sort",
-        "build",
-        "moments",
-        "walk",
-        "integr.",
-        "step ms",
-        "steps/s",
-        "nodes/body",
-        "force error",
-        "all-pairs",
-        "GL f/s",
-        "Vulkan"
-    ));
+    let mut table = tree_table_header(options, &device);
     let frame_runs = if options.frames > 0 { 2 } else { 0 };
     let progress =
         Progress::new("bench nbody --method tree", (options.bodies.len() * (1 + frame_runs)) as u64, &options.stop);
@@ -145,61 +115,146 @@ pub(super) fn tree_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameR
         } else {
             None
         };
-        let mut frame_rows = Vec::new();
-        for renderer in GraphicsApi::ALL.into_iter().take(frame_runs) {
-            if progress.stopped() {
-                break;
-            }
-            progress.step(format!("{n} bodies: {} full frames on {}", options.frames, renderer.label()));
-            let cuda_options = CudaOptions { transfer: options.cuda.transfer.on(renderer), ..options.cuda.clone() };
-            let spec = DemoSpec::new(frame_settings(options, n, Precision::F32));
-            let run = frame_run(options, n, spec, cuda_options, renderer, frames);
-            frame_rows.push(run.unwrap_or_else(|e| json!({ "error": e.to_string() })));
-            progress.done_one();
-        }
-        let frame_rate = |at: usize| frame_rows.get(at).and_then(|f| f["frames_per_s_median"].as_f64());
-        let stage = |name: &str| measured.stages.iter().find(|(s, _)| *s == name).map(|(_, p)| p.median / 1e3);
-        table.push_str(&format!(
-            "{:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8.3} {:>8.0} {:>9.0} {:>23} {:>10} {:>8} {:>8}\n",
-            n,
-            cell(stage("codes"), 3),
-            cell(stage("sort"), 3),
-            cell(stage("build"), 3),
-            cell(stage("moments"), 3),
-            cell(stage("walk"), 3),
-            cell(Some(measured.integrate_us / 1e3), 3),
-            measured.step_us / 1e3,
-            1e6 / measured.step_us,
-            measured.interactions_per_body,
-            errors_cell(&measured.errors),
-            cell(all_pairs_us.map(|us| 1e6 / us), 0),
-            cell(frame_rate(0), 0),
-            cell(frame_rate(1), 0),
-        ));
-        for (row, renderer) in frame_rows.iter().zip(["OpenGL", "Vulkan"]) {
-            if let Some(error) = row["error"].as_str() {
-                table.push_str(&format!("          {renderer} frames not measured: {error}\n"));
-            }
-        }
-        let stages: serde_json::Map<String, serde_json::Value> =
-            measured.stages.iter().map(|(name, times)| ((*name).to_owned(), json!(times))).collect();
-        sizes.push(json!({
-            "bodies": n,
-            "theta": options.theta,
-            "stages_us": stages,
-            "integrate_us_median": measured.integrate_us,
-            "step_us_median": measured.step_us,
-            "steps_per_s": 1e6 / measured.step_us,
-            "interactions_per_body": measured.interactions_per_body,
-            "force_error": errors_json(&measured.errors),
-            "all_pairs_step_us_median": all_pairs_us,
-            "all_pairs_steps_per_s": all_pairs_us.map(|us| 1e6 / us),
-            "all_pairs_variant": all_pairs_us.map(|_| all_pairs_variant),
-            "frame": frame_rows.first(),
-            "frame_vulkan": frame_rows.get(1),
-        }));
+        let frame_rows = tree_frames(options, n, frame_runs, &progress, frames);
+        table.push_str(&tree_row(n, &measured, all_pairs_us, &frame_rows));
+        sizes.push(tree_size_json(options, n, &measured, all_pairs_us, all_pairs_variant, &frame_rows));
     }
-    let json = json!({
+    let json = tree_cuda_json(options, &device, sizes);
+    Ok(BenchReport { json, table })
+}
+
+/// The tree on CUDA runs in fp32 on one device: anything else is refused before the bench starts.
+fn check_tree_on_cuda(options: &NBodyBench) -> Result<()> {
+    if options.precision != Precision::F32 {
+        return Err(Error::InvalidInput(
+            "the tree method runs in fp32 on CUDA: drop --precision f64, or bench --method all-pairs".to_owned(),
+        ));
+    }
+    if options.devices.as_ref().is_some_and(|devices| devices.len() > 1) {
+        return Err(Error::InvalidInput(
+            "the tree method runs on one device: drop --devices, or bench --method all-pairs".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// The CUDA tree table's title (what was measured, on which device) and column names.
+fn tree_table_header(options: &NBodyBench, device: &DeviceInfo) -> String {
+    let mut table = format!(
+        "n-body, Barnes-Hut tree (θ {}), on {} ({} SMs): stage medians of {} steps after {} warm-up (CUDA events); \
+         f64 force error over {ERROR_SAMPLE} bodies (median/p99/max); frames/s of the median frame\n",
+        options.theta, device.name, device.multiprocessors, options.repeats, options.warmup
+    );
+    table.push_str(&format!(
+        "{:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>9} {:>23} {:>10} {:>8} {:>8}\n",
+        "bodies",
+        "codes",
+        "sort",
+        "build",
+        "moments",
+        "walk",
+        "integr.",
+        "step ms",
+        "steps/s",
+        "nodes/body",
+        "force error",
+        "all-pairs",
+        "GL f/s",
+        "Vulkan"
+    ));
+    table
+}
+
+/// Full headless frames of `n` bodies with the tree, on each of the first `frame_runs` renderers
+/// in turn until the bench is stopped; a failed run is kept as its error.
+fn tree_frames(
+    options: &NBodyBench,
+    n: u32,
+    frame_runs: usize,
+    progress: &Progress,
+    frames: FrameRunner<'_>,
+) -> Vec<serde_json::Value> {
+    let mut frame_rows = Vec::new();
+    for renderer in GraphicsApi::ALL.into_iter().take(frame_runs) {
+        if progress.stopped() {
+            break;
+        }
+        progress.step(format!("{n} bodies: {} full frames on {}", options.frames, renderer.label()));
+        let cuda_options = CudaOptions { transfer: options.cuda.transfer.on(renderer), ..options.cuda.clone() };
+        let spec = DemoSpec::new(frame_settings(options, n, Precision::F32));
+        let run = frame_run(options, n, spec, cuda_options, renderer, frames);
+        frame_rows.push(run.unwrap_or_else(|e| json!({ "error": e.to_string() })));
+        progress.done_one();
+    }
+    frame_rows
+}
+
+/// One size's row of the CUDA tree table, and a line for each renderer whose frames were not
+/// measured.
+fn tree_row(
+    n: u32,
+    measured: &TreeMeasured,
+    all_pairs_us: Option<f64>,
+    frame_rows: &[serde_json::Value],
+) -> String {
+    let frame_rate = |at: usize| frame_rows.get(at).and_then(|f| f["frames_per_s_median"].as_f64());
+    let stage = |name: &str| measured.stages.iter().find(|(s, _)| *s == name).map(|(_, p)| p.median / 1e3);
+    let mut row = format!(
+        "{:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8.3} {:>8.0} {:>9.0} {:>23} {:>10} {:>8} {:>8}\n",
+        n,
+        cell(stage("codes"), 3),
+        cell(stage("sort"), 3),
+        cell(stage("build"), 3),
+        cell(stage("moments"), 3),
+        cell(stage("walk"), 3),
+        cell(Some(measured.integrate_us / 1e3), 3),
+        measured.step_us / 1e3,
+        1e6 / measured.step_us,
+        measured.interactions_per_body,
+        errors_cell(&measured.errors),
+        cell(all_pairs_us.map(|us| 1e6 / us), 0),
+        cell(frame_rate(0), 0),
+        cell(frame_rate(1), 0),
+    );
+    for (frame_row, renderer) in frame_rows.iter().zip(["OpenGL", "Vulkan"]) {
+        if let Some(error) = frame_row["error"].as_str() {
+            row.push_str(&format!("          {renderer} frames not measured: {error}\n"));
+        }
+    }
+    row
+}
+
+/// One size's entry in the CUDA tree report.
+fn tree_size_json(
+    options: &NBodyBench,
+    n: u32,
+    measured: &TreeMeasured,
+    all_pairs_us: Option<f64>,
+    all_pairs_variant: Variant,
+    frame_rows: &[serde_json::Value],
+) -> serde_json::Value {
+    let stages: serde_json::Map<String, serde_json::Value> =
+        measured.stages.iter().map(|(name, times)| ((*name).to_owned(), json!(times))).collect();
+    json!({
+        "bodies": n,
+        "theta": options.theta,
+        "stages_us": stages,
+        "integrate_us_median": measured.integrate_us,
+        "step_us_median": measured.step_us,
+        "steps_per_s": 1e6 / measured.step_us,
+        "interactions_per_body": measured.interactions_per_body,
+        "force_error": errors_json(&measured.errors),
+        "all_pairs_step_us_median": all_pairs_us,
+        "all_pairs_steps_per_s": all_pairs_us.map(|us| 1e6 / us),
+        "all_pairs_variant": all_pairs_us.map(|_| all_pairs_variant),
+        "frame": frame_rows.first(),
+        "frame_vulkan": frame_rows.get(1),
+    })
+}
+
+/// The CUDA tree report: how it was measured, on what, and `sizes`.
+fn tree_cuda_json(options: &NBodyBench, device: &DeviceInfo, sizes: Vec<serde_json::Value>) -> serde_json::Value {
+    json!({
         "benchmark": "nbody",
         "backend": "cuda",
         "force_method": "tree",
@@ -217,8 +272,7 @@ pub(super) fn tree_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameR
         ),
         "preset": options.preset,
         "sizes": sizes,
-    });
-    Ok(BenchReport { json, table })
+    })
 }
 
 /// What the CUDA tree bench keeps across sizes.
