@@ -67,29 +67,8 @@ impl MultiSimulation {
         let slices = n.div_ceil(slice_length);
         let partitions = partition(n, slice_length, ordinals.len())?;
 
-        let mut contexts: Vec<Rc<Context>> = vec![home_context.clone()];
-        for (index, &ordinal) in ordinals.iter().enumerate().skip(1) {
-            let context = if ordinals[..index].contains(&ordinal) {
-                Context::new_separate(home_context.driver(), ordinal)?
-            } else {
-                Context::new(home_context.driver(), ordinal)?
-            };
-            contexts.push(context);
-        }
-        let mut routes = vec![vec![Route::SameDevice; contexts.len()]; contexts.len()];
-        for (from, source) in contexts.iter().enumerate() {
-            for (to, destination) in contexts.iter().enumerate() {
-                if source.raw_device() == destination.raw_device() {
-                    continue;
-                }
-                routes[from][to] = if source.can_access_peer(destination)? {
-                    source.enable_peer_access(destination)?;
-                    Route::Peer
-                } else {
-                    Route::DriverStaged
-                };
-            }
-        }
+        let contexts = contexts_for(home_context, ordinals)?;
+        let routes = routes_between(&contexts)?;
 
         let vector = Precision::F32.vector_bytes();
         let mut parts = Vec::with_capacity(contexts.len());
@@ -98,28 +77,10 @@ impl MultiSimulation {
         let mut sent = Vec::with_capacity(contexts.len());
         for (index, (context, partition)) in contexts.iter().zip(&partitions).enumerate() {
             context.make_current()?;
-            let compiler = if context.device().compute_capability == home_context.device().compute_capability {
-                home.compiler.clone()
-            } else {
-                Compiler::new(
-                    context.device().compute_capability,
-                    home.compiler.kernels_dir().map(Into::into),
-                    home.compiler.cache_dir().map(Into::into),
-                )?
-            };
+            let compiler = compiler_for(home, home_context, context)?;
             let kernels = Kernels::load_in(&compiler, context, variant)?;
             let bodies = partition.bodies as usize;
-            let own = if index == 0 { 0 } else { 2 * n as usize + bodies };
-            let needed = (own + bodies + slices as usize * bodies) * vector;
-            let (free, _) = context.memory_info()?;
-            if needed > free {
-                return Err(Error::InvalidInput(format!(
-                    "device {} needs {} MiB for its share of {n} bodies and {} MiB are free: choose fewer bodies",
-                    context.device().ordinal,
-                    needed >> 20,
-                    free >> 20
-                )));
-            }
+            check_free_memory(context, index, bodies, n, slices)?;
             let (positions, velocities) = if index == 0 {
                 (None, None)
             } else {
@@ -168,4 +129,73 @@ impl MultiSimulation {
             home: home_context.clone(),
         })
     }
+}
+
+/// A context per entry of `ordinals`, the first `home_context`. An entry naming a device already
+/// used gets a context of its own (`cuCtxCreate`), the others their device's primary context.
+fn contexts_for(home_context: &Rc<Context>, ordinals: &[i32]) -> Result<Vec<Rc<Context>>> {
+    let mut contexts: Vec<Rc<Context>> = vec![home_context.clone()];
+    for (index, &ordinal) in ordinals.iter().enumerate().skip(1) {
+        let context = if ordinals[..index].contains(&ordinal) {
+            Context::new_separate(home_context.driver(), ordinal)?
+        } else {
+            Context::new(home_context.driver(), ordinal)?
+        };
+        contexts.push(context);
+    }
+    Ok(contexts)
+}
+
+/// How positions travel between each pair of `contexts` (`[from][to]`), enabling peer access
+/// wherever the devices allow it.
+fn routes_between(contexts: &[Rc<Context>]) -> Result<Vec<Vec<Route>>> {
+    let mut routes = vec![vec![Route::SameDevice; contexts.len()]; contexts.len()];
+    for (from, source) in contexts.iter().enumerate() {
+        for (to, destination) in contexts.iter().enumerate() {
+            if source.raw_device() == destination.raw_device() {
+                continue;
+            }
+            routes[from][to] = if source.can_access_peer(destination)? {
+                source.enable_peer_access(destination)?;
+                Route::Peer
+            } else {
+                Route::DriverStaged
+            };
+        }
+    }
+    Ok(routes)
+}
+
+/// The home runtime's compiler when `context`'s device has the home device's compute capability,
+/// else one of its own for that capability, reading the same kernel and cache folders.
+fn compiler_for(home: &CudaRuntime, home_context: &Context, context: &Context) -> Result<Compiler> {
+    Ok(if context.device().compute_capability == home_context.device().compute_capability {
+        home.compiler.clone()
+    } else {
+        Compiler::new(
+            context.device().compute_capability,
+            home.compiler.kernels_dir().map(Into::into),
+            home.compiler.cache_dir().map(Into::into),
+        )?
+    })
+}
+
+/// Fails, before part `index`'s buffers are allocated, when `context`'s device has too little free
+/// memory for them: accelerations and `slices` partial sums of its `bodies`, and on every device
+/// but the first (which uses the caller's buffers) two full-length position buffers of `n` bodies
+/// and its velocities.
+fn check_free_memory(context: &Context, index: usize, bodies: usize, n: u32, slices: u32) -> Result<()> {
+    let vector = Precision::F32.vector_bytes();
+    let own = if index == 0 { 0 } else { 2 * n as usize + bodies };
+    let needed = (own + bodies + slices as usize * bodies) * vector;
+    let (free, _) = context.memory_info()?;
+    if needed > free {
+        return Err(Error::InvalidInput(format!(
+            "device {} needs {} MiB for its share of {n} bodies and {} MiB are free: choose fewer bodies",
+            context.device().ordinal,
+            needed >> 20,
+            free >> 20
+        )));
+    }
+    Ok(())
 }
