@@ -7,10 +7,10 @@ use std::rc::Rc;
 use super::super::cpu::Params;
 use super::super::kernels::{ForcesRange, Precision};
 use super::super::sim::StepBuffers;
-use super::{MultiSimulation, PartSpans, Partition};
+use super::{MultiSimulation, Part, PartSpans, Partition};
 use crate::cuda::memory::copy_peer_async;
-use crate::cuda::timing::EventRing;
-use crate::cuda::{Context, Stream};
+use crate::cuda::timing::{EventRing, Marks};
+use crate::cuda::{Context, Event, Stream};
 use crate::error::{Error, Result};
 
 impl MultiSimulation {
@@ -118,23 +118,65 @@ impl MultiSimulation {
         self.check_home(home)?;
         let spans: Vec<PartSpans> =
             (0..self.parts.len()).map(|index| self.spans(index, home)).collect::<Result<_>>()?;
-        let vector = Precision::F32.vector_bytes();
-        let (n, slices, slice_length) = (self.n, self.slices, self.slice_length);
         self.home.make_current()?;
         self.begin.record(stream)?;
-        let marks: Vec<_> = self.timers.iter_mut().map(EventRing::begin).collect();
-        let exchange_marks: Vec<_> = self.exchange_timers.iter_mut().map(EventRing::begin).collect();
+        let marks = self.timers.iter_mut().map(EventRing::begin).collect();
+        let exchange_marks = self.exchange_timers.iter_mut().map(EventRing::begin).collect();
+        let mut queued = QueuedStep {
+            parts: &mut self.parts,
+            sent: &self.sent,
+            marks,
+            exchange_marks,
+            spans,
+            params,
+            n: self.n,
+            slices: self.slices,
+            slice_length: self.slice_length,
+        };
+        queued.drift_and_send(&self.begin)?;
+        queued.forces_and_kick(home, &self.home, self.gather_velocities)?;
+        drop(queued);
+        for timer in self.timers.iter_mut().chain(self.exchange_timers.iter_mut()) {
+            timer.commit(tag);
+        }
 
-        // Phase 1, every device: drift its bodies, then send them to every other device. All
-        // `sent` events are recorded before any device is told to wait on one (a wait binds to
-        // the latest record at the time of the call).
+        // Phase 3: the caller's stream waits for every device.
+        self.home.make_current()?;
+        for part in &self.parts {
+            stream.wait_event(&part.finished)?;
+        }
+        Ok(())
+    }
+}
+
+/// One step as it is queued: the parts, and beside them the timing marks begun for this step on
+/// the simulation's rings (which is why the phases are not methods of [`MultiSimulation`]: the
+/// open marks borrow its rings while the phases borrow its parts).
+struct QueuedStep<'a> {
+    parts: &'a mut [Part],
+    sent: &'a [Event],
+    marks: Vec<Marks<'a>>,
+    exchange_marks: Vec<Marks<'a>>,
+    spans: Vec<PartSpans>,
+    params: &'a Params,
+    n: u32,
+    slices: u32,
+    slice_length: u32,
+}
+
+impl QueuedStep<'_> {
+    /// Phase 1, every device: once `begin` is passed, drift its bodies, then send them to every
+    /// other device. All `sent` events are recorded before any device is told to wait on one (a
+    /// wait binds to the latest record at the time of the call).
+    fn drift_and_send(&mut self, begin: &Event) -> Result<()> {
+        let vector = Precision::F32.vector_bytes();
         let contexts: Vec<Rc<Context>> = self.parts.iter().map(|part| part.context.clone()).collect();
         for (index, part) in self.parts.iter_mut().enumerate() {
-            let (positions_in, positions_out, velocities) = spans[index];
+            let (positions_in, positions_out, velocities) = self.spans[index];
             let own = (part.partition.first_body as usize * vector, part.partition.bodies as usize * vector);
             part.context.make_current()?;
-            part.stream.wait_event(&self.begin)?;
-            marks[index].mark(0, &part.stream)?;
+            part.stream.wait_event(begin)?;
+            self.marks[index].mark(0, &part.stream)?;
             part.kernels.drift(
                 &part.stream,
                 positions_in.range(own.0, own.1)?,
@@ -143,29 +185,35 @@ impl MultiSimulation {
                 part.accelerations.span(),
                 None,
                 part.partition.bodies,
-                params,
+                self.params,
             )?;
-            marks[index].mark(1, &part.stream)?;
+            self.marks[index].mark(1, &part.stream)?;
             part.drifted.record(&part.stream)?;
             part.exchange.wait_event(&part.drifted)?;
-            exchange_marks[index].mark(0, &part.exchange)?;
+            self.exchange_marks[index].mark(0, &part.exchange)?;
             let source = positions_out.range(own.0, own.1)?;
             for (other, target) in contexts.iter().enumerate() {
                 if other != index {
-                    let destination = spans[other].1.range(own.0, own.1)?;
+                    let destination = self.spans[other].1.range(own.0, own.1)?;
                     copy_peer_async(&part.exchange, destination, target, source, &part.context)?;
                 }
             }
-            exchange_marks[index].mark(1, &part.exchange)?;
+            self.exchange_marks[index].mark(1, &part.exchange)?;
             self.sent[index].record(&part.exchange)?;
         }
+        Ok(())
+    }
 
-        // Phase 2, every device: forces against its own slices (the copies run meanwhile), then
-        // against each other device's slices once they have arrived, then the kick.
+    /// Phase 2, every device: forces against its own slices (the copies run meanwhile), then
+    /// against each other device's slices once they have arrived, then the kick. With
+    /// `gather_velocities`, every device but the first then copies its velocities into `home`'s.
+    fn forces_and_kick(&mut self, home: &StepBuffers, home_context: &Rc<Context>, gather_velocities: bool) -> Result<()> {
+        let vector = Precision::F32.vector_bytes();
+        let (n, slices, slice_length) = (self.n, self.slices, self.slice_length);
         let count = self.parts.len();
         let partitions: Vec<Partition> = self.parts.iter().map(|part| part.partition).collect();
         for (index, part) in self.parts.iter_mut().enumerate() {
-            let (_, positions_out, velocities) = spans[index];
+            let (_, positions_out, velocities) = self.spans[index];
             part.context.make_current()?;
             let own = partitions[index];
             let range = |of: &Partition| ForcesRange {
@@ -177,20 +225,20 @@ impl MultiSimulation {
                 first_slice: of.first_slice,
                 slice_count: of.slice_count,
             };
-            part.kernels.forces_range(&part.stream, positions_out, part.partial.span(), &range(&own), params)?;
-            marks[index].mark(2, &part.stream)?;
+            part.kernels.forces_range(&part.stream, positions_out, part.partial.span(), &range(&own), self.params)?;
+            self.marks[index].mark(2, &part.stream)?;
             let others = self.sent.iter().zip(&partitions).enumerate().filter(|(other, _)| *other != index);
             for (slot, (_, (sent, partition))) in others.enumerate() {
                 part.stream.wait_event(sent)?;
-                marks[index].mark(3 + 2 * slot, &part.stream)?;
+                self.marks[index].mark(3 + 2 * slot, &part.stream)?;
                 part.kernels.forces_range(
                     &part.stream,
                     positions_out,
                     part.partial.span(),
                     &range(partition),
-                    params,
+                    self.params,
                 )?;
-                marks[index].mark(4 + 2 * slot, &part.stream)?;
+                self.marks[index].mark(4 + 2 * slot, &part.stream)?;
             }
             part.kernels.kick(
                 &part.stream,
@@ -200,28 +248,17 @@ impl MultiSimulation {
                 None,
                 own.bodies,
                 slices,
-                params,
+                self.params,
             )?;
-            marks[index].mark(2 * count + 1, &part.stream)?;
+            self.marks[index].mark(2 * count + 1, &part.stream)?;
             part.kicked.record(&part.stream)?;
             part.exchange.wait_event(&part.kicked)?;
-            if self.gather_velocities && index > 0 {
+            if gather_velocities && index > 0 {
                 let destination =
                     home.velocities.range(own.first_body as usize * vector, own.bodies as usize * vector)?;
-                copy_peer_async(&part.exchange, destination, &self.home, velocities, &part.context)?;
+                copy_peer_async(&part.exchange, destination, home_context, velocities, &part.context)?;
             }
             part.finished.record(&part.exchange)?;
-        }
-        drop(marks);
-        drop(exchange_marks);
-        for timer in self.timers.iter_mut().chain(self.exchange_timers.iter_mut()) {
-            timer.commit(tag);
-        }
-
-        // Phase 3: the caller's stream waits for every device.
-        self.home.make_current()?;
-        for part in &self.parts {
-            stream.wait_event(&part.finished)?;
         }
         Ok(())
     }
