@@ -8,6 +8,35 @@
 //! `gl_buffer` (a window, the Rust counterpart of cuda-samples' simpleGL), `egl_texture`
 //! (headless GL) and `vulkan_shared` (headless Vulkan).
 //!
+//! A GL vertex buffer written by a kernel each frame, as the README shows it (the window, the
+//! buffer, its vertex array and the compiled kernel made as in `examples/gl_buffer.rs`):
+//!
+//! ```no_run
+//! use interop_lab::{
+//!     CudaOptions, DeviceLimits, Function, GlBuffer, GraphicsResource, LaunchConfig, MapAccess, Result, Stream,
+//!     VertexArray, WindowGl, kernel_arg, map, select,
+//! };
+//!
+//! fn frames(window: &WindowGl, buffer: &GlBuffer, vertices: &VertexArray, kernel: &mut Function) -> Result<()> {
+//!     let (gl, count) = (window.gl(), 65_536u32);
+//!     let selection = select(&CudaOptions::default(), gl, &|name| window.proc_address(name)); // CUDA on GL's GPU
+//!     let (cuda, entry_points) = selection.gl_interop()?; // or an error saying why there is none
+//!     let mut resource = GraphicsResource::register_buffer(&cuda.context, entry_points, buffer.name())?; // once
+//!     let (stream, limits) = (Stream::new(&cuda.context)?, DeviceLimits::from(cuda.context.device()));
+//!     let config = LaunchConfig { grid: [count / 256, 1, 1], block: [256, 1, 1], shared_memory_bytes: 0 };
+//!     for _frame in 0..60 {
+//!         let mapped = map(&stream, &mut [(&mut resource, MapAccess::WriteDiscard)])?;
+//!         let pointer = mapped.buffer(0)?.ptr; // GL cannot draw the buffer while `mapped` lives
+//!         // SAFETY: the kernel takes (float4*, unsigned int) and writes `count` vertices.
+//!         unsafe { kernel.launch(&stream, &limits, &config, &mut [kernel_arg(&pointer), kernel_arg(&count)])? };
+//!         mapped.unmap()?; // GL's again
+//!         vertices.draw_arrays(gl, glow::POINTS, count as i32);
+//!         window.swap_buffers()?;
+//!     }
+//!     Ok(())
+//! }
+//! ```
+//!
 //! The surface is the list below, grouped by purpose; each item says what it owns, what it waits
 //! for, and which driver call it wraps. Kernels are CUDA C++ that NVRTC compiles at run time
 //! ([`Compiler`]); the CUDA driver and NVRTC are loaded at run time, so a program builds and runs
