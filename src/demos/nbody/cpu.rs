@@ -6,7 +6,7 @@
 
 use rayon::prelude::*;
 
-use super::presets::Bodies;
+use super::presets::{Bodies, Preset};
 
 /// The physical parameters of a step.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,6 +19,13 @@ pub struct Params {
     pub gravity: f64,
     /// Velocity factor applied each step (1 = none).
     pub damping: f64,
+}
+
+impl Params {
+    /// `preset`'s time step and softening, unit gravity, no damping: what the benchmarks step with.
+    pub fn defaults_for(preset: Preset) -> Self {
+        Self { dt: preset.default_dt(), softening: preset.default_softening(), gravity: 1.0, damping: 1.0 }
+    }
 }
 
 /// f32 or f64, for the integrator's generic code.

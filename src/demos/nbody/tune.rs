@@ -215,12 +215,7 @@ impl Tuner {
             };
             let mut positions = DeviceBuffer::new(&cuda.context, vectors.len())?;
             positions.upload(&stream, &vectors)?;
-            let params = Params {
-                dt: Preset::Plummer.default_dt(),
-                softening: Preset::Plummer.default_softening(),
-                gravity: 1.0,
-                damping: 1.0,
-            };
+            let params = Params::defaults_for(Preset::Plummer);
             self.bench = Some(Bench { stream, positions, params });
         }
         let Some(bench) = &self.bench else { return Err(Error::Unavailable("no tuning buffers".to_owned())) };

@@ -47,12 +47,7 @@ pub(super) fn nbody_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result
         }
         progress.step(format!("{n} bodies"));
         let bodies = options.preset.generate(n as usize, 1);
-        let params = Params {
-            dt: options.preset.default_dt(),
-            softening: options.preset.default_softening(),
-            gravity: 1.0,
-            damping: 1.0,
-        };
+        let params = Params::defaults_for(options.preset);
         let times = match options.precision {
             Precision::F32 => time_cpu::<f32>(&bodies, &params, options, rate)?,
             Precision::F64 => time_cpu::<f64>(&bodies, &params, options, rate)?,

@@ -72,12 +72,7 @@ pub(super) fn nbody_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: Frame
             break;
         }
         let bodies = options.preset.generate(n as usize, 1);
-        let params = Params {
-            dt: options.preset.default_dt(),
-            softening: options.preset.default_softening(),
-            gravity: 1.0,
-            damping: 1.0,
-        };
+        let params = Params::defaults_for(options.preset);
         let vector = options.precision.vector_bytes();
         let mut positions = DeviceBuffer::new(&cuda.context, n as usize * vector)?;
         positions.upload(&stream, &to_vectors(&bodies, options.precision))?;

@@ -34,15 +34,6 @@ const ALL_PAIRS_UP_TO_CUDA: u32 = 262_144;
 /// On the CPU backend, up to this many (a pass of 16,384 takes about a second on 2 cores).
 const ALL_PAIRS_UP_TO_CPU: u32 = 16_384;
 
-fn params_of(options: &NBodyBench) -> Params {
-    Params {
-        dt: options.preset.default_dt(),
-        softening: options.preset.default_softening(),
-        gravity: 1.0,
-        damping: 1.0,
-    }
-}
-
 /// The relative force error of `accelerations` (G = 1) at `positions` (as the method saw them)
 /// against direct summation in f64 over [`ERROR_SAMPLE`] bodies.
 fn errors_against_direct(positions: &[[f64; 4]], accelerations: &[[f64; 4]], params: &Params) -> ForceErrors {
@@ -111,7 +102,7 @@ pub(super) fn tree_cuda(options: &NBodyBench, cuda: &CudaRuntime, frames: FrameR
                 n,
             );
             let bodies = options.preset.generate(n as usize, 1);
-            Some(time_step(cuda, &stream, &bodies, all_pairs_variant, slices, &params_of(options), options)?)
+            Some(time_step(cuda, &stream, &bodies, all_pairs_variant, slices, &Params::defaults_for(options.preset), options)?)
         } else {
             None
         };
@@ -299,7 +290,7 @@ impl TreeBenchState<'_> {
         let (options, stream, context) = (self.options, self.stream, &self.cuda.context);
         let mut tree = GpuTree::new(&self.cuda.compiler, context, n)?;
         let bodies = options.preset.generate(n as usize, 1);
-        let params = params_of(options);
+        let params = Params::defaults_for(options.preset);
         let vectors = n as usize * 16;
         let buffer = |bytes: usize| DeviceBuffer::new(context, bytes);
         let start = to_vectors(&bodies, Precision::F32);
@@ -369,7 +360,7 @@ impl TreeBenchState<'_> {
 /// clock, with the tree's force error.
 pub(super) fn tree_cpu(options: &NBodyBench, frames: FrameRunner<'_>) -> Result<BenchReport> {
     let threads = rayon::current_num_threads();
-    let params = params_of(options);
+    let params = Params::defaults_for(options.preset);
     let mut table = format!(
         "n-body, Barnes-Hut tree (θ {}), on the CPU ({threads} threads), {}: accelerations pass median of {} after \
          {} warm-up (wall clock); force error against f64 direct summation over {ERROR_SAMPLE} bodies; frames/s \
