@@ -15,7 +15,7 @@ use glow::HasContext;
 use serde_json::json;
 
 use crate::args::CudaArgs;
-use crate::cuda::interop::{self, GlEntryPoints, GraphicsResource, MapAccess};
+use crate::cuda::interop::{self, GraphicsResource, MapAccess};
 use crate::cuda::{DeviceLimits, Event, Function, Module, Stream};
 use crate::demo_kit::bench::{BenchReport, Ran, Repeats};
 use crate::error::{Error, Result};
@@ -238,7 +238,9 @@ pub fn run(args: &MapBenchArgs, stop: &StopRequest) -> Result<BenchReport> {
     let context = HeadlessGl::new(runtime::preferred_cuda_device(&options))?;
     let gl = context.gl().clone();
     let selection = runtime::select(&options, &gl, &|name| context.proc_address(name));
-    let (cuda, entry_points) = cuda_with_interop(&selection)?;
+    let (cuda, entry_points) = selection.gl_interop().map_err(|why| {
+        Error::Unavailable(format!("bench map needs CUDA with GL interop on this GL context's device: {why}"))
+    })?;
     let stream = Stream::new(&cuda.context)?;
     let second = Stream::new(&cuda.context)?;
     let plain = crate::cuda::DeviceBuffer::new(&cuda.context, LONG_KERNEL_BYTES)?;
@@ -284,7 +286,7 @@ pub fn run(args: &MapBenchArgs, stop: &StopRequest) -> Result<BenchReport> {
         let mut ring = Vec::with_capacity(condition.ring);
         for _ in 0..condition.ring {
             let buffer = Guard::new(gl::Buffer::uninitialized(&gl, bytes)?, release);
-            let resource = GraphicsResource::register_buffer(&cuda.context, &entry_points, buffer.name())?;
+            let resource = GraphicsResource::register_buffer(&cuda.context, entry_points, buffer.name())?;
             // The registration is declared first, so it is dropped (unregistered) before its buffer.
             ring.push((resource, buffer));
         }
@@ -316,20 +318,6 @@ pub fn run(args: &MapBenchArgs, stop: &StopRequest) -> Result<BenchReport> {
         "results": results,
     });
     BenchReport::finish(json, table, stop, &args.json)
-}
-
-/// CUDA and GL interop's entry points, or why this bench cannot run.
-fn cuda_with_interop(selection: &runtime::Selection) -> Result<(&runtime::CudaRuntime, GlEntryPoints)> {
-    let Some(cuda) = selection.cuda.as_deref() else {
-        return Err(Error::Unavailable(format!("bench map needs CUDA: {}", selection.reason)));
-    };
-    let Some(entry_points) = cuda.interop else {
-        return Err(Error::Unavailable(format!(
-            "bench map needs GL interop, which this GL context does not offer: {}",
-            selection.reason
-        )));
-    };
-    Ok((cuda, entry_points))
 }
 
 /// The table's title and column heads.
